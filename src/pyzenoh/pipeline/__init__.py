@@ -1,0 +1,1 @@
+"""pyzenoh.pipeline"""

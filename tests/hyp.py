@@ -1,0 +1,23 @@
+"""Hypothesis budgets shared by the suite: more examples in CI, fewer locally."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def examples(ci: int, local: int) -> settings:
+    """Settings running ``ci`` examples under CI=true and ``local`` otherwise."""
+    return settings(
+        max_examples=ci if IN_CI else local,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
+
+
+# Decoders must survive >= 10,000 arbitrary/mutated inputs each in CI.
+FUZZ = examples(10_000, 500)
+ROUNDTRIP = examples(1_000, 100)
