@@ -1,0 +1,3 @@
+from pyzenoh.cli import main
+
+raise SystemExit(main())
