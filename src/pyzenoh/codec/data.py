@@ -1,0 +1,352 @@
+"""Zenoh (data) layer: PUT, DEL, QUERY, REPLY, ERR (zenoh-wire.md 4).
+
+These are the bodies carried by PUSH, REQUEST and RESPONSE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from pyzenoh.codec.extensions import (
+    Extension,
+    ext_bytes,
+    ext_reader,
+    expect_end,
+    read_extensions,
+    unknown_extension,
+    write_extensions,
+)
+from pyzenoh.codec.primitives import (
+    MAX_PAYLOAD_LEN,
+    U64_MAX,
+    Encoding,
+    Reader,
+    SourceInfo,
+    Timestamp,
+    check_bound,
+    write_vle,
+    write_zbytes,
+    write_zstr,
+)
+from pyzenoh.errors import DecodeError
+
+ID_PUT = 0x01
+ID_DEL = 0x02
+ID_QUERY = 0x03
+ID_REPLY = 0x04
+ID_ERR = 0x05
+
+FLAG_Z = 0x80
+FLAG_T = 0x20  # PUT/DEL: timestamp present
+FLAG_E = 0x40  # PUT/ERR: encoding present
+FLAG_C = 0x20  # QUERY/REPLY: consolidation present
+FLAG_P = 0x40  # QUERY: parameters present
+
+EXT_SOURCE_INFO = 0x41
+EXT_SHM = 0x12
+EXT_PUT_ATTACHMENT = 0x43
+EXT_DEL_ATTACHMENT = 0x42
+EXT_QUERY_BODY = 0x43
+EXT_QUERY_BODY_SHM = 0x04
+EXT_QUERY_ATTACHMENT = 0x45
+
+#: Query parameters are a usize on the wire; we bound them like a payload.
+MAX_PARAMETERS_LEN = MAX_PAYLOAD_LEN
+
+
+class Consolidation(IntEnum):
+    AUTO = 0
+    NONE = 1
+    MONOTONIC = 2
+    LATEST = 3
+
+
+def _source_info_ext(ext: Extension) -> SourceInfo:
+    r = ext_reader(ext)
+    info = SourceInfo.read(r)
+    expect_end(r, "SourceInfo")
+    return info
+
+
+def _source_info_bytes(info: SourceInfo) -> bytes:
+    out = bytearray()
+    info.write(out)
+    return bytes(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    payload: bytes = b""
+    encoding: Encoding = Encoding.DEFAULT
+    timestamp: Timestamp | None = None
+    source_info: SourceInfo | None = None
+    attachment: bytes | None = None
+    shm: bool = False
+    extensions: tuple[Extension, ...] = ()
+
+    def write(self, out: bytearray) -> None:
+        header = ID_PUT
+        if self.timestamp is not None:
+            header |= FLAG_T
+        if not self.encoding.is_default():
+            header |= FLAG_E
+        exts = []
+        if self.source_info is not None:
+            exts.append(Extension(EXT_SOURCE_INFO, _source_info_bytes(self.source_info)))
+        if self.shm:
+            exts.append(Extension(EXT_SHM))
+        if self.attachment is not None:
+            exts.append(Extension(EXT_PUT_ATTACHMENT, self.attachment))
+        exts.extend(self.extensions)
+        if exts:
+            header |= FLAG_Z
+        out.append(header)
+        if self.timestamp is not None:
+            self.timestamp.write(out)
+        if header & FLAG_E:
+            self.encoding.write(out)
+        if exts:
+            write_extensions(out, exts)
+        write_zbytes(out, self.payload)
+
+    @classmethod
+    def read(cls, r: Reader, header: int) -> Put:
+        timestamp = Timestamp.read(r) if header & FLAG_T else None
+        encoding = Encoding.read(r) if header & FLAG_E else Encoding.DEFAULT
+        source_info = None
+        attachment = None
+        shm = False
+        others: list[Extension] = []
+        if header & FLAG_Z:
+            for ext in read_extensions(r):
+                if ext.id == EXT_SOURCE_INFO:
+                    source_info = _source_info_ext(ext)
+                elif ext.id == EXT_SHM:
+                    shm = True
+                elif ext.id == EXT_PUT_ATTACHMENT:
+                    attachment = ext_bytes(ext)
+                else:
+                    others.append(unknown_extension(ext, r))
+        payload = r.zbytes(MAX_PAYLOAD_LEN)
+        return cls(payload, encoding, timestamp, source_info, attachment, shm, tuple(others))
+
+
+@dataclass(frozen=True, slots=True)
+class Del:
+    timestamp: Timestamp | None = None
+    source_info: SourceInfo | None = None
+    attachment: bytes | None = None
+    extensions: tuple[Extension, ...] = ()
+
+    def write(self, out: bytearray) -> None:
+        header = ID_DEL
+        if self.timestamp is not None:
+            header |= FLAG_T
+        exts = []
+        if self.source_info is not None:
+            exts.append(Extension(EXT_SOURCE_INFO, _source_info_bytes(self.source_info)))
+        if self.attachment is not None:
+            exts.append(Extension(EXT_DEL_ATTACHMENT, self.attachment))
+        exts.extend(self.extensions)
+        if exts:
+            header |= FLAG_Z
+        out.append(header)
+        if self.timestamp is not None:
+            self.timestamp.write(out)
+        if exts:
+            write_extensions(out, exts)
+
+    @classmethod
+    def read(cls, r: Reader, header: int) -> Del:
+        timestamp = Timestamp.read(r) if header & FLAG_T else None
+        source_info = None
+        attachment = None
+        others: list[Extension] = []
+        if header & FLAG_Z:
+            for ext in read_extensions(r):
+                if ext.id == EXT_SOURCE_INFO:
+                    source_info = _source_info_ext(ext)
+                elif ext.id == EXT_DEL_ATTACHMENT:
+                    attachment = ext_bytes(ext)
+                else:
+                    others.append(unknown_extension(ext, r))
+        return cls(timestamp, source_info, attachment, tuple(others))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryBody:
+    """The optional value sent with a query: an encoding and raw bytes."""
+
+    payload: bytes = b""
+    encoding: Encoding = Encoding.DEFAULT
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    consolidation: int | None = None
+    parameters: str = ""
+    body: QueryBody | None = None
+    source_info: SourceInfo | None = None
+    attachment: bytes | None = None
+    body_shm: bool = False
+    extensions: tuple[Extension, ...] = ()
+
+    def write(self, out: bytearray) -> None:
+        header = ID_QUERY
+        if self.consolidation is not None:
+            header |= FLAG_C
+        if self.parameters:
+            header |= FLAG_P
+        exts = []
+        if self.source_info is not None:
+            exts.append(Extension(EXT_SOURCE_INFO, _source_info_bytes(self.source_info)))
+        if self.body_shm:
+            exts.append(Extension(EXT_QUERY_BODY_SHM))
+        if self.body is not None:
+            inner = bytearray()
+            self.body.encoding.write(inner)
+            inner += self.body.payload
+            exts.append(Extension(EXT_QUERY_BODY, bytes(inner)))
+        if self.attachment is not None:
+            exts.append(Extension(EXT_QUERY_ATTACHMENT, self.attachment))
+        exts.extend(self.extensions)
+        if exts:
+            header |= FLAG_Z
+        out.append(header)
+        if self.consolidation is not None:
+            check_bound(self.consolidation, U64_MAX, "consolidation")
+            write_vle(out, self.consolidation)
+        if self.parameters:
+            write_zstr(out, self.parameters)
+        if exts:
+            write_extensions(out, exts)
+
+    @classmethod
+    def read(cls, r: Reader, header: int) -> Query:
+        consolidation = r.vle(U64_MAX) if header & FLAG_C else None
+        parameters = r.zstr(MAX_PARAMETERS_LEN) if header & FLAG_P else ""
+        source_info = None
+        body = None
+        attachment = None
+        body_shm = False
+        others: list[Extension] = []
+        if header & FLAG_Z:
+            for ext in read_extensions(r):
+                if ext.id == EXT_SOURCE_INFO:
+                    source_info = _source_info_ext(ext)
+                elif ext.id == EXT_QUERY_BODY:
+                    inner = ext_reader(ext)
+                    encoding = Encoding.read(inner)
+                    body = QueryBody(inner.rest(), encoding)
+                elif ext.id == EXT_QUERY_BODY_SHM:
+                    body_shm = True
+                elif ext.id == EXT_QUERY_ATTACHMENT:
+                    attachment = ext_bytes(ext)
+                else:
+                    others.append(unknown_extension(ext, r))
+        return cls(consolidation, parameters, body, source_info, attachment, body_shm, tuple(others))
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    body: Put | Del
+    consolidation: int | None = None
+    extensions: tuple[Extension, ...] = ()
+
+    def write(self, out: bytearray) -> None:
+        header = ID_REPLY
+        if self.consolidation is not None:
+            header |= FLAG_C
+        if self.extensions:
+            header |= FLAG_Z
+        out.append(header)
+        if self.consolidation is not None:
+            write_vle(out, self.consolidation)
+        if self.extensions:
+            write_extensions(out, self.extensions)
+        self.body.write(out)
+
+    @classmethod
+    def read(cls, r: Reader, header: int) -> Reply:
+        consolidation = r.vle(U64_MAX) if header & FLAG_C else None
+        others: list[Extension] = []
+        if header & FLAG_Z:
+            others = [unknown_extension(ext, r) for ext in read_extensions(r)]
+        return cls(read_push_body(r), consolidation, tuple(others))
+
+
+@dataclass(frozen=True, slots=True)
+class Err:
+    payload: bytes = b""
+    encoding: Encoding = Encoding.DEFAULT
+    source_info: SourceInfo | None = None
+    shm: bool = False
+    extensions: tuple[Extension, ...] = ()
+
+    def write(self, out: bytearray) -> None:
+        header = ID_ERR
+        if not self.encoding.is_default():
+            header |= FLAG_E
+        exts = []
+        if self.source_info is not None:
+            exts.append(Extension(EXT_SOURCE_INFO, _source_info_bytes(self.source_info)))
+        if self.shm:
+            exts.append(Extension(EXT_SHM))
+        exts.extend(self.extensions)
+        if exts:
+            header |= FLAG_Z
+        out.append(header)
+        if header & FLAG_E:
+            self.encoding.write(out)
+        if exts:
+            write_extensions(out, exts)
+        write_zbytes(out, self.payload)
+
+    @classmethod
+    def read(cls, r: Reader, header: int) -> Err:
+        encoding = Encoding.read(r) if header & FLAG_E else Encoding.DEFAULT
+        source_info = None
+        shm = False
+        others: list[Extension] = []
+        if header & FLAG_Z:
+            for ext in read_extensions(r):
+                if ext.id == EXT_SOURCE_INFO:
+                    source_info = _source_info_ext(ext)
+                elif ext.id == EXT_SHM:
+                    shm = True
+                else:
+                    others.append(unknown_extension(ext, r))
+        payload = r.zbytes(MAX_PAYLOAD_LEN)
+        return cls(payload, encoding, source_info, shm, tuple(others))
+
+
+def read_push_body(r: Reader) -> Put | Del:
+    """PUSH and REPLY carry a PUT or a DEL."""
+    start = r.pos
+    header = r.u8()
+    mid = header & 0x1F
+    if mid == ID_PUT:
+        return Put.read(r, header)
+    if mid == ID_DEL:
+        return Del.read(r, header)
+    raise DecodeError(f"expected PUT or DEL, found id 0x{mid:02x}", start)
+
+
+def read_request_body(r: Reader) -> Query:
+    start = r.pos
+    header = r.u8()
+    if header & 0x1F != ID_QUERY:
+        raise DecodeError(f"expected QUERY, found id 0x{header & 0x1F:02x}", start)
+    return Query.read(r, header)
+
+
+def read_response_body(r: Reader) -> Reply | Err:
+    start = r.pos
+    header = r.u8()
+    mid = header & 0x1F
+    if mid == ID_REPLY:
+        return Reply.read(r, header)
+    if mid == ID_ERR:
+        return Err.read(r, header)
+    raise DecodeError(f"expected REPLY or ERR, found id 0x{mid:02x}", start)
