@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 # Modules that may contribute sub-commands; a missing one is simply skipped.
 _CLI_MODULES = (
+    "pyzenoh.demo",
     "pyzenoh.codec.cli",
     "pyzenoh.session.cli",
     "pyzenoh.router.cli",

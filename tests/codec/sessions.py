@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"
-SESSIONS_FILE = REFERENCE / "vectors" / "zenoh-sessions.json"
+VECTORS = Path(__file__).resolve().parents[1] / "vectors"
+SESSIONS_FILE = VECTORS / "zenoh-sessions.json"
 
 
 @dataclass(frozen=True)
