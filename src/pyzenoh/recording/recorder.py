@@ -1,0 +1,489 @@
+"""The traffic recorder the router calls for every network message it receives or sends.
+
+File layout: see :mod:`pyzenoh.recording.format`. The recorder never reads a clock: every
+call carries ``now_ns`` from the router, and time-based chunk flushes and segment rotation
+are decided from those values. It is not thread-safe; the router calls it from its event
+loop.
+
+Cost model: :meth:`Recorder.message` packs one fixed header with a single
+``struct.pack`` into the current chunk's ``bytearray`` and appends one offset to a list;
+everything else (CRC, message index, the write itself) happens once per chunk.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from pathlib import Path
+from typing import Self
+
+from mcap.data_stream import RecordBuilder
+from mcap.records import (
+    Channel,
+    ChunkIndex,
+    DataEnd,
+    Footer,
+    Header,
+    Metadata,
+    MetadataIndex,
+    Statistics,
+    SummaryOffset,
+)
+
+from pyzenoh.errors import UsageError
+from pyzenoh.recording import format as fmt
+from pyzenoh.recording._keyexpr import get_intersects
+from pyzenoh.recording.reader import resume_point
+
+# A chunk is written when it holds this many bytes, or when this much router time has
+# passed since the previous chunk: that bounds what a kill -9 can lose.
+CHUNK_BYTES = 1 << 20
+MIN_CHUNK_BYTES = 4 << 10
+CHUNK_NS = 1_000_000_000
+# Per-key memo of the filter's verdict; cleared when it grows past this.
+FILTER_CACHE_SIZE = 4096
+
+_DIRECTION = {"rx": fmt.DIR_RX, "tx": fmt.DIR_TX}
+_M32 = 0xFFFFFFFF
+_NET_FIXED = fmt.NET_RECORD.size - fmt.RECORD_HEAD.size
+_ROUTE_FIXED = fmt.ROUTE_RECORD.size - fmt.RECORD_HEAD.size
+_MSG_FIXED = fmt.MESSAGE_HEAD.size - fmt.RECORD_HEAD.size
+
+
+def _record(rec: object) -> bytes:
+    builder = RecordBuilder()
+    rec.write(builder)  # type: ignore[attr-defined]
+    return bytes(builder.end())  # type: ignore[no-untyped-call]
+
+
+class Recorder:
+    """Writes a recording directory of rotating, chunked MCAP segments."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        max_segment_bytes: int = 64 << 20,
+        max_segment_seconds: float = 300.0,
+        key_filter: str | None = None,
+    ) -> None:
+        if max_segment_bytes <= 0:
+            raise UsageError("max_segment_bytes must be positive")
+        if not max_segment_seconds > 0:
+            raise UsageError("max_segment_seconds must be positive")
+        if key_filter is not None and not key_filter:
+            raise UsageError("key_filter must be a non-empty key expression")
+        self._dir = Path(directory)
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._max_bytes = max_segment_bytes
+        self._max_ns = int(max_segment_seconds * 1e9)
+        self._chunk_limit = max(
+            MIN_CHUNK_BYTES, min(CHUNK_BYTES, max_segment_bytes // 4)
+        )
+        self._chunk_ns = min(CHUNK_NS, self._max_ns)
+        self._filter = key_filter
+        self._intersects = get_intersects() if key_filter is not None else None
+        self._verdicts: dict[str, bool] = {}
+        self._keys: dict[str, bytes] = {}
+        self._links: dict[int, tuple[str, str, str]] = {}
+        self._closed = False
+
+        last_segment, next_seq = resume_point(self._dir)
+        self._seq = next_seq
+        self._run = last_segment + 1
+        self._segment = last_segment  # _open_segment increments
+        self._fd = -1
+        self._buf = bytearray()
+        self._net_offs: list[int] = []
+        self._link_offs: list[int] = []
+        self._route_offs: list[int] = []
+        self._chunk_t0 = 0
+        self._pos = 0
+        self._counts: dict[int, int] = {}
+        self._chunk_indexes: list[ChunkIndex] = []
+        self._seg_t0: int | None = None
+        self._seg_start = 0
+        self._seg_end = 0
+        self._open_segment(None)
+
+    # -- the router's API ----------------------------------------------------------------
+
+    def link_opened(
+        self, now_ns: int, link_id: int, zid: str, whatami: str, remote: str
+    ) -> None:
+        self._check_open()
+        self._links[link_id] = (zid, whatami, remote)
+        self._add_link(
+            now_ns,
+            fmt.link_json(
+                self._seq, "open", link_id, zid=zid, whatami=whatami, remote=remote
+            ),
+        )
+
+    def link_closed(self, now_ns: int, link_id: int, reason: str) -> None:
+        self._check_open()
+        self._links.pop(link_id, None)
+        self._add_link(
+            now_ns, fmt.link_json(self._seq, "close", link_id, reason=reason)
+        )
+
+    def message(
+        self,
+        now_ns: int,
+        link_id: int,
+        direction: str,
+        key: str | None,
+        raw: bytes,
+        cause: int = -1,
+    ) -> int:
+        """Record one network message; returns its seq, or -1 when the key filter drops it.
+
+        Messages without a key (RESPONSE_FINAL, undeclarations, D_FINAL, ...) are always
+        kept: the pipeline needs them to close queries and entities.
+        """
+        if self._closed:
+            raise UsageError("recorder is closed")
+        d = _DIRECTION.get(direction)
+        if d is None:
+            raise UsageError(f"direction must be 'rx' or 'tx', not {direction!r}")
+        if key is None:
+            kb = b""
+            klen = fmt.NO_KEY
+        else:
+            if self._filter is not None and not self._accept(key):
+                return -1
+            kb = self._keys.get(key)  # type: ignore[assignment]
+            if kb is None:
+                kb = self._key_bytes(key)
+            klen = len(kb)
+        seq = self._seq
+        self._seq = seq + 1
+        buf = self._buf
+        self._net_offs.append(len(buf))
+        buf += fmt.NET_RECORD.pack(
+            fmt.OP_MESSAGE, _NET_FIXED + len(kb) + len(raw), fmt.CH_NET, seq & _M32,
+            now_ns, now_ns, seq, cause, link_id, d, klen,
+        )  # fmt: skip
+        buf += kb
+        buf += raw
+        if len(buf) >= self._chunk_limit or now_ns - self._chunk_t0 >= self._chunk_ns:
+            self._flush(now_ns)
+        return seq
+
+    def route(
+        self, now_ns: int, cause: int, key: str, expected_links: list[int]
+    ) -> None:
+        """Record that rx record ``cause`` (key ``key``) had subscribers on ``expected_links``."""
+        self._check_open()
+        if self._filter is not None and not self._accept(key):
+            return
+        kb = self._key_bytes(key)
+        links = fmt.U32.pack(len(expected_links))
+        if expected_links:
+            try:
+                links += struct.pack(f"<{len(expected_links)}I", *expected_links)
+            except struct.error:
+                raise UsageError("link ids must be integers in 0..2**32-1") from None
+        seq = self._seq
+        self._seq = seq + 1
+        buf = self._buf
+        self._route_offs.append(len(buf))
+        buf += fmt.ROUTE_RECORD.pack(
+            fmt.OP_MESSAGE, _ROUTE_FIXED + len(kb) + len(links), fmt.CH_ROUTE, seq & _M32,
+            now_ns, now_ns, seq, cause, len(kb),
+        )  # fmt: skip
+        buf += kb
+        buf += links
+        self._maybe_flush(now_ns)
+
+    def tick(self, now_ns: int) -> None:
+        """Let time pass without traffic: writes a chunk older than the flush interval and
+        rotates a segment older than ``max_segment_seconds``."""
+        self._check_open()
+        stale_chunk = bool(self._buf) and now_ns - self._chunk_t0 >= self._chunk_ns
+        old_segment = self._seg_t0 is not None and now_ns - self._seg_t0 >= self._max_ns
+        if stale_chunk or old_segment:
+            self._flush(now_ns)
+
+    def close(self) -> None:
+        """Write the pending chunk and the summary; the last segment is then a complete MCAP file."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._write_chunk()
+            self._finish_segment()
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def segment(self) -> int:
+        """Number of the segment being written."""
+        return self._segment
+
+    @property
+    def next_seq(self) -> int:
+        return self._seq
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError("recorder is closed")
+
+    def _accept(self, key: str) -> bool:
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            assert self._intersects is not None and self._filter is not None
+            try:
+                verdict = bool(self._intersects(self._filter, key))
+            except ValueError:
+                verdict = False  # an invalid key cannot intersect anything
+            if len(self._verdicts) >= FILTER_CACHE_SIZE:
+                self._verdicts.clear()
+            self._verdicts[key] = verdict
+        return verdict
+
+    def _key_bytes(self, key: str) -> bytes:
+        kb = self._keys.get(key)
+        if kb is None:
+            kb = key.encode("utf-8", "surrogateescape")
+            if len(kb) > fmt.MAX_KEY_BYTES:
+                raise UsageError("key expression too long to record")
+            if len(self._keys) >= FILTER_CACHE_SIZE:
+                self._keys.clear()
+            self._keys[key] = kb
+        return kb
+
+    def _add_link(self, now_ns: int, data: bytes) -> None:
+        seq = self._seq
+        self._seq = seq + 1
+        buf = self._buf
+        self._link_offs.append(len(buf))
+        buf += fmt.MESSAGE_HEAD.pack(
+            fmt.OP_MESSAGE,
+            _MSG_FIXED + len(data),
+            fmt.CH_LINK,
+            seq & _M32,
+            now_ns,
+            now_ns,
+        )
+        buf += data
+        self._maybe_flush(now_ns)
+
+    def _maybe_flush(self, now_ns: int) -> None:
+        if (
+            len(self._buf) >= self._chunk_limit
+            or now_ns - self._chunk_t0 >= self._chunk_ns
+        ):
+            self._flush(now_ns)
+
+    def _flush(self, now_ns: int) -> None:
+        self._write_chunk()
+        self._chunk_t0 = now_ns
+        if self._seg_t0 is None:
+            return
+        if self._pos >= self._max_bytes or now_ns - self._seg_t0 >= self._max_ns:
+            self._finish_segment()
+            os.close(self._fd)
+            self._fd = -1
+            self._open_segment(now_ns)
+
+    def _write_all(self, parts: list[bytes | bytearray]) -> None:
+        total = sum(len(p) for p in parts)
+        written = os.writev(self._fd, parts)
+        if written != total:  # short write: finish the rest byte-exactly
+            rest = memoryview(b"".join(parts))[written:]
+            while rest:
+                n = os.write(self._fd, rest)
+                rest = rest[n:]
+        self._pos += total
+
+    def _write_chunk(self) -> None:
+        buf = self._buf
+        if not buf:
+            return
+        unpack = fmt.U64.unpack_from
+        at = fmt.LOG_TIME_AT
+        start, end = -1, 0
+        index_parts: list[bytes] = []
+        index_offsets: dict[int, int] = {}
+        chunk_head_len = fmt.RECORD_HEAD.size + fmt.CHUNK_FIXED.size + 4 + 8
+        index_pos = self._pos + chunk_head_len + len(buf)
+        counts = self._counts
+        for channel, offs in (
+            (fmt.CH_NET, self._net_offs),
+            (fmt.CH_LINK, self._link_offs),
+            (fmt.CH_ROUTE, self._route_offs),
+        ):
+            times = [unpack(buf, o + at)[0] for o in offs]
+            if times:
+                lo, hi = min(times), max(times)
+                start = lo if start < 0 else min(start, lo)
+                end = max(end, hi)
+            entries = [0] * (2 * len(offs))
+            entries[0::2] = times
+            entries[1::2] = offs
+            body = fmt.u64_array(entries)
+            part = (
+                fmt.RECORD_HEAD.pack(fmt.OP_MESSAGE_INDEX, 2 + 4 + len(body))
+                + struct.pack("<HI", channel, len(body))
+                + body
+            )
+            index_offsets[channel] = index_pos
+            index_pos += len(part)
+            index_parts.append(part)
+            counts[channel] += len(offs)
+        start = max(start, 0)
+        crc = zlib.crc32(buf)
+        head = (
+            fmt.RECORD_HEAD.pack(
+                fmt.OP_CHUNK, chunk_head_len - fmt.RECORD_HEAD.size + len(buf)
+            )
+            + fmt.CHUNK_FIXED.pack(start, end, len(buf), crc)
+            + fmt.U32.pack(0)  # compression: "" (none)
+            + fmt.U64.pack(len(buf))
+        )
+        chunk_offset = self._pos
+        self._write_all([head, buf, *index_parts])
+        self._chunk_indexes.append(
+            ChunkIndex(
+                chunk_length=len(head) + len(buf),
+                chunk_start_offset=chunk_offset,
+                compression="",
+                compressed_size=len(buf),
+                message_end_time=end,
+                message_index_length=sum(len(p) for p in index_parts),
+                message_index_offsets=index_offsets,
+                message_start_time=start,
+                uncompressed_size=len(buf),
+            )
+        )
+        if self._seg_t0 is None:
+            self._seg_t0 = start
+            self._seg_start = start
+        self._seg_start = min(self._seg_start, start)
+        self._seg_end = max(self._seg_end, end)
+        self._buf = bytearray()
+        self._net_offs = []
+        self._link_offs = []
+        self._route_offs = []
+
+    def _open_segment(self, now_ns: int | None) -> None:
+        self._segment += 1
+        path = self._dir / fmt.segment_name(self._segment)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        self._pos = 0
+        self._counts = {fmt.CH_NET: 0, fmt.CH_LINK: 0, fmt.CH_ROUTE: 0}
+        self._chunk_indexes = []
+        self._seg_t0 = None
+        self._seg_start = 0
+        self._seg_end = 0
+        header = _record(Header(profile=fmt.PROFILE, library=fmt.LIBRARY))
+        meta = Metadata(
+            name=fmt.SEGMENT_METADATA,
+            metadata={
+                "format": str(fmt.FORMAT_VERSION),
+                "segment": str(self._segment),
+                "run": str(self._run),
+                "first_seq": str(self._seq),
+            },
+        )
+        meta_bytes = _record(meta)
+        self._meta_index = MetadataIndex(
+            offset=len(fmt.MAGIC) + len(header),
+            length=len(meta_bytes),
+            name=fmt.SEGMENT_METADATA,
+        )
+        self._channels = [
+            Channel(id=ch, topic=topic, message_encoding=enc, metadata={}, schema_id=0)
+            for ch, (topic, enc) in fmt.CHANNELS.items()
+        ]
+        self._write_all(
+            [fmt.MAGIC, header, meta_bytes, *(_record(c) for c in self._channels)]
+        )
+        if now_ns is not None:
+            self._chunk_t0 = now_ns
+            for link_id, (zid, whatami, remote) in self._links.items():
+                data = fmt.link_json(
+                    self._seq,
+                    "open",
+                    link_id,
+                    zid=zid,
+                    whatami=whatami,
+                    remote=remote,
+                    carried=True,
+                )
+                seq = self._seq
+                self._seq = seq + 1
+                self._link_offs.append(len(self._buf))
+                self._buf += fmt.MESSAGE_HEAD.pack(
+                    fmt.OP_MESSAGE,
+                    _MSG_FIXED + len(data),
+                    fmt.CH_LINK,
+                    seq & _M32,
+                    now_ns,
+                    now_ns,
+                )
+                self._buf += data
+
+    def _finish_segment(self) -> None:
+        data_end = _record(DataEnd(data_section_crc=0))
+        summary_start = self._pos + len(data_end)
+        groups: list[tuple[int, list[bytes]]] = [
+            (fmt.OP_CHANNEL, [_record(c) for c in self._channels]),
+            (
+                0x0B,
+                [
+                    _record(
+                        Statistics(
+                            attachment_count=0,
+                            channel_count=len(self._channels),
+                            channel_message_counts=dict(self._counts),
+                            chunk_count=len(self._chunk_indexes),
+                            message_count=sum(self._counts.values()),
+                            message_end_time=self._seg_end,
+                            message_start_time=self._seg_start,
+                            metadata_count=1,
+                            schema_count=0,
+                        )
+                    )
+                ],
+            ),
+            (0x08, [_record(ci) for ci in self._chunk_indexes]),
+            (0x0D, [_record(self._meta_index)]),
+        ]
+        summary = bytearray()
+        offsets = bytearray()
+        for opcode, records in groups:
+            if not records:
+                continue
+            group_start = summary_start + len(summary)
+            blob = b"".join(records)
+            summary += blob
+            offsets += _record(
+                SummaryOffset(
+                    group_opcode=opcode, group_start=group_start, group_length=len(blob)
+                )
+            )
+        summary_offset_start = summary_start + len(summary)
+        summary += offsets
+        footer_wo_crc = _record(
+            Footer(
+                summary_start=summary_start,
+                summary_offset_start=summary_offset_start,
+                summary_crc=0,
+            )
+        )[:-4]
+        crc = zlib.crc32(footer_wo_crc, zlib.crc32(summary))
+        self._write_all(
+            [data_end, summary, footer_wo_crc, fmt.U32.pack(crc), fmt.MAGIC]
+        )
