@@ -10,9 +10,9 @@ from enum import IntEnum
 
 from pyzenoh.codec.extensions import (
     Extension,
+    expect_end,
     ext_bytes,
     ext_reader,
-    expect_end,
     read_extensions,
     unknown_extension,
     write_extensions,

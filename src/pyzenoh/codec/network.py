@@ -297,7 +297,7 @@ class Request:
                 else:
                     others.append(unknown_extension(ext, r))
         body = read_request_body(r)
-        return cls(request_id, wire_expr, body, qos, timestamp, target, budget, timeout_ms,  # type: ignore[arg-type]
+        return cls(request_id, wire_expr, body, qos, timestamp, target, budget, timeout_ms,
                    node_id, ts_stack, tuple(others))  # fmt: skip
 
 

@@ -106,11 +106,11 @@ class _Exts:
     def flag(self, ext_id: int) -> bool:
         return ext_id in self.known
 
-    def int(self, ext_id: int) -> int | None:
+    def z64(self, ext_id: int) -> int | None:
         ext = self.known.get(ext_id)
         return None if ext is None else ext_int(ext)
 
-    def bytes(self, ext_id: int) -> bytes | None:
+    def zbuf(self, ext_id: int) -> bytes | None:
         ext = self.known.get(ext_id)
         return None if ext is None else ext_bytes(ext)
 
@@ -205,10 +205,10 @@ def _read_init(r: Reader, header: int) -> InitSyn | InitAck:
     e = _Exts(r, header, _INIT_EXTS)
     fields = dict(
         zid=zid, whatami=whatami, version=version, resolution=resolution,
-        batch_size=batch_size, qos=e.flag(EXT_QOS), qos_link=e.int(EXT_QOS_LINK),
-        shm=e.bytes(EXT_SHM), auth=e.bytes(EXT_AUTH), multilink=e.bytes(EXT_MULTILINK),
+        batch_size=batch_size, qos=e.flag(EXT_QOS), qos_link=e.z64(EXT_QOS_LINK),
+        shm=e.zbuf(EXT_SHM), auth=e.zbuf(EXT_AUTH), multilink=e.zbuf(EXT_MULTILINK),
         lowlatency=e.flag(EXT_LOWLATENCY), compression=e.flag(EXT_COMPRESSION),
-        patch=e.int(EXT_PATCH), region_name=e.bytes(EXT_REGION_NAME),
+        patch=e.z64(EXT_PATCH), region_name=e.zbuf(EXT_REGION_NAME),
         extensions=tuple(e.others),
     )  # fmt: skip
     if cookie is None:
@@ -298,10 +298,10 @@ def _read_open(r: Reader, header: int) -> OpenSyn | OpenAck:
     cookie = b"" if ack else r.zbytes(MAX_COOKIE_LEN)
     e = _Exts(r, header, _OPEN_EXTS)
     fields = dict(
-        lease_ms=lease, initial_sn=initial_sn, qos=e.flag(EXT_QOS), shm=e.bytes(EXT_SHM),
-        auth=e.bytes(EXT_AUTH), multilink=e.bytes(EXT_MULTILINK),
+        lease_ms=lease, initial_sn=initial_sn, qos=e.flag(EXT_QOS), shm=e.zbuf(EXT_SHM),
+        auth=e.zbuf(EXT_AUTH), multilink=e.zbuf(EXT_MULTILINK),
         lowlatency=e.flag(EXT_LOWLATENCY), compression=e.flag(EXT_COMPRESSION),
-        remote_bound=e.int(EXT_REMOTE_BOUND), extensions=tuple(e.others),
+        remote_bound=e.z64(EXT_REMOTE_BOUND), extensions=tuple(e.others),
     )  # fmt: skip
     if ack:
         return OpenAck(multilink_ack=e.flag(EXT_MULTILINK_ACK), **fields)  # type: ignore[arg-type]
@@ -355,7 +355,7 @@ def _priority_ext(priority: int) -> list[Extension]:
 
 
 def _read_priority(e: _Exts, r: Reader) -> int:
-    value = e.int(EXT_FRAME_QOS)
+    value = e.z64(EXT_FRAME_QOS)
     if value is None:
         return PRIORITY_DATA
     if value > 7:
@@ -501,7 +501,7 @@ class Join:
         best_effort = r.vle(U32_MAX)
         e = _Exts(r, header, frozenset({EXT_JOIN_QOS, EXT_JOIN_SHM, EXT_PATCH}))
         return cls(zid, whatami, lease, reliable, best_effort, version, resolution, batch_size,
-                   e.bytes(EXT_JOIN_QOS), e.bytes(EXT_JOIN_SHM), e.int(EXT_PATCH),
+                   e.zbuf(EXT_JOIN_QOS), e.zbuf(EXT_JOIN_SHM), e.z64(EXT_PATCH),
                    tuple(e.others))  # fmt: skip
 
 
