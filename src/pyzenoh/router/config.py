@@ -1,0 +1,184 @@
+"""Router configuration: JSON5 files using zenohd's key names where they exist.
+
+Recognised keys (zenohd 1.x spelling)::
+
+    {
+      mode: "router",
+      id: "a1b2...",                                  // hex ZenohId; random if absent
+      listen:  { endpoints: ["tcp/[::]:7447"] },
+      connect: { endpoints: [] },
+      queries_default_timeout: 10000,                 // ms
+      timestamping: { enabled: { router: true } },
+      routing: { interests: { timeout: 10000 } },
+      transport: {
+        unicast: { accept_timeout: 10000, max_sessions: 1000, qos: { enabled: true } },
+        link: { tx: { lease: 10000, keep_alive: 4, batch_size: 65535,
+                      queue: { max_bytes: 8388608 } } },   // pyzenoh: per-link send queue cap
+      },
+      pyzenoh: {                                      // settings zenohd does not have
+        limits: { max_declarations_per_face: 10000, max_pending_queries_per_face: 1000,
+                  max_keyexpr_ids_per_face: 10000, max_fragmented_message: 1073741824 },
+        record: { dir: null, max_segment_bytes: 67108864, max_segment_seconds: 300,
+                  key_filter: null },
+        msgq: { socket_file: null, tcp: [] },
+      },
+    }
+
+Unknown keys are ignored with a warning, as zenohd tolerates keys of other plugins.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import json5
+
+from pyzenoh.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LISTEN = "tcp/[::]:7447"
+
+_KNOWN_TOP = {
+    "mode", "id", "listen", "connect", "queries_default_timeout", "timestamping",
+    "routing", "transport", "pyzenoh", "scouting", "adminspace", "plugins", "metadata",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSettings:
+    dir: str | None = None
+    max_segment_bytes: int = 64 << 20
+    max_segment_seconds: float = 300.0
+    key_filter: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MsgqSettings:
+    socket_file: str | None = None
+    tcp: tuple[str, ...] = ()
+    enabled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RouterConfig:
+    id: str | None = None
+    listen: tuple[str, ...] = (DEFAULT_LISTEN,)
+    connect: tuple[str, ...] = ()
+    lease_ms: int = 10_000
+    keep_alive: int = 4
+    batch_size: int = 65_535
+    accept_timeout_ms: int = 10_000
+    max_sessions: int = 1_000
+    qos: bool = True
+    queries_default_timeout_ms: int = 10_000
+    interests_timeout_ms: int = 10_000
+    timestamping: bool = True
+    send_queue_max_bytes: int = 8 << 20
+    max_declarations_per_face: int = 10_000
+    max_pending_queries_per_face: int = 1_000
+    max_keyexpr_ids_per_face: int = 10_000
+    max_fragmented_message: int = 1 << 30
+    record: RecordSettings = field(default_factory=RecordSettings)
+    msgq: MsgqSettings = field(default_factory=MsgqSettings)
+
+    def with_overrides(self, **changes: Any) -> RouterConfig:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _get(tree: dict[str, Any], path: str, default: Any) -> Any:
+    node: Any = tree
+    for part in path.split("/"):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return default if node is None else node
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise UsageError(f"config {name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _endpoints(value: Any, name: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"config {name} must be a list of endpoint strings")
+    return tuple(value)
+
+
+def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
+    if not isinstance(tree, dict):
+        raise UsageError("a router config must be a JSON5 object")
+    for key in tree:
+        if key not in _KNOWN_TOP:
+            log.warning("ignoring unknown config key %r", key)
+    mode = tree.get("mode", "router")
+    if mode != "router":
+        raise UsageError(f"pyzenoh router only runs in mode 'router', not {mode!r}")
+    zid = tree.get("id")
+    if zid is not None and not isinstance(zid, str):
+        raise UsageError("config id must be a hex string")
+    ints = {
+        "lease_ms": "transport/link/tx/lease",
+        "keep_alive": "transport/link/tx/keep_alive",
+        "batch_size": "transport/link/tx/batch_size",
+        "accept_timeout_ms": "transport/unicast/accept_timeout",
+        "max_sessions": "transport/unicast/max_sessions",
+        "queries_default_timeout_ms": "queries_default_timeout",
+        "interests_timeout_ms": "routing/interests/timeout",
+        "send_queue_max_bytes": "transport/link/tx/queue/max_bytes",
+        "max_declarations_per_face": "pyzenoh/limits/max_declarations_per_face",
+        "max_pending_queries_per_face": "pyzenoh/limits/max_pending_queries_per_face",
+        "max_keyexpr_ids_per_face": "pyzenoh/limits/max_keyexpr_ids_per_face",
+        "max_fragmented_message": "pyzenoh/limits/max_fragmented_message",
+    }
+    base = RouterConfig()
+    values: dict[str, Any] = {}
+    for attr, path in ints.items():
+        raw = _get(tree, path, None)
+        if raw is not None:
+            values[attr] = _positive_int(raw, path)
+    if values.get("batch_size", 0) > 65_535:
+        raise UsageError("transport/link/tx/batch_size cannot exceed 65535")
+    listen = _endpoints(_get(tree, "listen/endpoints", list(base.listen)), "listen/endpoints")
+    connect = _endpoints(_get(tree, "connect/endpoints", []), "connect/endpoints")
+    timestamping = _get(tree, "timestamping/enabled", True)
+    if isinstance(timestamping, dict):
+        timestamping = timestamping.get("router", True)
+    qos = _get(tree, "transport/unicast/qos/enabled", True)
+    rec = _get(tree, "pyzenoh/record", {})
+    record = RecordSettings(
+        dir=rec.get("dir"),
+        max_segment_bytes=_positive_int(rec.get("max_segment_bytes", 64 << 20), "record/max_segment_bytes"),
+        max_segment_seconds=float(rec.get("max_segment_seconds", 300.0)),
+        key_filter=rec.get("key_filter"),
+    )
+    mq = _get(tree, "pyzenoh/msgq", {})
+    msgq = MsgqSettings(
+        socket_file=mq.get("socket_file"),
+        tcp=_endpoints(mq.get("tcp", []), "pyzenoh/msgq/tcp"),
+        enabled=bool(mq.get("socket_file") or mq.get("tcp") or mq.get("enabled", False)),
+    )
+    return replace(
+        base, id=zid, listen=listen, connect=connect, timestamping=bool(timestamping),
+        qos=bool(qos), record=record, msgq=msgq, **values,
+    )  # fmt: skip
+
+
+def load_config(path: str | os.PathLike[str]) -> RouterConfig:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read config {path}: {exc}") from exc
+    try:
+        tree = json5.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"config {path} is not valid JSON5: {exc}") from exc
+    return config_from_dict(tree)

@@ -1,0 +1,110 @@
+"""Start ``pyzenoh router`` as a real subprocess on 127.0.0.1 and open real zenoh sessions."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+zenoh = pytest.importorskip("zenoh")
+
+STARTUP_TIMEOUT = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = STARTUP_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"router exited early with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"router did not listen on {port} within {timeout}s")
+
+
+@dataclass
+class RouterProc:
+    proc: subprocess.Popen[bytes]
+    endpoint: str
+    port: int
+    log: Path
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+@contextmanager
+def run_router(tmp: Path, *extra: str) -> Iterator[RouterProc]:
+    port = free_port()
+    log = tmp / f"router-{port}.log"
+    cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "info", "router",
+           "-l", f"tcp/127.0.0.1:{port}", *extra]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy())
+    router = RouterProc(proc, f"tcp/127.0.0.1:{port}", port, log)
+    try:
+        wait_for_port(port, proc)
+        yield router
+    finally:
+        router.stop()
+
+
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProc]:
+    with run_router(tmp_path_factory.mktemp("router")) as r:
+        yield r
+        assert r.proc.poll() is None, r.log.read_text()
+
+
+def zenoh_config(endpoint: str, mode: str = "client", lease_ms: int | None = None) -> "zenoh.Config":
+    conf = zenoh.Config()
+    conf.insert_json5("mode", f'"{mode}"')
+    conf.insert_json5("connect/endpoints", f'["{endpoint}"]')
+    conf.insert_json5("scouting/multicast/enabled", "false")
+    if mode == "peer":
+        conf.insert_json5("listen/endpoints", '["tcp/127.0.0.1:0"]')
+        conf.insert_json5("scouting/gossip/enabled", "false")
+    if lease_ms is not None:
+        conf.insert_json5("transport/link/tx/lease", str(lease_ms))
+    return conf
+
+
+@pytest.fixture
+def open_session(router: RouterProc) -> Iterator:  # type: ignore[type-arg]
+    opened: list = []  # type: ignore[type-arg]
+
+    def _open(mode: str = "client", endpoint: str | None = None) -> "zenoh.Session":
+        s = zenoh.open(zenoh_config(endpoint or router.endpoint, mode))
+        opened.append(s)
+        return s
+
+    yield _open
+    for s in opened:
+        try:
+            s.close()
+        except Exception:  # noqa: BLE001 - a test may have closed it already
+            pass
