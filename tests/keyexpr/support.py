@@ -119,10 +119,18 @@ def keyexprs(draw: st.DrawFn, max_chunks: int = 5) -> str:
     return draw(LITERAL)
 
 
+def _random_chunk(rng: random.Random) -> str:
+    if rng.random() < 0.7:
+        return rng.choice(_VOCAB)
+    # Built from pieces: arbitrary mixes of letters, '$*' and '@' anywhere in the chunk.
+    pieces = ["a", "b", "a", "$*", "@", "é"]
+    return "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
+
+
 def random_keyexpr(rng: random.Random, max_chunks: int = 6) -> str:
     """A canonical key expression built from the vocabulary above."""
     for _ in range(10):
-        raw = "/".join(rng.choice(_VOCAB) for _ in range(rng.randint(1, max_chunks)))
+        raw = "/".join(_random_chunk(rng) for _ in range(rng.randint(1, max_chunks)))
         try:
             return autocanonize(raw)
         except KeyExprError:

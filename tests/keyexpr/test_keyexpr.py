@@ -34,7 +34,7 @@ def test_keyexpr_value_semantics() -> None:
         k._s = "x"
     with pytest.raises(AttributeError):
         k.other = 1
-    assert k.is_wild and KeyExpr("a/b$*").is_wild and not KeyExpr("a/b").is_wild
+    assert k.is_wild() and KeyExpr("a/b$*").is_wild() and not KeyExpr("a/b").is_wild()
 
 
 def test_keyexpr_validates_and_autocanonizes() -> None:

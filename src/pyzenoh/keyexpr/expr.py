@@ -90,7 +90,6 @@ class KeyExpr:
     def __reduce__(self) -> tuple[type[KeyExpr], tuple[str]]:
         return (KeyExpr, (self._s,))
 
-    @property
     def is_wild(self) -> bool:
         """True if the expression contains a wildcard (``*``, ``**`` or ``$*``)."""
         return "*" in self._s
