@@ -1,0 +1,675 @@
+"""Sans-IO unicast transport link: handshake, framing, SNs, fragments, lease (zenoh-wire.md 2).
+
+One :class:`Link` is one TCP connection, in the *opener* role (the side that connected:
+a client) or the *acceptor* role (the side that listened: a router). It never touches a
+socket or a clock: the caller feeds it bytes with :meth:`Link.receive_data`, passes the
+current time as float seconds, writes whatever :meth:`Link.data_to_send` returns, and calls
+:meth:`Link.handle_timer` at :meth:`Link.next_deadline`. Everything the peer did comes back
+as events (:class:`Established`, :class:`Received`, :class:`LinkClosed`).
+
+Outgoing network messages (objects or pre-encoded bytes) are queued per priority and
+reliability by :meth:`Link.send` and packed when :meth:`Link.data_to_send` is called:
+several messages per FRAME, several FRAMEs per batch, FRAGMENTs for a message that does
+not fit in one batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from pyzenoh.codec import (
+    BatchReader,
+    Close,
+    Fragment,
+    Frame,
+    InitAck,
+    InitSyn,
+    KeepAlive,
+    NetworkMessage,
+    OpenAck,
+    OpenSyn,
+    WhatAmI,
+    ZenohId,
+    decode_batch,
+    decode_network_message,
+    encode_network_message,
+)
+from pyzenoh.codec.primitives import vle_len
+from pyzenoh.codec.transport import PROTOCOL_VERSION
+from pyzenoh.errors import CloseReason, DecodeError, UsageError
+
+log = logging.getLogger(__name__)
+
+#: Default lease announced in OPEN (1.10.2 default).
+DEFAULT_LEASE_MS = 10_000
+#: KEEPALIVEs sent per own lease period when idle (1.10.2 default).
+KEEPALIVES_PER_LEASE = 4
+#: open_timeout / accept_timeout of 1.10.2.
+DEFAULT_HANDSHAKE_TIMEOUT_S = 10.0
+#: Largest batch a TCP link can carry, the 2-byte length prefix included.
+MAX_BATCH_SIZE = 0xFFFF
+LENGTH_PREFIX = 2
+#: Reassembled messages larger than this are discarded (1.10.2 max_message_size).
+DEFAULT_MAX_MESSAGE_SIZE = 1 << 30
+#: Bytes of random cookie an acceptor hands out in InitAck.
+COOKIE_LEN = 24
+#: The smallest batch size we accept from a peer: a FRAME header plus a few bytes.
+MIN_BATCH_SIZE = 64
+DEFAULT_RESOLUTION = 0x0A
+PATCH_LEVEL = 1
+PRIORITY_DATA = 5
+NUM_PRIORITIES = 8
+
+# Resolution code (2 bits) -> SN mask; the SN must fit a bounded number of VLE bytes.
+_SN_MASKS = (0x7F, 0x3FFF, 0x0FFF_FFFF, 0xFFFF_FFFF)
+
+
+def sn_mask(resolution: int) -> int:
+    """The frame SN mask for a resolution byte (bits 0-1 are the frame SN code)."""
+    return _SN_MASKS[resolution & 0x03]
+
+
+def initial_sn(my_zid: ZenohId, other_zid: ZenohId, mask: int) -> int:
+    """The deterministic initial SN real nodes use (zenoh-wire.md 2.4)."""
+    digest = hashlib.shake_128(my_zid.to_wire() + other_zid.to_wire()).digest(4)
+    return int.from_bytes(digest, "little") & mask
+
+
+class Role(Enum):
+    OPENER = "opener"
+    ACCEPTOR = "acceptor"
+
+
+class State(Enum):
+    INIT_SENT = "init-sent"  # opener: waiting for InitAck
+    OPEN_SENT = "open-sent"  # opener: waiting for OpenAck
+    WAIT_INIT = "wait-init"  # acceptor: waiting for InitSyn
+    WAIT_OPEN = "wait-open"  # acceptor: waiting for OpenSyn
+    ESTABLISHED = "established"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkConfig:
+    """What this side announces and enforces."""
+
+    zid: ZenohId
+    whatami: WhatAmI
+    lease_ms: int = DEFAULT_LEASE_MS
+    keepalives_per_lease: int = KEEPALIVES_PER_LEASE
+    batch_size: int = MAX_BATCH_SIZE
+    resolution: int = DEFAULT_RESOLUTION
+    qos: bool = True
+    patch: int = PATCH_LEVEL
+    handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+
+    def __post_init__(self) -> None:
+        if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:
+            raise UsageError(f"batch size {self.batch_size} out of {MIN_BATCH_SIZE}..{MAX_BATCH_SIZE}")
+        if self.lease_ms <= 0 or self.keepalives_per_lease <= 0:
+            raise UsageError("lease and keepalives per lease must be positive")
+        if self.resolution & ~0x0F:
+            raise UsageError(f"resolution 0x{self.resolution:02x} has reserved bits")
+
+
+# --- Events ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Established:
+    """The handshake finished; everything negotiated with the peer."""
+
+    zid: ZenohId
+    whatami: WhatAmI
+    lease_ms: int  # the peer's lease: silence longer than this closes the link
+    batch_size: int  # negotiated, prefix included
+    resolution: int
+    qos: bool
+    patch: int
+    initial_sn: int  # the peer's
+    own_initial_sn: int
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """One network message from the peer, with its bytes as received."""
+
+    message: NetworkMessage
+    raw: bytes
+    reliable: bool
+    priority: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkClosed:
+    """The link is over. ``by_peer``: the peer sent CLOSE or the connection dropped."""
+
+    reason: int
+    by_peer: bool
+    detail: str = ""
+
+
+Event = Established | Received | LinkClosed
+
+
+# --- Receive-side helpers --------------------------------------------------------------
+
+
+class _Defrag:
+    """Reassembly state of one (priority, reliability) channel."""
+
+    __slots__ = ("buf", "next_sn", "active", "discarding")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.next_sn = -1
+        self.active = False
+        self.discarding = False
+
+    def reset(self) -> None:
+        self.buf = bytearray()
+        self.active = False
+        self.discarding = False
+
+
+def _channel(priority: int, reliable: bool) -> int:
+    return priority * 2 + (1 if reliable else 0)
+
+
+class Link:
+    """A sans-IO Zenoh unicast link in the opener or acceptor role."""
+
+    def __init__(
+        self,
+        config: LinkConfig,
+        role: Role,
+        now: float,
+        *,
+        random_bytes: Callable[[int], bytes] = os.urandom,
+        keep_raw: bool = True,
+    ) -> None:
+        self.config = config
+        self.role = role
+        self._random_bytes = random_bytes
+        self._keep_raw = keep_raw
+        self._reader = BatchReader(MAX_BATCH_SIZE)
+        self._out = bytearray()
+        self.state = State.WAIT_INIT
+        self.peer: Established | None = None
+        self.close_event: LinkClosed | None = None
+        self._handshake_deadline: float | None = now + config.handshake_timeout_s
+        # negotiated values, final once ESTABLISHED
+        self._batch_size = config.batch_size
+        self._max_payload = config.batch_size - LENGTH_PREFIX
+        self._resolution = config.resolution
+        self._mask = sn_mask(config.resolution)
+        self._qos = config.qos
+        self._patch = config.patch
+        self._cookie = b""
+        self._peer_zid: ZenohId | None = None
+        self._peer_whatami: WhatAmI | None = None
+        # transmit side
+        self._pending: dict[int, list[bytes]] = {}
+        self._pending_bytes = 0
+        self._tx_sn: list[int] = [0] * (NUM_PRIORITIES * 2)
+        self._own_isn = 0
+        self._sent_since_keepalive = False
+        self._keepalive_interval = config.lease_ms / 1000.0 / config.keepalives_per_lease
+        self._keepalive_deadline: float | None = None
+        # receive side
+        self._rx_last: list[int] = [0] * (NUM_PRIORITIES * 2)
+        self._defrag: list[_Defrag] = [_Defrag() for _ in range(NUM_PRIORITIES * 2)]
+        self._lease_s = 0.0
+        self._last_rx = now
+        if role is Role.OPENER:
+            self.state = State.INIT_SENT
+            self._emit(
+                InitSyn(
+                    zid=config.zid, whatami=config.whatami, resolution=config.resolution,
+                    batch_size=config.batch_size, qos=config.qos,
+                    patch=config.patch if config.patch else None,
+                )
+            )  # fmt: skip
+
+    # --- public state --------------------------------------------------------------------
+
+    @property
+    def is_established(self) -> bool:
+        return self.state is State.ESTABLISHED
+
+    @property
+    def is_closed(self) -> bool:
+        return self.state is State.CLOSED
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes queued by :meth:`send` and not yet returned by :meth:`data_to_send`."""
+        return self._pending_bytes + len(self._out)
+
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    # --- input ---------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event]:
+        """Bytes read from the connection (any split). Returns what they caused."""
+        if self.state is State.CLOSED:
+            return []
+        self._last_rx = now
+        events: list[Event] = []
+        try:
+            for payload in self._reader.feed(data):
+                self._on_batch(payload, now, events)
+                if self.state is State.CLOSED:
+                    break
+        except DecodeError as exc:
+            self._fail(exc.close_reason, f"bad input from peer: {exc}", events)
+        return events
+
+    def connection_lost(self, detail: str = "connection lost") -> list[Event]:
+        """The byte stream ended (EOF or error) without a CLOSE."""
+        if self.state is State.CLOSED:
+            return []
+        return [self._closed(CloseReason.GENERIC, True, detail)]
+
+    def handle_timer(self, now: float) -> list[Event]:
+        """Run whatever is due at ``now``: handshake timeout, lease expiry, keepalive."""
+        if self.state is State.CLOSED:
+            return []
+        events: list[Event] = []
+        if self.state is not State.ESTABLISHED:
+            if self._handshake_deadline is not None and now >= self._handshake_deadline:
+                self._fail(CloseReason.GENERIC, "handshake timeout", events)
+            return events
+        if now >= self._last_rx + self._lease_s:
+            self._fail(CloseReason.EXPIRED, "peer silent for its lease", events)
+            return events
+        if self._keepalive_deadline is not None and now >= self._keepalive_deadline:
+            if not self._sent_since_keepalive and not self._pending_bytes:
+                self._emit(KeepAlive())
+            self._sent_since_keepalive = False
+            self._keepalive_deadline = now + self._keepalive_interval
+        return events
+
+    def refresh_lease(self, now: float) -> None:
+        """Count the peer as alive at ``now`` (used while the caller is not reading)."""
+        self._last_rx = max(self._last_rx, now)
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`handle_timer` must next be called (None: nothing scheduled)."""
+        if self.state is State.CLOSED:
+            return None
+        if self.state is not State.ESTABLISHED:
+            return self._handshake_deadline
+        lease = self._last_rx + self._lease_s
+        ka = self._keepalive_deadline
+        return lease if ka is None or lease < ka else ka
+
+    # --- output --------------------------------------------------------------------------
+
+    def send(
+        self,
+        message: NetworkMessage | bytes,
+        *,
+        reliable: bool = True,
+        priority: int | None = None,
+    ) -> None:
+        """Queue a network message (an object, or its already-encoded bytes).
+
+        ``priority`` defaults to the message's own QoS priority (Data for raw bytes).
+        Without negotiated QoS every message travels in a Data-priority frame.
+        """
+        if self.state is State.CLOSED:
+            return
+        if isinstance(message, bytes | bytearray | memoryview):
+            raw = bytes(message)
+            prio = PRIORITY_DATA if priority is None else priority
+        else:
+            raw = encode_network_message(message)
+            prio = (message.qos & 0x07) if priority is None else priority
+        if not 0 <= prio < NUM_PRIORITIES:
+            raise UsageError(f"priority {prio} out of range 0..7")
+        if not raw:
+            raise UsageError("empty network message")
+        ch = _channel(prio, reliable)
+        queue = self._pending.get(ch)
+        if queue is None:
+            self._pending[ch] = [raw]
+        else:
+            queue.append(raw)
+        self._pending_bytes += len(raw)
+
+    def close(self, reason: int = CloseReason.GENERIC) -> list[Event]:
+        """Flush queued messages, then CLOSE. The caller closes the socket afterwards."""
+        if self.state is State.CLOSED:
+            return []
+        if self.state is State.ESTABLISHED:
+            self._pack()
+        events: list[Event] = []
+        self._fail(reason, "closed locally", events)
+        return events
+
+    def data_to_send(self) -> bytes:
+        """Every byte that should now be written to the connection, batches framed."""
+        if self._pending_bytes and self.state is State.ESTABLISHED:
+            self._pack()
+        if not self._out:
+            return b""
+        data = bytes(self._out)
+        self._out.clear()
+        self._sent_since_keepalive = True
+        return data
+
+    def _closed(self, reason: int, by_peer: bool, detail: str) -> LinkClosed:
+        self.state = State.CLOSED
+        self._pending = {}
+        self._pending_bytes = 0
+        self.close_event = LinkClosed(reason, by_peer, detail)
+        return self.close_event
+
+    def _fail(self, reason: int, detail: str, events: list[Event]) -> None:
+        """Close from our side: queue CLOSE(reason) and report it."""
+        if self.state is State.CLOSED:
+            return
+        log.debug("closing link (%s): %s", CloseReason(reason).name if reason in CloseReason._value2member_map_ else reason, detail)
+        self._emit(Close(reason))
+        events.append(self._closed(reason, False, detail))
+
+    # --- handshake -----------------------------------------------------------------------
+
+    def _emit(self, message: InitSyn | InitAck | OpenSyn | OpenAck | Close | KeepAlive) -> None:
+        """Write one transport message as its own batch."""
+        out = self._out
+        start = len(out)
+        out += b"\x00\x00"
+        message.write(out)
+        n = len(out) - start - LENGTH_PREFIX
+        out[start] = n & 0xFF
+        out[start + 1] = n >> 8
+
+    def _on_batch(self, payload: bytes, now: float, events: list[Event]) -> None:
+        messages = decode_batch(payload, keep_raw=self._keep_raw)
+        for msg in messages:
+            if self.state is State.CLOSED:
+                return
+            if isinstance(msg, Frame):
+                if self.state is not State.ESTABLISHED:
+                    raise DecodeError("FRAME before the handshake finished")
+                self._on_frame(msg, events)
+            elif isinstance(msg, KeepAlive):
+                if self.state is not State.ESTABLISHED:
+                    raise DecodeError("KEEPALIVE before the handshake finished")
+            elif isinstance(msg, Fragment):
+                if self.state is not State.ESTABLISHED:
+                    raise DecodeError("FRAGMENT before the handshake finished")
+                self._on_fragment(msg, events)
+            elif isinstance(msg, Close):
+                events.append(self._closed(msg.reason, True, f"peer sent CLOSE({msg.reason})"))
+                return
+            elif isinstance(msg, InitAck):  # before InitSyn: InitAck subclasses it
+                self._on_init_ack(msg, events)
+            elif isinstance(msg, InitSyn):
+                self._on_init_syn(msg, events)
+            elif isinstance(msg, OpenAck):
+                self._on_open_ack(msg, now, events)
+            elif isinstance(msg, OpenSyn):
+                self._on_open_syn(msg, now, events)
+            # JOIN and transport OAM mean nothing on a unicast link: ignored.
+
+    def _check_version(self, version: int) -> None:
+        if version != PROTOCOL_VERSION:
+            raise DecodeError(f"unsupported protocol version 0x{version:02x}")
+
+    def _check_pair(self, peer: WhatAmI) -> None:
+        if self.config.whatami is WhatAmI.CLIENT and peer is WhatAmI.CLIENT:
+            raise DecodeError("client-client links are not allowed")
+
+    def _on_init_syn(self, msg: InitSyn, events: list[Event]) -> None:
+        if self.role is not Role.ACCEPTOR or self.state is not State.WAIT_INIT:
+            raise DecodeError("unexpected InitSyn")
+        self._check_version(msg.version)
+        self._check_pair(msg.whatami)
+        cfg = self.config
+        # each 2-bit field: the smaller of the two resolutions
+        res = 0
+        for shift in (0, 2):
+            res |= min((cfg.resolution >> shift) & 3, (msg.resolution >> shift) & 3) << shift
+        self._resolution = res
+        self._mask = sn_mask(res)
+        self._set_batch_size(min(cfg.batch_size, msg.batch_size, MAX_BATCH_SIZE))
+        self._qos = cfg.qos and msg.qos
+        self._patch = min(cfg.patch, msg.patch or 0, PATCH_LEVEL)
+        self._peer_zid = msg.zid
+        self._peer_whatami = msg.whatami
+        self._cookie = self._random_bytes(COOKIE_LEN)
+        # never ack Shm, LowLatency or Compression: we implement none of them
+        self._emit(
+            InitAck(
+                zid=cfg.zid, whatami=cfg.whatami, resolution=res, batch_size=self._batch_size,
+                qos=self._qos, patch=self._patch if msg.patch is not None else None,
+                cookie=self._cookie,
+            )
+        )  # fmt: skip
+        self.state = State.WAIT_OPEN
+
+    def _on_init_ack(self, msg: InitAck, events: list[Event]) -> None:
+        if self.role is not Role.OPENER or self.state is not State.INIT_SENT:
+            raise DecodeError("unexpected InitAck")
+        self._check_version(msg.version)
+        self._check_pair(msg.whatami)
+        cfg = self.config
+        for shift in (0, 2):
+            if (msg.resolution >> shift) & 3 > (cfg.resolution >> shift) & 3:
+                raise DecodeError(f"InitAck resolution 0x{msg.resolution:02x} exceeds ours")
+        if msg.lowlatency or msg.compression:
+            raise DecodeError("InitAck enables LowLatency/Compression, which we did not offer", -1,
+                              CloseReason.UNSUPPORTED)  # fmt: skip
+        self._resolution = msg.resolution
+        self._mask = sn_mask(msg.resolution)
+        self._set_batch_size(min(cfg.batch_size, msg.batch_size))
+        self._qos = cfg.qos and msg.qos
+        self._patch = min(cfg.patch, msg.patch or 0)
+        self._peer_zid = msg.zid
+        self._peer_whatami = msg.whatami
+        self._own_isn = initial_sn(cfg.zid, msg.zid, self._mask)
+        self._emit(OpenSyn(lease_ms=cfg.lease_ms, initial_sn=self._own_isn, cookie=msg.cookie))
+        self.state = State.OPEN_SENT
+
+    def _on_open_syn(self, msg: OpenSyn, now: float, events: list[Event]) -> None:
+        if self.role is not Role.ACCEPTOR or self.state is not State.WAIT_OPEN:
+            raise DecodeError("unexpected OpenSyn")
+        if not hmac.compare_digest(msg.cookie, self._cookie):
+            raise DecodeError("OpenSyn carries a bad cookie")
+        assert self._peer_zid is not None
+        self._own_isn = initial_sn(self.config.zid, self._peer_zid, self._mask)
+        self._emit(OpenAck(lease_ms=self.config.lease_ms, initial_sn=self._own_isn))
+        self._establish(msg.lease_ms, msg.initial_sn, now, events)
+
+    def _on_open_ack(self, msg: OpenAck, now: float, events: list[Event]) -> None:
+        if self.role is not Role.OPENER or self.state is not State.OPEN_SENT:
+            raise DecodeError("unexpected OpenAck")
+        self._establish(msg.lease_ms, msg.initial_sn, now, events)
+
+    def _set_batch_size(self, size: int) -> None:
+        if size < MIN_BATCH_SIZE:
+            raise DecodeError(f"batch size {size} is too small")
+        self._batch_size = size
+        self._max_payload = size - LENGTH_PREFIX
+
+    def _establish(self, peer_lease_ms: int, peer_isn: int, now: float, events: list[Event]) -> None:
+        if peer_isn > self._mask:
+            raise DecodeError(f"initial SN {peer_isn} exceeds the SN resolution")
+        if peer_lease_ms == 0:
+            raise DecodeError("zero lease")
+        assert self._peer_zid is not None and self._peer_whatami is not None
+        self._reader.set_max_batch_size(self._batch_size)
+        self._tx_sn = [self._own_isn] * (NUM_PRIORITIES * 2)
+        self._rx_last = [(peer_isn - 1) & self._mask] * (NUM_PRIORITIES * 2)
+        self._lease_s = peer_lease_ms / 1000.0
+        self._last_rx = now
+        self._handshake_deadline = None
+        self._keepalive_deadline = now + self._keepalive_interval
+        self._sent_since_keepalive = False
+        self.state = State.ESTABLISHED
+        self.peer = Established(
+            zid=self._peer_zid, whatami=self._peer_whatami, lease_ms=peer_lease_ms,
+            batch_size=self._batch_size, resolution=self._resolution, qos=self._qos,
+            patch=self._patch, initial_sn=peer_isn, own_initial_sn=self._own_isn,
+        )  # fmt: skip
+        events.append(self.peer)
+
+    # --- established: receive ------------------------------------------------------------
+
+    def _rx_channel(self, priority: int, reliable: bool, sn: int) -> int:
+        """The channel index of an incoming frame, or -1 to drop it (duplicate/old SN)."""
+        if not self._qos and priority != PRIORITY_DATA:
+            raise DecodeError(f"priority {priority} frame without negotiated QoS")
+        if sn > self._mask:
+            raise DecodeError(f"SN {sn} exceeds the SN resolution")
+        ch = _channel(priority, reliable)
+        gap = (sn - self._rx_last[ch]) & self._mask
+        if gap == 0 or gap > self._mask // 2:
+            return -1
+        self._rx_last[ch] = sn
+        return ch
+
+    def _on_frame(self, frame: Frame, events: list[Event]) -> None:
+        if self._rx_channel(frame.priority, frame.reliable, frame.sn) < 0:
+            log.debug("dropping frame with stale SN %d", frame.sn)
+            return
+        raws = frame.raw
+        rel = frame.reliable
+        prio = frame.priority
+        if raws:
+            for msg, raw in zip(frame.messages, raws, strict=True):
+                events.append(Received(msg, raw, rel, prio))
+        else:
+            for msg in frame.messages:
+                events.append(Received(msg, b"", rel, prio))
+
+    def _on_fragment(self, frag: Fragment, events: list[Event]) -> None:
+        ch = self._rx_channel(frag.priority, frag.reliable, frag.sn)
+        if ch < 0:
+            return
+        d = self._defrag[ch]
+        patched = self._patch >= 1
+        if frag.drop:
+            d.reset()
+            return
+        if d.active and frag.sn != d.next_sn:
+            log.debug("fragment SN gap (%d, expected %d): message dropped", frag.sn, d.next_sn)
+            d.reset()
+        if patched and frag.first:
+            d.reset()
+        if not d.active:
+            if patched and not frag.first:
+                return  # the tail of a message whose start we never saw
+            d.active = True
+        d.next_sn = (frag.sn + 1) & self._mask
+        if not d.discarding:
+            if len(d.buf) + len(frag.payload) > self.config.max_message_size:
+                log.warning("fragmented message over %d bytes discarded", self.config.max_message_size)
+                d.buf = bytearray()
+                d.discarding = True
+            else:
+                d.buf += frag.payload
+        if frag.more:
+            return
+        data = bytes(d.buf)
+        discard = d.discarding
+        d.reset()
+        if discard or not data:
+            return
+        msg = decode_network_message(data)
+        events.append(Received(msg, data, frag.reliable, frag.priority))
+
+    # --- established: transmit -----------------------------------------------------------
+
+    def _frame_header(self, priority: int, reliable: bool, sn: int) -> bytes:
+        if priority == PRIORITY_DATA:
+            # the common case, written by hand: FRAME(R) sn
+            out = bytearray((0x25 if reliable else 0x05,))
+            while sn >= 0x80:
+                out.append((sn & 0x7F) | 0x80)
+                sn >>= 7
+            out.append(sn)
+            return bytes(out)
+        out = bytearray()
+        Frame(reliable, sn, (), priority).write_header(out)
+        return bytes(out)
+
+    def _pack(self) -> None:
+        """Turn every queued message into framed batches appended to the output."""
+        pending = self._pending
+        self._pending = {}
+        self._pending_bytes = 0
+        maxp = self._max_payload
+        out = self._out
+        batch = bytearray()
+        mask = self._mask
+        tx_sn = self._tx_sn
+        for key in sorted(pending):
+            reliable = bool(key & 1)
+            prio = (key >> 1) if self._qos else PRIORITY_DATA
+            ch = _channel(prio, reliable)
+            frame_open = False
+            for raw in pending[key]:
+                n = len(raw)
+                if frame_open and len(batch) + n <= maxp:
+                    batch += raw
+                    continue
+                sn = tx_sn[ch]
+                header = self._frame_header(prio, reliable, sn)
+                if len(batch) + len(header) + n > maxp:
+                    if batch:
+                        _flush_batch(out, batch)
+                        batch = bytearray()
+                    if len(header) + n > maxp:
+                        self._fragment(raw, prio, reliable, ch)
+                        frame_open = False
+                        continue
+                batch += header
+                batch += raw
+                tx_sn[ch] = (sn + 1) & mask
+                frame_open = True
+        if batch:
+            _flush_batch(out, batch)
+
+    def _fragment(self, raw: bytes, prio: int, reliable: bool, ch: int) -> None:
+        """Cut one message that does not fit a batch into FRAGMENTs, one batch each."""
+        maxp = self._max_payload
+        out = self._out
+        mask = self._mask
+        pos = 0
+        total = len(raw)
+        first = self._patch >= 1
+        view = memoryview(raw)
+        while pos < total:
+            sn = self._tx_sn[ch]
+            self._tx_sn[ch] = (sn + 1) & mask
+            head = bytearray()
+            Fragment(reliable, sn, b"", True, prio, first).write(head)
+            room = maxp - len(head)
+            chunk = view[pos : pos + room]
+            pos += len(chunk)
+            if pos >= total:
+                head[0] &= ~0x40  # clear M on the last fragment
+            batch = head
+            batch += chunk
+            _flush_batch(out, batch)
+            first = False
+
+
+def _flush_batch(out: bytearray, batch: bytearray) -> None:
+    n = len(batch)
+    out.append(n & 0xFF)
+    out.append(n >> 8)
+    out += batch
