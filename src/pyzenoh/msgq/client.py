@@ -108,6 +108,7 @@ class Session:
         self.target = socket_file or os.environ.get(SOCKET_FILE_ENV) or DEFAULT_SOCKET_FILE
         self._reader = FrameReader(max_frame_size)
         self._queue: list[Message] = []
+        self._errors: list[SkanError] = []
         self._sequence = 1
         self._send_lock = threading.RLock()
         self._closed = False
@@ -323,19 +324,20 @@ class Session:
         self, match: Callable[[Header], bool], *, block: bool, timeout: float | None
     ) -> Message | None:
         self._check_open()
-        found = self._take(match)
-        if found is not None or not block:
-            if found is None:
-                self._pump(deadline=None, block=False)
-                found = self._take(match)
-            return found
         limit = self.timeout if timeout is None else timeout
         deadline = None if limit is None or math.isinf(limit) else time.monotonic() + limit
+        pumped = False
         while True:
-            self._pump(deadline=deadline, block=True)
             found = self._take(match)
             if found is not None:
                 return found
+            if self._errors:
+                # An undecodable frame surfaces once nothing queued answers the call.
+                raise self._errors.pop(0)
+            if not block and pumped:
+                return None
+            self._pump(deadline=deadline, block=block)
+            pumped = True
 
     def _pump(self, *, deadline: float | None, block: bool) -> None:
         """Read what is available (non-blocking) or at least one chunk (blocking)."""
@@ -365,14 +367,11 @@ class Session:
             except Exception:
                 self.close()
                 raise
-            error: SkanError | None = None
             for frame in frames:
                 try:
                     self._queue.append(self._parse(frame))
                 except SkanError as exc:  # framing is intact: drop this frame, keep the rest
-                    error = error or exc
-            if error is not None:
-                raise error
+                    self._errors.append(exc)
             if block:
                 return
 
