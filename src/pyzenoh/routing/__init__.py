@@ -1,1 +1,105 @@
-"""pyzenoh.routing"""
+"""The sans-IO routing core of the pyzenoh router (a stand-in for ``zenohd``).
+
+The core sees *faces* (one per open session, identified by an ``int`` chosen by the
+caller) and decoded network messages. It never does I/O and never reads a clock: every
+call gets ``now`` (wall-clock seconds, a float) and returns the messages to send.
+
+API
+===
+
+.. code-block:: python
+
+    core = RoutingCore(zid, config=RoutingConfig(), observer=None)
+    core.add_face(face, zid, whatami, now)            -> list[Send]   # after OpenAck
+    core.handle(face, msg, now, raw=None, reliable=True) -> list[Send]
+    core.remove_face(face, now)                       -> list[Send]   # closed / lease expired
+    core.next_deadline()                              -> float | None
+    core.handle_timer(now)                            -> list[Send]
+
+* :class:`Send` ``(face, message, raw, priority, reliable, express, block)``: send
+  ``message`` to ``face``. When ``raw`` is not None it is the exact encoding of
+  ``message`` (the bytes the message arrived with) and may be sent as is. ``priority``,
+  ``express`` and ``block`` come from the message's QoS; declarations are Control/Block.
+  Outputs are in the order they must be sent, per destination face.
+* ``raw`` passed to :meth:`RoutingCore.handle` is the received encoding of ``msg``;
+  ``reliable`` is the channel it arrived on (a routed PUSH keeps it).
+* Bad input from a face never raises anything but :class:`~pyzenoh.errors.PeerError`
+  subclasses: messages that cannot be routed are dropped and reported to the observer
+  (:class:`Dropped`) and counted in ``core.stats.dropped``; a face going over a cap of
+  :class:`RoutingConfig` raises :class:`FaceLimitExceeded` *before* any state changed, and
+  the caller must close that link (``exc.close_reason``) and call ``remove_face``.
+  ``add_face`` refuses routers with :class:`UnsupportedFace`. Misuse of the API (unknown
+  face, duplicate face) raises :class:`~pyzenoh.errors.UsageError`.
+* ``observer`` (optional) is called synchronously with :class:`PushRouted` (resolved key
+  and destination faces of every routed PUSH), :class:`QueryRouted` and
+  :class:`Dropped` events.
+* Call ``handle_timer(now)`` once ``now >= next_deadline()``: it expires queries.
+
+Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
+=================================================================
+
+* Clients and peers are served alike ("broker" mode): nothing is sent after a face
+  opens; declarations reach a face only as answers to its interests. Differences for
+  peers: their LINKSTATE OAM is answered once with an empty list, their own liveliness
+  tokens are not echoed back, the aggregate option is ignored, and an INTEREST Final
+  forgets what that interest alone had declared.
+* Key-expression ids: per face, the ids it declared (D_KEYEXPR) and the ids the router
+  declared to it. M = 1 resolves against the sender's table, M = 0 against the
+  receiver's. Data and queries are written to each destination with the longest known
+  prefix id (the destination's own ids first), else as a full string (scope 0, M = 1).
+  Declarations use the non-wild prefix; when the destination has a key-expression
+  interest covering it, the router declares its own id first (D_KEYEXPR).
+* Interests: Current (tokens only, others ignored), Future and CurrentFuture with K, S,
+  Q, T, restricted or not, aggregate or not. Current answers carry the interest id (entity
+  id 0 for Current) and end with D_FINAL; future changes follow without an interest id
+  until INTEREST Final. Subscribers and queryables of the interested face itself are never
+  declared to it; tokens are (clients only).
+* Declarations are aggregated per key expression: one declaration per key per face,
+  undeclared when no other face holds that key any more.
+* PUSH goes to every other face with an intersecting subscriber, once per face;
+  timestamps are added to unstamped PUTs (HLC, when ``timestamping``); a route cache per
+  (source face, scope, suffix, mapping) avoids matching again until a declaration
+  changes.
+* REQUEST is routed by target (BestMatching: one face with a complete queryable that
+  includes the key, else all; All; AllComplete), with a fresh request id per destination.
+  Replies come back with the querier's id and a full-string key; one RESPONSE_FINAL
+  follows when every destination finished, timed out (ERR "Timeout" first) or went away.
+  No destination: RESPONSE_FINAL at once.
+"""
+
+from pyzenoh.routing.core import (
+    EMPTY_LINKSTATE,
+    MAX_KEY_LEN,
+    MAX_ROUTE_CACHE,
+    Dropped,
+    FaceLimitExceeded,
+    PushRouted,
+    QueryRouted,
+    RoutingConfig,
+    RoutingCore,
+    RoutingEvent,
+    RoutingStats,
+    Send,
+    UnsupportedFace,
+)
+from pyzenoh.routing.declared import QueryableInfo
+from pyzenoh.routing.hlc import Hlc, ntp64
+
+__all__ = [
+    "EMPTY_LINKSTATE",
+    "MAX_KEY_LEN",
+    "MAX_ROUTE_CACHE",
+    "Dropped",
+    "FaceLimitExceeded",
+    "Hlc",
+    "PushRouted",
+    "QueryRouted",
+    "QueryableInfo",
+    "RoutingConfig",
+    "RoutingCore",
+    "RoutingEvent",
+    "RoutingStats",
+    "Send",
+    "UnsupportedFace",
+    "ntp64",
+]

@@ -1,0 +1,62 @@
+"""A hybrid logical clock producing the router's data timestamps (zenoh-wire.md 1.5).
+
+Time is NTP64: seconds since 1970 in the upper 32 bits, the fraction of a second in the
+lower 32. Like uhlc (which real routers use), the lowest :data:`COUNTER_BITS` bits of the
+fraction are a logical counter: a new timestamp takes the physical time with those bits
+cleared when that is later than the last one issued, and ``last + 1`` otherwise, so the
+timestamps one clock issues are strictly increasing whatever the wall clock does.
+
+The clock reads no time itself: every call gets ``now`` (wall-clock seconds, a float).
+"""
+
+from __future__ import annotations
+
+from pyzenoh.codec import Timestamp, ZenohId
+
+#: Low bits of the NTP64 fraction used as a logical counter (uhlc's CMASK).
+COUNTER_BITS = 4
+_COUNTER_MASK = (1 << COUNTER_BITS) - 1
+#: uhlc's default: a timestamp more than this ahead of our clock is refused.
+DEFAULT_MAX_DELTA = 0.5
+_U64_MAX = (1 << 64) - 1
+
+
+def ntp64(seconds: float) -> int:
+    """NTP64 for ``seconds`` since the UNIX epoch (clamped to the u64 range)."""
+    if not seconds > 0.0:  # also catches NaN
+        return 0
+    return min(int(seconds * (1 << 32)), _U64_MAX)
+
+
+class Hlc:
+    """Issues strictly increasing :class:`Timestamp` values carrying ``hlc_id``."""
+
+    __slots__ = ("_delta", "_last", "hlc_id")
+
+    def __init__(self, hlc_id: ZenohId, max_delta: float = DEFAULT_MAX_DELTA) -> None:
+        self.hlc_id = hlc_id
+        self._delta = ntp64(max_delta)
+        self._last = 0
+
+    @property
+    def last(self) -> int:
+        """The latest NTP64 time issued or observed (0 before the first)."""
+        return self._last
+
+    def new_timestamp(self, now: float) -> Timestamp:
+        physical = ntp64(now) & ~_COUNTER_MASK
+        if physical > (self._last & ~_COUNTER_MASK):
+            self._last = physical
+        else:
+            self._last = min(self._last + 1, _U64_MAX)
+        return Timestamp(self._last, self.hlc_id)
+
+    def update(self, ts: Timestamp, now: float) -> bool:
+        """Take note of a received timestamp; False if it is too far in the future.
+
+        A refused timestamp does not move the clock (the caller then re-stamps or drops).
+        """
+        if ts.time > ntp64(now) + self._delta:
+            return False
+        self._last = max(self._last, ts.time)
+        return True
