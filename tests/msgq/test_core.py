@@ -333,11 +333,12 @@ def test_each_client_is_answered_in_its_dialect() -> None:
     # Seed subscribe works (its DATA fields are normalised to text).
     assert net.feed(seed, {"type": "subscribe", "group": "g", "instance": "*"}, dialect=Dialect.SEED) == []
     net.sub(typed, "g")
-    # typed -> seed: the seed client's header is all DATA; the body is untouched.
-    got = net.send(typed, "g", {"n": 1})
-    seed_frame = [a for a in net.feed(typed, {"type": "send", "from": "x", "group": "g", "instance": "*", "to": "*", "seq": 5}, {"n": 1}) if isinstance(a, Deliver)]
-    assert decode_ex(decode_frame(seed_frame[0].data).header).dialect == Dialect.SEED
-    assert got[seed][0]["seq"] == b"2" and got[seed][1] == {"n": 1}
+    # typed -> seed: the seed client gets an all-DATA header; the body is untouched.
+    out = net.feed(typed, {"type": "send", "from": "x", "group": "g", "instance": "*", "to": "*", "seq": 5}, {"n": 1})
+    assert len(out) == 1 and isinstance(out[0], Deliver) and out[0].client == seed
+    frame = decode_frame(out[0].data)
+    assert decode_ex(frame.header).dialect == Dialect.SEED
+    assert decode(frame.header)["seq"] == b"5" and decode(frame.body or b"") == {"n": 1}
     # seed -> typed: seq text becomes an INT again, strings become UTF8.
     header = {"type": "send", "from": net.core.lname(seed), "to": "*", "group": "g", "instance": "*", "seq": 9, "want_answer": False}
     received = deliveries(net.feed(seed, header, {"n": 1}, dialect=Dialect.SEED))

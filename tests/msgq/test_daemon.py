@@ -244,6 +244,10 @@ def test_inject_and_observer_on_the_daemon(daemon: DaemonThread, sock_path: str)
         assert daemon.call(lambda: daemon.daemon.inject(header, encode({"from": "outside"}))) == 1
         msg, env = b.group_recvmsg(nonblock=False)
         assert msg == {"from": "outside"} and env["from"] == "remote@zenoh" and env["seq"] == 77
+        # From a foreign thread (this one), as a Zenoh callback would.
+        daemon.daemon.inject_threadsafe({**header, "seq": 78, "to": b.lname}, None)
+        msg, env = b.group_recvmsg(nonblock=False)
+        assert msg is None and env["seq"] == 78 and env["to"] == b.lname
     assert seen == [("bridge", encode({"k": 1}), a.lname)]
 
 

@@ -42,6 +42,7 @@ VECTOR_BYTES = [
 def test_bind10_round_trip(value: dict[str, Any]) -> None:
     data = encode(value)
     assert decode(data) == value
+    assert list(decode(data)) == list(value)  # hash order preserved
     # Minimal length forms: re-encoding the decoded value gives the same bytes.
     assert encode(decode(data)) == data
 
@@ -55,12 +56,6 @@ def test_seed_round_trip(value: dict[str, Any]) -> None:
     assert decoded.dialect in (Dialect.SEED, None)
     # Seed bytes are stable under decode -> seed encode.
     assert encode(decoded.value, dialect="seed") == data
-
-
-@ROUNDTRIP
-@given(s.messages())
-def test_key_order_is_preserved(value: dict[str, Any]) -> None:
-    assert list(decode(encode(value))) == list(value)
 
 
 @pytest.mark.parametrize(

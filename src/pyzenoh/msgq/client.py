@@ -364,7 +364,7 @@ class Session:
                 raise SessionError("msgq closed the connection")
             try:
                 frames = self._reader.feed(data)
-            except Exception:
+            except SkanError:  # the stream is out of sync for good
                 self.close()
                 raise
             for frame in frames:

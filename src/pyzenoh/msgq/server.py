@@ -43,8 +43,7 @@ Bridge
 ``MsgqDaemon(observer=...)`` (or :meth:`MsgqDaemon.set_observer`) installs the
 :class:`~pyzenoh.msgq.core.MsgqObserver` called for every routed send, and
 :meth:`MsgqDaemon.inject` delivers a message from outside to the local clients. Both run on
-the daemon's event loop thread; from another thread use
-``loop.call_soon_threadsafe(daemon.inject, header, body)``.
+the daemon's event loop thread; from another thread use :meth:`MsgqDaemon.inject_threadsafe`.
 """
 
 from __future__ import annotations
@@ -223,6 +222,7 @@ class MsgqDaemon:
         self._closed = asyncio.Event()
         self._started = False
         self._close_task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -231,6 +231,7 @@ class MsgqDaemon:
         if self._started:
             raise UsageError("MsgqDaemon.start() called twice")
         self._started = True
+        self._loop = asyncio.get_running_loop()
         try:
             if self.socket_file is not None:
                 await self._start_unix(self.socket_file)
@@ -309,6 +310,15 @@ class MsgqDaemon:
         actions = self.core.inject(header, body)
         self._apply(actions)
         return sum(1 for action in actions if isinstance(action, Deliver))
+
+    def inject_threadsafe(self, header: Mapping[str, Any], body: bytes | None = None) -> None:
+        """:meth:`inject` from any thread (e.g. a Zenoh callback); returns at once.
+
+        A bad header is reported through the event loop's exception handler.
+        """
+        if self._loop is None:
+            raise UsageError("inject_threadsafe() before start()")
+        self._loop.call_soon_threadsafe(self.inject, dict(header), body)
 
     # -- internals ------------------------------------------------------------------------
 
