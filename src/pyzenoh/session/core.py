@@ -1,0 +1,959 @@
+"""Sans-IO session logic of a Zenoh client or peer talking to one router (zenoh-wire.md 6).
+
+:class:`SessionCore` is fed network messages (:meth:`SessionCore.on_message`) and API
+calls (``put``, ``declare_subscriber``, ``get`` ...), always with the current time when
+time matters. It never does I/O: the network messages it wants sent pile up in
+:attr:`SessionCore.outbox`, and what user code must receive piles up in
+:attr:`SessionCore.deliveries` as ``(sink, item)`` pairs (``item is END`` closes the
+sink). The runtime (:mod:`pyzenoh.session.runtime`) drains both after every call.
+
+It behaves like a 1.10.2 client: one per-link id counter shared by subscribers,
+queryables, tokens and interests; one D_SUBSCRIBER per distinct key; publishers send a
+CurrentFuture K|S INTEREST and, once the router answered it with D_FINAL, only publish
+on that key while a matching remote subscriber is known (write-side filtering); gets end
+at RESPONSE_FINAL or with a synthesised ``ERR "Timeout"``; replies whose key does not
+intersect the query are dropped unless ``_anyke`` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyzenoh.codec import (
+    Declare,
+    DeclareFinal,
+    DeclareKeyExpr,
+    DeclareQueryable,
+    DeclareSubscriber,
+    DeclareToken,
+    Del,
+    EntityGlobalId,
+    Err,
+    Interest,
+    InterestMode,
+    InterestOptions,
+    NetworkMessage,
+    NetworkOam,
+    Push,
+    Put,
+    Query,
+    QueryBody,
+    Reply,
+    Request,
+    Response,
+    ResponseFinal,
+    UndeclareKeyExpr,
+    UndeclareQueryable,
+    UndeclareSubscriber,
+    UndeclareToken,
+    WhatAmI,
+    WireExpr,
+    ZenohId,
+)
+from pyzenoh.codec import primitives as _p
+from pyzenoh.codec.network import OAM_LINKSTATE, QOS_DECLARE, QOS_REQUEST, qos_value
+from pyzenoh.errors import UsageError
+from pyzenoh.keyexpr import KeyExpr, includes, intersects
+from pyzenoh.session import types as t
+from pyzenoh.transport.link import Established
+
+log = logging.getLogger(__name__)
+
+#: Delivered as an item to close a sink (end of a get, closed session ...).
+END: Any = object()
+#: Bounds of the per-key caches (match results, validated key objects).
+MAX_CACHE_KEYS = 4096
+PRIORITY_CONTROL = 0
+PRIORITY_DATA = 5
+TIMEOUT_PAYLOAD = b"Timeout"
+
+_PRIORITIES = {p.value: p for p in t.Priority}
+
+
+# --- State records --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Declared:
+    """One key declared to the router on behalf of one or more local entities."""
+
+    wire_id: int
+    count: int = 1
+    complete: bool = False
+
+
+@dataclass(slots=True)
+class _Subscriber:
+    key: str
+    sink: Any
+
+
+@dataclass(slots=True)
+class _Queryable:
+    key: str
+    complete: bool
+    sink: Any
+    wire_id: int = 0
+
+
+@dataclass(slots=True)
+class _Publisher:
+    key: str
+    interest_id: int
+    expr_id: int
+    listeners: list[Any] = field(default_factory=list)
+    matching: bool = False
+
+
+@dataclass(slots=True)
+class _LivelinessSub:
+    key: str
+    sink: Any
+
+
+@dataclass(slots=True)
+class _Get:
+    rid: int
+    key: str
+    sink: Any
+    consolidation: int
+    accept_any: bool
+    deadline: float
+    remote_pending: bool = True
+    local_pending: int = 0
+    held: dict[str, t.Reply] = field(default_factory=dict)
+    seen: dict[str, t.Timestamp | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _LivelinessGet:
+    key: str
+    sink: Any
+    deadline: float
+
+
+@dataclass(slots=True)
+class _Incoming:
+    """A query being answered by local queryables (from the router, or our own get)."""
+
+    rid: int
+    key: str
+    pending: int
+    priority: int
+    local_get: int | None = None
+
+
+def _ts_key(ts: t.Timestamp | None) -> tuple[int, int]:
+    """Ordering of timestamps for consolidation: no timestamp sorts first."""
+    return (-1, -1) if ts is None else (ts.wire.time, ts.wire.id.value)
+
+
+class SessionCore:
+    """The protocol state of one session over one link."""
+
+    def __init__(
+        self,
+        zid: ZenohId,
+        mode: WhatAmI,
+        responder: t.Responder,
+        *,
+        query_timeout_s: float = 10.0,
+    ) -> None:
+        if mode not in (WhatAmI.CLIENT, WhatAmI.PEER):
+            raise UsageError("a session is a client or a peer")
+        self.zid = zid
+        self.mode = mode
+        self.responder = responder
+        self.query_timeout_s = query_timeout_s
+        self.peer: Established | None = None
+        self.closed = False
+        #: (message or raw bytes, reliable, priority, droppable, express)
+        self.outbox: list[tuple[NetworkMessage | bytes, bool, int, bool, bool]] = []
+        #: (sink, item); item END closes the sink
+        self.deliveries: list[tuple[Any, Any]] = []
+        self._next_wire_id = 1  # one counter for subscriber/queryable/token/interest ids
+        self._next_expr_id = 1
+        self._next_rid = 1
+        self._next_local = 1
+        self._next_qref = 1
+        # our declared expression ids and the peer's
+        self._local_exprs: dict[str, int] = {}
+        self._local_expr_keys: dict[int, str] = {}
+        self._remote_exprs: dict[int, str] = {}
+        # local entities
+        self._subs: dict[int, _Subscriber] = {}
+        self._sub_decls: dict[str, _Declared] = {}
+        self._qabls: dict[int, _Queryable] = {}
+        self._qabl_decls: dict[str, _Declared] = {}
+        self._tokens: dict[int, str] = {}
+        self._token_decls: dict[str, _Declared] = {}
+        self._pubs: dict[int, _Publisher] = {}
+        self._pub_interests: dict[int, _Publisher] = {}
+        self._finalized: set[int] = set()
+        self._lsubs: dict[int, _LivelinessSub] = {}
+        # what the router told us
+        self._remote_subs: dict[int, str] = {}
+        self._remote_qabls: dict[int, str] = {}
+        self._remote_tokens: dict[int, str] = {}
+        # queries
+        self._gets: dict[int, _Get] = {}
+        self._lgets: dict[int, _LivelinessGet] = {}
+        self._incoming: dict[int, tuple[_Incoming, int]] = {}
+        # caches
+        self._sub_cache: dict[str, list[Any]] = {}
+        self._allow_cache: dict[str, bool] = {}
+        self._ke_cache: dict[str, KeyExpr | None] = {}
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def take_outbox(self) -> list[tuple[NetworkMessage | bytes, bool, int, bool, bool]]:
+        out = self.outbox
+        self.outbox = []
+        return out
+
+    def take_deliveries(self) -> list[tuple[Any, Any]]:
+        out = self.deliveries
+        self.deliveries = []
+        return out
+
+    def _send(
+        self,
+        msg: NetworkMessage | bytes,
+        priority: int,
+        *,
+        reliable: bool = True,
+        droppable: bool = False,
+        express: bool = False,
+    ) -> None:
+        if not self.closed:
+            self.outbox.append((msg, reliable, priority, droppable, express))
+
+    def _declare(self, body: Any, interest_id: int | None = None) -> None:
+        self._send(Declare(body, interest_id, qos=QOS_DECLARE), PRIORITY_CONTROL)
+
+    def _wire_id(self) -> int:
+        n = self._next_wire_id
+        self._next_wire_id += 1
+        return n
+
+    def _local_id(self) -> int:
+        n = self._next_local
+        self._next_local += 1
+        return n
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise UsageError("the session is closed")
+
+    def _ke(self, key: str) -> KeyExpr | None:
+        """A validated KeyExpr for a key from the wire (None if invalid), cached."""
+        cache = self._ke_cache
+        ke = cache.get(key, False)
+        if ke is False:
+            try:
+                ke = KeyExpr(key)
+            except UsageError:
+                ke = None
+            if len(cache) >= MAX_CACHE_KEYS:
+                cache.clear()
+            cache[key] = ke
+        return ke  # type: ignore[return-value]
+
+    def _resolve(self, we: WireExpr) -> str | None:
+        if we.scope == 0:
+            return we.suffix
+        table = self._remote_exprs if we.mapping_sender else self._local_expr_keys
+        prefix = table.get(we.scope)
+        if prefix is None:
+            log.warning("unknown expression id %d (%s mapping): message dropped", we.scope,
+                        "sender" if we.mapping_sender else "receiver")  # fmt: skip
+            return None
+        return prefix + we.suffix
+
+    def _key_wire(self, key: str) -> WireExpr:
+        expr_id = self._local_exprs.get(key)
+        return WireExpr(0, key, True) if expr_id is None else WireExpr(expr_id, "", True)
+
+    def declare_keyexpr(self, key: str) -> int:
+        """Bind ``key`` to one of our expression ids (D_KEYEXPR), once per key."""
+        self._check_open()
+        expr_id = self._local_exprs.get(key)
+        if expr_id is None:
+            expr_id = self._next_expr_id
+            self._next_expr_id += 1
+            self._local_exprs[key] = expr_id
+            self._local_expr_keys[expr_id] = key
+            self._declare(DeclareKeyExpr(expr_id, WireExpr(0, key, True)))
+        return expr_id
+
+    def _invalidate(self) -> None:
+        self._sub_cache.clear()
+        self._allow_cache.clear()
+
+    # --- link lifecycle ----------------------------------------------------------------------
+
+    def on_established(self, peer: Established) -> None:
+        self.peer = peer
+        if self.mode is WhatAmI.PEER:
+            # peers announce their link state to routers right after open (zenoh-wire.md 6.7)
+            self._send(NetworkOam(OAM_LINKSTATE, self._linkstate(peer), qos=QOS_DECLARE), PRIORITY_CONTROL)
+
+    def _linkstate(self, peer: Established) -> bytes:
+        out = bytearray()
+        w = _p.write_vle
+        w(out, 2)
+        # ourselves: zid | whatami | locators (none), psid 0, linked to psid 1
+        w(out, 0x07)
+        w(out, 0)
+        w(out, 1)
+        _p.write_zbytes(out, self.zid.to_wire())
+        out.append(int(WhatAmI.PEER))
+        w(out, 0)
+        w(out, 1)
+        w(out, 1)
+        # the router: zid | whatami | gateway, psid 1, linked to psid 0
+        w(out, 0x13)
+        w(out, 1)
+        w(out, 0)
+        _p.write_zbytes(out, peer.zid.to_wire())
+        out.append(int(peer.whatami))
+        w(out, 1)
+        w(out, 0)
+        return bytes(out)
+
+    def close(self) -> None:
+        """End the session: every get, subscriber and queryable sink is closed."""
+        if self.closed:
+            return
+        for g in list(self._gets.values()):
+            self._finish_get(g, timed_out=False)
+        for lg in list(self._lgets.values()):
+            self.deliveries.append((lg.sink, END))
+        self._lgets.clear()
+        sinks: list[Any] = [s.sink for s in self._subs.values()]
+        sinks += [q.sink for q in self._qabls.values()]
+        sinks += [ls.sink for ls in self._lsubs.values()]
+        for pub in self._pubs.values():
+            sinks += pub.listeners
+        for sink in sinks:
+            self.deliveries.append((sink, END))
+        self._subs.clear()
+        self._qabls.clear()
+        self._lsubs.clear()
+        self._pubs.clear()
+        self._incoming.clear()
+        self.closed = True
+        self.outbox.clear()
+
+    # --- incoming network messages -----------------------------------------------------------
+
+    def on_message(self, msg: NetworkMessage, now: float) -> None:
+        if self.closed:
+            return
+        kind = type(msg)
+        if kind is Push:
+            self._on_push(msg)  # type: ignore[arg-type]
+        elif kind is Declare:
+            self._on_declare(msg)  # type: ignore[arg-type]
+        elif kind is Response:
+            self._on_response(msg)  # type: ignore[arg-type]
+        elif kind is ResponseFinal:
+            g = self._gets.get(msg.request_id)  # type: ignore[union-attr]
+            if g is not None:
+                g.remote_pending = False
+                self._maybe_finish(g)
+        elif kind is Request:
+            self._on_request(msg, now)  # type: ignore[arg-type]
+        # INTEREST from a router is never for a client/peer to answer; OAM is informational
+
+    def _matching_subs(self, key: str) -> list[Any]:
+        cache = self._sub_cache
+        sinks = cache.get(key)
+        if sinks is None:
+            sinks = [s.sink for s in self._subs.values() if intersects(s.key, key)]
+            if len(cache) >= MAX_CACHE_KEYS:
+                cache.clear()
+            cache[key] = sinks
+        return sinks
+
+    def _on_push(self, msg: Push) -> None:
+        key = self._resolve(msg.wire_expr)
+        if key is None:
+            return
+        sinks = self._matching_subs(key)
+        if not sinks:
+            return
+        ke = self._ke(key)
+        if ke is None:
+            return
+        sample = _sample(ke, msg.body, msg.qos)
+        for sink in sinks:
+            self.deliveries.append((sink, sample))
+
+    def _on_declare(self, msg: Declare) -> None:
+        body = msg.body
+        kind = type(body)
+        if kind is DeclareKeyExpr:
+            key = self._resolve(WireExpr(body.wire_expr.scope, body.wire_expr.suffix, True))  # type: ignore[union-attr]
+            if key is not None:
+                self._remote_exprs[body.expr_id] = key  # type: ignore[union-attr]
+        elif kind is UndeclareKeyExpr:
+            self._remote_exprs.pop(body.expr_id, None)  # type: ignore[union-attr]
+        elif kind is DeclareSubscriber:
+            key = self._resolve(body.wire_expr)  # type: ignore[union-attr]
+            if key is not None and self._ke(key) is not None:
+                self._remote_subs[body.entity_id] = key  # type: ignore[union-attr]
+                self._allow_cache.clear()
+                self._update_matching()
+        elif kind is UndeclareSubscriber:
+            if self._remote_subs.pop(body.entity_id, None) is not None:  # type: ignore[union-attr]
+                self._allow_cache.clear()
+                self._update_matching()
+        elif kind is DeclareQueryable:
+            key = self._resolve(body.wire_expr)  # type: ignore[union-attr]
+            if key is not None:
+                self._remote_qabls[body.entity_id] = key  # type: ignore[union-attr]
+        elif kind is UndeclareQueryable:
+            self._remote_qabls.pop(body.entity_id, None)  # type: ignore[union-attr]
+        elif kind is DeclareToken:
+            self._on_token(msg.interest_id, body)  # type: ignore[arg-type]
+        elif kind is UndeclareToken:
+            self._on_untoken(body)  # type: ignore[arg-type]
+        elif kind is DeclareFinal:
+            iid = msg.interest_id
+            if iid is None:
+                return
+            lg = self._lgets.pop(iid, None)
+            if lg is not None:
+                self.deliveries.append((lg.sink, END))
+            elif iid in self._pub_interests:
+                self._finalized.add(iid)
+                self._allow_cache.clear()
+                self._update_matching()
+
+    def _on_token(self, interest_id: int | None, body: DeclareToken) -> None:
+        key = self._resolve(body.wire_expr)
+        if key is None:
+            return
+        ke = self._ke(key)
+        if ke is None:
+            return
+        if interest_id is not None:
+            lg = self._lgets.get(interest_id)
+            if lg is not None:
+                self.deliveries.append((lg.sink, t.Reply(t.Sample(ke, t.ZBytes(b"")))))
+                return
+            ls = self._lsubs.get(interest_id)
+            if ls is not None:
+                if body.entity_id:
+                    self._remote_tokens[body.entity_id] = key
+                if intersects(ls.key, key):
+                    self.deliveries.append((ls.sink, t.Sample(ke, t.ZBytes(b""))))
+                return
+        if body.entity_id and self._remote_tokens.get(body.entity_id) == key:
+            return  # already known (announced for another interest)
+        if body.entity_id:
+            self._remote_tokens[body.entity_id] = key
+        self._token_event(key, t.SampleKind.PUT)
+
+    def _on_untoken(self, body: UndeclareToken) -> None:
+        key = self._remote_tokens.pop(body.entity_id, None)
+        if key is None and body.ext_wire_expr is not None and body.ext_wire_expr.suffix:
+            key = self._resolve(body.ext_wire_expr)
+        if key is not None:
+            self._token_event(key, t.SampleKind.DELETE)
+
+    def _token_event(self, key: str, kind: t.SampleKind) -> None:
+        ke = self._ke(key)
+        if ke is None:
+            return
+        sample = t.Sample(ke, t.ZBytes(b""), kind)
+        for ls in self._lsubs.values():
+            if intersects(ls.key, key):
+                self.deliveries.append((ls.sink, sample))
+
+    # --- publish -----------------------------------------------------------------------------
+
+    def _send_allowed(self, key: str) -> bool:
+        """Write-side filtering after D_FINAL (zenoh-wire.md 6.3 item 7)."""
+        if not self._finalized:
+            return True
+        cache = self._allow_cache
+        allowed = cache.get(key)
+        if allowed is None:
+            covered = any(
+                includes(self._pub_interests[iid].key, key)
+                for iid in self._finalized
+                if iid in self._pub_interests
+            )
+            allowed = not covered or any(intersects(rk, key) for rk in self._remote_subs.values())
+            if len(cache) >= MAX_CACHE_KEYS:
+                cache.clear()
+            cache[key] = allowed
+        return allowed
+
+    def put(
+        self,
+        key: str,
+        body: Put | Del,
+        *,
+        priority: int = PRIORITY_DATA,
+        block: bool = False,
+        express: bool = False,
+        reliable: bool = True,
+    ) -> None:
+        """Publish a PUT or DEL on ``key`` (a canonical key expression)."""
+        self._check_open()
+        sinks = self._matching_subs(key)
+        if sinks:
+            sample = _local_sample(KeyExpr._trusted(key), body, priority, block, express)
+            for sink in sinks:
+                self.deliveries.append((sink, sample))
+        if self._send_allowed(key):
+            push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express))
+            self._send(push, priority, reliable=reliable, droppable=not block, express=express)
+
+    def put_encoded(
+        self,
+        key: str,
+        raw: bytes,
+        payload: bytes,
+        encoding: _p.Encoding,
+        *,
+        priority: int = PRIORITY_DATA,
+        block: bool = False,
+        express: bool = False,
+        reliable: bool = True,
+    ) -> None:
+        """Publish an already-encoded PUSH of a PUT (a publisher's fast path).
+
+        ``payload`` and ``encoding`` rebuild the PUT only if a local subscriber matches.
+        """
+        self._check_open()
+        sinks = self._matching_subs(key)
+        if sinks:
+            sample = _local_sample(KeyExpr._trusted(key), Put(payload, encoding), priority, block, express)
+            for sink in sinks:
+                self.deliveries.append((sink, sample))
+        if self._send_allowed(key):
+            self._send(raw, priority, reliable=reliable, droppable=not block, express=express)
+
+    def has_local_subscriber(self, key: str) -> bool:
+        return bool(self._matching_subs(key))
+
+    def declare_publisher(self, key: str) -> int:
+        """A publisher: D_KEYEXPR for its key and a CurrentFuture K|S interest."""
+        self._check_open()
+        expr_id = self.declare_keyexpr(key)
+        iid = self._wire_id()
+        pub = _Publisher(key, iid, expr_id)
+        local = self._local_id()
+        self._pubs[local] = pub
+        self._pub_interests[iid] = pub
+        self._send(
+            Interest(iid, InterestMode.CURRENT_FUTURE,
+                     InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS,
+                     WireExpr(expr_id, "", True), qos=QOS_DECLARE),
+            PRIORITY_CONTROL,
+        )  # fmt: skip
+        pub.matching = self._pub_matching(pub)
+        return local
+
+    def undeclare_publisher(self, local: int) -> None:
+        pub = self._pubs.pop(local, None)
+        if pub is None:
+            return
+        self._pub_interests.pop(pub.interest_id, None)
+        self._finalized.discard(pub.interest_id)
+        self._allow_cache.clear()
+        for sink in pub.listeners:
+            self.deliveries.append((sink, END))
+        if not self.closed:
+            self._send(Interest(pub.interest_id, InterestMode.FINAL, qos=QOS_DECLARE), PRIORITY_CONTROL)
+
+    def publisher_matching(self, local: int) -> bool:
+        pub = self._pubs.get(local)
+        return False if pub is None else pub.matching
+
+    def add_matching_listener(self, local: int, sink: Any) -> None:
+        pub = self._pubs.get(local)
+        if pub is None:
+            raise UsageError("the publisher was undeclared")
+        pub.listeners.append(sink)
+        # like zenoh: a new listener first learns the current status
+        self.deliveries.append((sink, t.MatchingStatus(pub.matching)))
+
+    def remove_matching_listener(self, local: int, sink: Any) -> None:
+        pub = self._pubs.get(local)
+        if pub is not None and sink in pub.listeners:
+            pub.listeners.remove(sink)
+            self.deliveries.append((sink, END))
+
+    def _pub_matching(self, pub: _Publisher) -> bool:
+        key = pub.key
+        return any(intersects(k, key) for k in self._remote_subs.values()) or any(
+            intersects(s.key, key) for s in self._subs.values()
+        )
+
+    def _update_matching(self) -> None:
+        for pub in self._pubs.values():
+            now = self._pub_matching(pub)
+            if now != pub.matching:
+                pub.matching = now
+                status = t.MatchingStatus(now)
+                for sink in pub.listeners:
+                    self.deliveries.append((sink, status))
+
+    # --- subscribe ---------------------------------------------------------------------------
+
+    def _declare_entity(self, decls: dict[str, _Declared], key: str) -> _Declared | None:
+        """Count one more local entity on ``key``; returns the record if it is new."""
+        d = decls.get(key)
+        if d is not None:
+            d.count += 1
+            return None
+        d = _Declared(self._wire_id())
+        decls[key] = d
+        return d
+
+    def _release_entity(self, decls: dict[str, _Declared], key: str) -> _Declared | None:
+        """One local entity less on ``key``; returns the record when it was the last."""
+        d = decls.get(key)
+        if d is None:
+            return None
+        d.count -= 1
+        if d.count > 0:
+            return None
+        del decls[key]
+        return d
+
+    def declare_subscriber(self, key: str, sink: Any) -> int:
+        self._check_open()
+        local = self._local_id()
+        self._subs[local] = _Subscriber(key, sink)
+        new = self._declare_entity(self._sub_decls, key)
+        if new is not None:
+            self._declare(DeclareSubscriber(new.wire_id, WireExpr(0, key, True)))
+        self._invalidate()
+        self._update_matching()
+        return local
+
+    def undeclare_subscriber(self, local: int) -> None:
+        sub = self._subs.pop(local, None)
+        if sub is None:
+            return
+        self.deliveries.append((sub.sink, END))
+        last = self._release_entity(self._sub_decls, sub.key)
+        if last is not None and not self.closed:
+            self._declare(UndeclareSubscriber(last.wire_id))
+        self._invalidate()
+        self._update_matching()
+
+    # --- queryables --------------------------------------------------------------------------
+
+    def declare_queryable(self, key: str, complete: bool, sink: Any) -> int:
+        self._check_open()
+        local = self._local_id()
+        new = self._declare_entity(self._qabl_decls, key)
+        d = self._qabl_decls[key]
+        self._qabls[local] = _Queryable(key, complete, sink, d.wire_id)
+        if new is not None or (complete and not d.complete):
+            d.complete = d.complete or complete
+            # a second declaration with the same id updates the "complete" info
+            self._declare(DeclareQueryable(d.wire_id, WireExpr(0, key, True), complete=d.complete))
+        return local
+
+    def undeclare_queryable(self, local: int) -> None:
+        q = self._qabls.pop(local, None)
+        if q is None:
+            return
+        self.deliveries.append((q.sink, END))
+        last = self._release_entity(self._qabl_decls, q.key)
+        if last is not None and not self.closed:
+            self._declare(UndeclareQueryable(last.wire_id))
+
+    def _local_queryables(self, key: str, target: int) -> list[_Queryable]:
+        return [
+            q for q in self._qabls.values()
+            if intersects(q.key, key) and (target != t.QueryTarget.ALL_COMPLETE.value or q.complete)
+        ]  # fmt: skip
+
+    def _on_request(self, msg: Request, now: float) -> None:
+        prio = msg.qos & 0x07
+        key = self._resolve(msg.wire_expr)
+        matches = [] if key is None or self._ke(key) is None else self._local_queryables(key, msg.target)
+        if not matches or key is None:
+            self._send(ResponseFinal(msg.request_id, qos=QOS_REQUEST), prio)
+            return
+        inc = _Incoming(msg.request_id, key, len(matches), prio)
+        self._deliver_query(inc, matches, msg.body)
+
+    def _deliver_query(self, inc: _Incoming, matches: list[_Queryable], body: Query) -> None:
+        ke = self._ke(inc.key)
+        assert ke is not None
+        params = t.Parameters(body.parameters)
+        payload = encoding = None
+        if body.body is not None:
+            payload = t.ZBytes(body.body.payload)
+            encoding = t.Encoding.from_wire(body.body.encoding)
+        attachment = None if body.attachment is None else t.ZBytes(body.attachment)
+        for q in matches:
+            qref = self._next_qref
+            self._next_qref += 1
+            self._incoming[qref] = (inc, q.wire_id)
+            query = t.Query(self.responder, qref, ke, params, payload, encoding, attachment)
+            self.deliveries.append((q.sink, query))
+
+    def query_reply(
+        self, qref: int, key: str, body: Put | Del | Err, priority: int | None, express: bool,
+        block: bool,
+    ) -> None:  # fmt: skip
+        entry = self._incoming.get(qref)
+        if entry is None:
+            return
+        inc, eid = entry
+        if inc.local_get is not None:
+            g = self._gets.get(inc.local_get)
+            if g is not None:
+                self._get_reply(g, key or inc.key, body, t.EntityGlobalId(self.zid, eid))
+            return
+        prio = PRIORITY_DATA if priority is None else priority
+        rbody: Reply | Err = body if isinstance(body, Err) else Reply(body)
+        resp = Response(
+            inc.rid, WireExpr(0, key or inc.key, True), rbody,
+            qos=qos_value(prio, block, express), responder=EntityGlobalId(self.zid, eid),
+        )  # fmt: skip
+        # same frame priority as the RESPONSE_FINAL so the final cannot overtake a reply
+        self._send(resp, inc.priority, droppable=not block, express=express)
+
+    def query_finalize(self, qref: int) -> None:
+        entry = self._incoming.pop(qref, None)
+        if entry is None:
+            return
+        inc = entry[0]
+        inc.pending -= 1
+        if inc.pending > 0:
+            return
+        if inc.local_get is not None:
+            g = self._gets.get(inc.local_get)
+            if g is not None:
+                g.local_pending -= 1
+                self._maybe_finish(g)
+        else:
+            self._send(ResponseFinal(inc.rid, qos=QOS_REQUEST), inc.priority)
+
+    # --- get ---------------------------------------------------------------------------------
+
+    def get(
+        self,
+        key: str,
+        parameters: str,
+        sink: Any,
+        now: float,
+        *,
+        target: int = 0,
+        consolidation: int = 0,
+        timeout_s: float | None = None,
+        payload: bytes | None = None,
+        encoding: _p.Encoding = _p.Encoding.DEFAULT,
+        attachment: bytes | None = None,
+        priority: int = PRIORITY_DATA,
+        block: bool = True,
+        express: bool = False,
+        accept_any: bool = False,
+    ) -> int:
+        """Send a query; replies then END are delivered to ``sink``. Returns the request id."""
+        self._check_open()
+        params = t.Parameters(parameters)
+        if accept_any and "_anyke" not in params:
+            params.insert("_anyke", "")
+        accept_any = "_anyke" in params
+        if consolidation == t.ConsolidationMode.AUTO.value:
+            consolidation = (t.ConsolidationMode.NONE if "_time" in params else t.ConsolidationMode.LATEST).value
+        timeout = self.query_timeout_s if timeout_s is None else timeout_s
+        rid = self._next_rid
+        self._next_rid += 1
+        g = _Get(rid, key, sink, consolidation, accept_any, now + timeout)
+        self._gets[rid] = g
+        qbody = Query(
+            consolidation=consolidation, parameters=str(params),
+            body=None if payload is None else QueryBody(payload, encoding), attachment=attachment,
+        )  # fmt: skip
+        req = Request(rid, WireExpr(0, key, True), qbody, qos=qos_value(priority, block, express),
+                      target=target, timeout_ms=int(timeout * 1000))  # fmt: skip
+        self._send(req, priority, droppable=not block, express=express)
+        matches = self._local_queryables(key, target)
+        if matches:
+            g.local_pending = 1
+            inc = _Incoming(rid, key, len(matches), priority, local_get=rid)
+            self._deliver_query(inc, matches, qbody)
+        return rid
+
+    def _on_response(self, msg: Response) -> None:
+        g = self._gets.get(msg.request_id)
+        if g is None:
+            return
+        key = self._resolve(msg.wire_expr)
+        if key is None:
+            return
+        body = msg.body
+        inner: Put | Del | Err = body if isinstance(body, Err) else body.body
+        replier = None
+        if msg.responder is not None:
+            replier = t.EntityGlobalId(msg.responder.zid, msg.responder.eid)
+        self._get_reply(g, key, inner, replier, msg.qos)
+
+    def _get_reply(
+        self,
+        g: _Get,
+        key: str,
+        body: Put | Del | Err,
+        replier: t.EntityGlobalId | None,
+        qos: int = QOS_REQUEST,
+    ) -> None:
+        if isinstance(body, Err):
+            err = t.ReplyError(t.ZBytes(body.payload), t.Encoding.from_wire(body.encoding))
+            self.deliveries.append((g.sink, t.Reply(err, replier)))
+            return
+        if not g.accept_any and not intersects(g.key, key):
+            log.debug("reply on %s does not intersect query %s: dropped", key, g.key)
+            return
+        ke = self._ke(key)
+        if ke is None:
+            return
+        sample = _sample(ke, body, qos)
+        reply = t.Reply(sample, replier)
+        mode = g.consolidation
+        if mode == t.ConsolidationMode.LATEST.value:
+            old = g.held.get(key)
+            if old is None or _ts_key(sample.timestamp) > _ts_key(old.result.timestamp):  # type: ignore[union-attr]
+                g.held[key] = reply
+            return
+        if mode == t.ConsolidationMode.MONOTONIC.value:
+            if key in g.seen and _ts_key(sample.timestamp) <= _ts_key(g.seen[key]):
+                return
+            g.seen[key] = sample.timestamp
+        self.deliveries.append((g.sink, reply))
+
+    def _maybe_finish(self, g: _Get) -> None:
+        if not g.remote_pending and g.local_pending <= 0:
+            self._finish_get(g, timed_out=False)
+
+    def _finish_get(self, g: _Get, *, timed_out: bool) -> None:
+        self._gets.pop(g.rid, None)
+        for reply in g.held.values():
+            self.deliveries.append((g.sink, reply))
+        g.held.clear()
+        if timed_out:
+            self.deliveries.append((g.sink, t.Reply(t.ReplyError(t.ZBytes(TIMEOUT_PAYLOAD)))))
+        self.deliveries.append((g.sink, END))
+        # local queryables still holding this query may keep replying: ignored from now on
+        for qref, (inc, _) in list(self._incoming.items()):
+            if inc.local_get == g.rid:
+                del self._incoming[qref]
+
+    # --- liveliness --------------------------------------------------------------------------
+
+    def declare_token(self, key: str) -> int:
+        self._check_open()
+        local = self._local_id()
+        self._tokens[local] = key
+        new = self._declare_entity(self._token_decls, key)
+        if new is not None:
+            self._declare(DeclareToken(new.wire_id, WireExpr(0, key, True)))
+            if self.mode is WhatAmI.PEER:
+                # a router echoes a client's own tokens, not a peer's: peers deliver locally
+                self._token_event(key, t.SampleKind.PUT)
+        return local
+
+    def undeclare_token(self, local: int) -> None:
+        key = self._tokens.pop(local, None)
+        if key is None:
+            return
+        last = self._release_entity(self._token_decls, key)
+        if last is not None and not self.closed:
+            self._declare(UndeclareToken(last.wire_id))
+            if self.mode is WhatAmI.PEER:
+                self._token_event(key, t.SampleKind.DELETE)
+
+    def _local_tokens(self, key: str) -> Iterable[str]:
+        if self.mode is not WhatAmI.PEER:
+            return ()
+        return [k for k in self._token_decls if intersects(key, k)]
+
+    def declare_liveliness_subscriber(self, key: str, history: bool, sink: Any) -> int:
+        self._check_open()
+        iid = self._wire_id()
+        self._lsubs[iid] = _LivelinessSub(key, sink)
+        mode = InterestMode.CURRENT_FUTURE if history else InterestMode.FUTURE
+        self._send(Interest(iid, mode, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
+                            WireExpr(0, key, True), qos=QOS_DECLARE), PRIORITY_CONTROL)  # fmt: skip
+        if history:
+            for k in self._local_tokens(key):
+                ke = self._ke(k)
+                if ke is not None:
+                    self.deliveries.append((sink, t.Sample(ke, t.ZBytes(b""))))
+        return iid
+
+    def undeclare_liveliness_subscriber(self, iid: int) -> None:
+        ls = self._lsubs.pop(iid, None)
+        if ls is None:
+            return
+        self.deliveries.append((ls.sink, END))
+        if not self.closed:
+            self._send(Interest(iid, InterestMode.FINAL, qos=QOS_DECLARE), PRIORITY_CONTROL)
+
+    def liveliness_get(self, key: str, sink: Any, now: float, timeout_s: float | None = None) -> int:
+        self._check_open()
+        iid = self._wire_id()
+        timeout = self.query_timeout_s if timeout_s is None else timeout_s
+        self._lgets[iid] = _LivelinessGet(key, sink, now + timeout)
+        for k in self._local_tokens(key):
+            ke = self._ke(k)
+            if ke is not None:
+                self.deliveries.append((sink, t.Reply(t.Sample(ke, t.ZBytes(b"")))))
+        self._send(Interest(iid, InterestMode.CURRENT, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
+                            WireExpr(0, key, True), qos=QOS_DECLARE), PRIORITY_CONTROL)  # fmt: skip
+        return iid
+
+    # --- time --------------------------------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        deadlines = [g.deadline for g in self._gets.values()]
+        deadlines += [lg.deadline for lg in self._lgets.values()]
+        return min(deadlines) if deadlines else None
+
+    def handle_timer(self, now: float) -> None:
+        for g in [g for g in self._gets.values() if g.deadline <= now]:
+            self._finish_get(g, timed_out=True)
+        for iid, lg in [(i, lg) for i, lg in self._lgets.items() if lg.deadline <= now]:
+            del self._lgets[iid]
+            self.deliveries.append((lg.sink, t.Reply(t.ReplyError(t.ZBytes(TIMEOUT_PAYLOAD)))))
+            self.deliveries.append((lg.sink, END))
+
+
+# --- Sample construction ------------------------------------------------------------------
+
+
+def _qos_fields(qos: int) -> tuple[t.CongestionControl, t.Priority, bool]:
+    prio = _PRIORITIES.get(qos & 0x07, t.Priority.DATA)
+    cc = t.CongestionControl.BLOCK if qos & 0x08 else t.CongestionControl.DROP
+    return cc, prio, bool(qos & 0x10)
+
+
+def _sample(ke: KeyExpr, body: Put | Del, qos: int) -> t.Sample:
+    cc, prio, express = _qos_fields(qos)
+    ts = None if body.timestamp is None else t.Timestamp.from_wire(body.timestamp)
+    att = None if body.attachment is None else t.ZBytes(body.attachment)
+    if type(body) is Put:
+        return t.Sample(ke, t.ZBytes(body.payload), t.SampleKind.PUT, t.Encoding.from_wire(body.encoding),
+                        ts, cc, prio, express, att)  # fmt: skip
+    return t.Sample(ke, t.ZBytes(b""), t.SampleKind.DELETE, t.Encoding.from_wire(_p.Encoding.DEFAULT),
+                    ts, cc, prio, express, att)  # fmt: skip
+
+
+def _local_sample(ke: KeyExpr, body: Put | Del, priority: int, block: bool, express: bool) -> t.Sample:
+    return _sample(ke, body, qos_value(priority, block, express))

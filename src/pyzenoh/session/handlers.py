@@ -1,0 +1,379 @@
+"""Handlers: how received items (samples, replies, queries) reach user code.
+
+As in zenoh-python, a ``handler`` argument is one of:
+
+* ``None`` / :class:`DefaultHandler` / :class:`FifoChannel` (bounded queue, default
+  capacity 256) / :class:`RingChannel` (bounded, drops the oldest when full): the call
+  returns a receiver you iterate (``for x in sub`` / ``async for x in sub``);
+* a callable, or :class:`Callback` (with an optional ``drop`` called at the end);
+* a ``(callable, obj)`` tuple: the callable gets the items, ``obj`` is returned as the handler.
+
+A FIFO channel never blocks the network thread: when it is full the session stops reading
+from the socket (TCP back-pressure) until the consumer catches up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pyzenoh.errors import PyZenohError, UsageError
+
+T = TypeVar("T")
+
+#: Capacity of the default FIFO channel (zenoh-python's default handler too).
+DEFAULT_CHANNEL_CAPACITY = 256
+
+
+class ChannelClosedError(PyZenohError):
+    """recv() on a channel that is closed and empty."""
+
+
+# --- What the user passes -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FifoChannel:
+    capacity: int = DEFAULT_CHANNEL_CAPACITY
+
+
+@dataclass(frozen=True, slots=True)
+class RingChannel:
+    capacity: int = DEFAULT_CHANNEL_CAPACITY
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultHandler:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Callback:
+    callback: Callable[[Any], Any]
+    drop: Callable[[], Any] | None = None
+    indirect: bool = True
+
+
+# --- Sinks: the producer side, fed by the session in its event loop -----------------------
+
+
+class Sink:
+    """Producer interface the session runtime uses (always from the event-loop thread)."""
+
+    def push(self, item: Any) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def full(self) -> bool:
+        """True asks the runtime to stop reading the socket until :attr:`on_space` fires."""
+        return False
+
+    on_space: Callable[[], None] | None = None
+
+
+class Handler(Sink, Generic[T]):
+    """A bounded FIFO (or ring) receiver read from any thread: ``recv``, ``try_recv``, iteration."""
+
+    def __init__(self, capacity: int = DEFAULT_CHANNEL_CAPACITY, ring: bool = False) -> None:
+        if capacity < 1:
+            raise UsageError("channel capacity must be at least 1")
+        self.capacity = capacity
+        self.ring = ring
+        self._items: deque[T] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._closed = False
+        self._was_full = False
+        self.dropped = 0
+        self.on_space: Callable[[], None] | None = None
+
+    # producer side
+    def push(self, item: T) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            if self.ring and len(self._items) >= self.capacity:
+                self._items.popleft()
+                self.dropped += 1
+            self._items.append(item)
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def full(self) -> bool:
+        if self.ring:
+            return False
+        if len(self._items) >= self.capacity:
+            self._was_full = True
+            return True
+        return False
+
+    # consumer side
+    def _pop(self) -> T:
+        item = self._items.popleft()
+        if self._was_full and len(self._items) < max(self.capacity // 2, 1):
+            self._was_full = False
+            cb = self.on_space
+            if cb is not None:
+                cb()
+        return item
+
+    def try_recv(self) -> T | None:
+        with self._cond:
+            return self._pop() if self._items else None
+
+    def recv(self, timeout: float | None = None) -> T:
+        """Next item; blocks. Raises ChannelClosedError at the end, TimeoutError on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._items:
+                if self._closed:
+                    raise ChannelClosedError("channel closed")
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError("no item before the timeout")
+                self._cond.wait(remaining)
+            return self._pop()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Handler[T]:
+        return self
+
+    def __next__(self) -> T:
+        try:
+            return self.recv()
+        except ChannelClosedError:
+            raise StopIteration from None
+
+
+class AsyncHandler(Sink, Generic[T]):
+    """A bounded FIFO (or ring) receiver for asyncio code in the session's own loop."""
+
+    def __init__(self, capacity: int = DEFAULT_CHANNEL_CAPACITY, ring: bool = False) -> None:
+        if capacity < 1:
+            raise UsageError("channel capacity must be at least 1")
+        self.capacity = capacity
+        self.ring = ring
+        self._items: deque[T] = deque()
+        self._event = asyncio.Event()
+        self._closed = False
+        self._was_full = False
+        self.dropped = 0
+        self.on_space: Callable[[], None] | None = None
+
+    def push(self, item: T) -> None:
+        if self._closed:
+            return
+        if self.ring and len(self._items) >= self.capacity:
+            self._items.popleft()
+            self.dropped += 1
+        self._items.append(item)
+        self._event.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._event.set()
+
+    @property
+    def full(self) -> bool:
+        if self.ring:
+            return False
+        if len(self._items) >= self.capacity:
+            self._was_full = True
+            return True
+        return False
+
+    def _pop(self) -> T:
+        item = self._items.popleft()
+        if self._was_full and len(self._items) < max(self.capacity // 2, 1):
+            self._was_full = False
+            cb = self.on_space
+            if cb is not None:
+                cb()
+        return item
+
+    def try_recv(self) -> T | None:
+        return self._pop() if self._items else None
+
+    async def recv(self) -> T:
+        while not self._items:
+            if self._closed:
+                raise ChannelClosedError("channel closed")
+            self._event.clear()
+            await self._event.wait()
+        return self._pop()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __aiter__(self) -> AsyncHandler[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        try:
+            return await self.recv()
+        except ChannelClosedError:
+            raise StopAsyncIteration from None
+
+
+class DirectCallbackSink(Sink):
+    """Calls the callback right away in the event loop (asyncio API)."""
+
+    def __init__(self, callback: Callable[[Any], Any], drop: Callable[[], Any] | None = None) -> None:
+        self.callback = callback
+        self.drop = drop
+
+    def push(self, item: Any) -> None:
+        try:
+            self.callback(item)
+        except Exception:
+            import logging
+
+            logging.getLogger(__name__).exception("user callback failed")
+
+    def close(self) -> None:
+        if self.drop is not None:
+            try:
+                self.drop()
+            except Exception:
+                import logging
+
+                logging.getLogger(__name__).exception("user drop callback failed")
+            self.drop = None
+
+
+#: A dispatcher runs callbacks of the sync API in its own thread, so user code may block
+#: or call the session back; past this many undelivered items the socket stops being read.
+DISPATCH_BACKLOG = 1024
+
+
+class Dispatcher:
+    """One thread per sync session that runs user callbacks in order."""
+
+    def __init__(self, name: str) -> None:
+        self._items: deque[tuple[Callable[[Any], Any], Any]] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._stopping = False
+        self._was_full = False
+        self.on_space: Callable[[], None] | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[[Any], Any], item: Any) -> None:
+        with self._cond:
+            self._items.append((fn, item))
+            self._cond.notify()
+
+    @property
+    def full(self) -> bool:
+        if len(self._items) >= DISPATCH_BACKLOG:
+            self._was_full = True
+            return True
+        return False
+
+    def _run(self) -> None:
+        import logging
+
+        logger = logging.getLogger(__name__)
+        while True:
+            with self._cond:
+                while not self._items and not self._stopping:
+                    self._cond.wait()
+                if not self._items:
+                    return
+                fn, item = self._items.popleft()
+                space = self._was_full and len(self._items) < DISPATCH_BACKLOG // 2
+                if space:
+                    self._was_full = False
+            if space and self.on_space is not None:
+                self.on_space()
+            try:
+                fn(item)
+            except Exception:
+                logger.exception("user callback failed")
+            # drop our references now: a Query is finalised when the last one goes
+            fn = item = None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Run what is queued, then end the thread (unless called from it)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+
+class ThreadCallbackSink(Sink):
+    """Hands items to the session's dispatcher thread (sync API callbacks)."""
+
+    def __init__(self, dispatcher: Dispatcher, callback: Callable[[Any], Any],
+                 drop: Callable[[], Any] | None = None) -> None:  # fmt: skip
+        self.dispatcher = dispatcher
+        self.callback = callback
+        self.drop = drop
+
+    def push(self, item: Any) -> None:
+        self.dispatcher.submit(self.callback, item)
+
+    def close(self) -> None:
+        drop = self.drop
+        if drop is not None:
+            self.drop = None
+            self.dispatcher.submit(lambda _: drop(), None)
+
+    @property
+    def full(self) -> bool:
+        return self.dispatcher.full
+
+
+def make_sink(
+    handler: Any,
+    *,
+    asynchronous: bool,
+    dispatcher: Callable[[], Dispatcher] | None = None,
+) -> tuple[Sink, Any]:
+    """Turn a user ``handler`` argument into (sink for the session, object to return)."""
+    if handler is None or isinstance(handler, DefaultHandler):
+        handler = FifoChannel()
+    if isinstance(handler, FifoChannel | RingChannel):
+        ring = isinstance(handler, RingChannel)
+        if asynchronous:
+            ach: AsyncHandler[Any] = AsyncHandler(handler.capacity, ring)
+            return ach, ach
+        ch: Handler[Any] = Handler(handler.capacity, ring)
+        return ch, ch
+    returned: Any = None
+    drop = None
+    if isinstance(handler, tuple):
+        if len(handler) != 2 or not callable(handler[0]):
+            raise UsageError("a handler tuple is (callback, handler_object)")
+        handler, returned = handler
+    if isinstance(handler, Callback):
+        drop = handler.drop
+        handler = handler.callback
+    if not callable(handler):
+        raise UsageError(f"unsupported handler {handler!r}")
+    if asynchronous or dispatcher is None:
+        return DirectCallbackSink(handler, drop), returned
+    return ThreadCallbackSink(dispatcher(), handler, drop), returned
