@@ -198,8 +198,13 @@ class SimRouter:
         *,
         drop: tuple[int, ...] = (),
         extra: tuple[int, ...] = (),
+        route: list[int] | None = None,
     ) -> int:
-        """A client's PUT, routed; ``drop``/``extra`` inject delivery faults."""
+        """A client's PUT, routed.
+
+        Faults for the audit to find: ``drop`` faces are not sent the message, ``extra``
+        faces are sent it anyway, and ``route`` replaces the routing decision recorded.
+        """
         cache_key = (key, payload, encoding)
         raw = self._raw_cache.get(cache_key)
         enc = Encoding.from_str(encoding) if encoding else Encoding.DEFAULT
@@ -209,7 +214,7 @@ class SimRouter:
                 self._raw_cache[cache_key] = raw
         seq = self.rec.message(self.now, link, "rx", key, raw)
         expected = self.subscribers_for(link, key)
-        self.rec.route(self.now, seq, key, expected)
+        self.rec.route(self.now, seq, key, expected if route is None else route)
         stamped = Push(
             WireExpr(0, key), Put(payload, enc, Timestamp.from_ns(self.now, ROUTER_ZID))
         )

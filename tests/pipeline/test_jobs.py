@@ -1,0 +1,218 @@
+"""``run_pipeline`` on the scripted scenario: every table checked against known facts."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.pipeline import scenario
+from tests.pipeline.scenario import EXPECTED_DELIVERY, T0
+
+pytestmark = pytest.mark.spark
+MS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from pyzenoh.pipeline.jobs import run_pipeline
+
+    base = tmp_path_factory.mktemp("jobs")
+    facts = scenario.build(base / "rec", max_segment_bytes=4_000)  # several segments
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        out = run_pipeline(base / "rec", base / "out", progress=True)
+    out["facts"] = facts
+    out["stderr"] = err.getvalue()
+    return out
+
+
+def _rows(spark: Any, result: dict[str, Any], table: str) -> list[Any]:
+    return spark.read.parquet(result["tables"][table]["path"]).collect()
+
+
+def test_summary_and_progress(result: dict[str, Any]) -> None:
+    assert "[pipeline 1/9] starting Spark" in result["stderr"]
+    assert "[pipeline 7/9] delivery audit" in result["stderr"]
+    assert set(result["tables"]) >= {
+        "messages",
+        "traffic",
+        "queries",
+        "declarations",
+        "delivery",
+    }
+    assert result["invalid_messages"] == 1
+    assert result["audit"]["passed"] is False
+    assert result["audit"]["audited"] == len(EXPECTED_DELIVERY)
+    assert result["audit"]["with_differences"] == 3
+
+
+def test_messages_table(spark: Any, result: dict[str, Any]) -> None:
+    rows = _rows(spark, result, "messages")
+    facts = result["facts"]
+    assert len(rows) == result["tables"]["messages"]["rows"]
+    by_seq = {r["seq"]: r for r in rows}
+    bad = by_seq[facts.seqs["bad"]]
+    assert bad["msg_type"] == "invalid" and bad["error"] and bad["key"] == "demo/bad"
+    put = by_seq[facts.seqs["put_bx"]]
+    assert (put["msg_type"], put["key"], put["payload"], put["encoding"]) == (
+        "push",
+        "demo/b/x",
+        b"v2-longer",
+        "text/plain",
+    )
+    assert (put["zid"], put["direction"], put["link"]) == ("1001", "rx", 1)
+
+
+def test_traffic_table(spark: Any, result: dict[str, Any]) -> None:
+    rows = _rows(spark, result, "traffic")
+    per_key = {r["key"]: r for r in rows if r["link"] is None}
+    bx = per_key["demo/b/x"]
+    assert (bx["data_messages"], bx["rx_messages"], bx["tx_messages"]) == (2, 1, 1)
+    assert (bx["publishers"], bx["subscribers_reached"], bx["published_bytes"]) == (
+        1,
+        1,
+        9,
+    )
+    a = per_key["demo/a"]
+    assert (a["publishers"], a["subscribers_reached"], a["messages"]) == (1, 1, 4)
+    assert per_key["other/z"]["subscribers_reached"] == 1  # the injected extra delivery
+    per_link = {(r["key"], r["link"]): r for r in rows if r["link"] is not None}
+    assert (
+        per_link[("demo/a", 2)]["tx_messages"] == 2
+        and per_link[("demo/a", 1)]["rx_messages"] == 2
+    )
+    assert all(r["minute"].minute == 0 for r in rows)
+
+
+def test_queries_table(spark: Any, result: dict[str, Any]) -> None:
+    seqs = result["facts"].seqs
+    rows = {r["query_seq"]: r for r in _rows(spark, result, "queries")}
+    assert set(rows) == {seqs["q1"], seqs["q2"], seqs["q3"]}
+    q1, q2, q3 = rows[seqs["q1"]], rows[seqs["q2"]], rows[seqs["q3"]]
+    assert (q1["selector"], q1["querier_link"], q1["querier_zid"], q1["target"]) == (
+        "demo/q/x?n=1",
+        5,
+        "1005",
+        "best_matching",
+    )
+    assert (
+        q1["destinations"],
+        list(q1["destination_links"]),
+        q1["replies"],
+        q1["errors"],
+    ) == (1, [4], 1, 0)
+    assert (q1["first_reply_ms"], q1["final_ms"], q1["status"], q1["timed_out"]) == (
+        5.0,
+        7.0,
+        "completed",
+        False,
+    )
+    assert (q2["selector"], q2["timeout_ms"], q2["replies"], q2["errors"]) == (
+        "demo/q/y",
+        100,
+        0,
+        2,
+    )
+    assert (q2["final_ms"], q2["status"], q2["timed_out"]) == (170.0, "timed_out", True)
+    assert (q3["destinations"], q3["replies"], q3["final_ms"], q3["status"]) == (
+        0,
+        0,
+        0.0,
+        "completed",
+    )
+    assert q3["first_reply_ms"] is None
+
+
+def test_declarations_table(spark: Any, result: dict[str, Any]) -> None:
+    rows = [r for r in _rows(spark, result, "declarations") if r["direction"] == "rx"]
+    by = {(r["kind"], r["link"], r["entity_id"]): r for r in rows}
+    assert set(by) == {
+        ("subscriber", 2, 1),
+        ("subscriber", 3, 1),
+        ("queryable", 4, 1),
+        ("token", 2, 7),
+    }
+    sub2, sub3 = by[("subscriber", 2, 1)], by[("subscriber", 3, 1)]
+    assert (sub2["key"], sub2["end_reason"], sub2["end_ns"] - T0) == (
+        "demo/**",
+        "link_closed",
+        500 * MS,
+    )
+    assert (sub3["key"], sub3["end_reason"], sub3["lifetime_ms"]) == (
+        "demo/b/*",
+        "undeclared",
+        298.0,
+    )
+    tok = by[("token", 2, 7)]
+    assert (tok["key"], tok["end_reason"], tok["lifetime_ms"], tok["zid"]) == (
+        "alive/2",
+        "undeclared",
+        396.0,
+        "1002",
+    )
+    qbl = by[("queryable", 4, 1)]
+    assert (qbl["end_reason"], qbl["end_ns"], qbl["queryable_complete"]) == (
+        None,
+        None,
+        True,
+    )
+    tx = [r for r in _rows(spark, result, "declarations") if r["direction"] == "tx"]
+    answers = [r for r in tx if r["interest_id"] == 1 and r["kind"] == "subscriber"]
+    assert sorted(r["key"] for r in answers) == ["demo/**", "demo/b/*"]
+    assert {r["link"] for r in tx if r["kind"] == "token"} == {1, 3, 4, 5}
+
+
+def test_delivery_audit(spark: Any, result: dict[str, Any]) -> None:
+    seqs = result["facts"].seqs
+    rows = {r["seq"]: r for r in _rows(spark, result, "delivery")}
+    assert set(rows) == {seqs[name] for name in EXPECTED_DELIVERY}
+    for name, (subscribed, sent, route, ok) in EXPECTED_DELIVERY.items():
+        r = rows[seqs[name]]
+        assert (
+            list(r["subscribed"]),
+            list(r["sent_to"]),
+            list(r["route_expected"]),
+            r["ok"],
+        ) == (
+            subscribed,
+            sent,
+            route,
+            ok,
+        ), name
+    diffs = sorted(
+        (r["seq"], r["kind"], r["face"])
+        for r in _rows(spark, result, "delivery_differences")
+    )
+    assert diffs == sorted(
+        [
+            (seqs["put_bx"], "missing", 3),
+            (seqs["put_bx"], "missing_vs_route", 3),
+            (seqs["put_other"], "unexpected", 2),
+            (seqs["put_other"], "unexpected_vs_route", 2),
+            (seqs["put_a2"], "missing_vs_route", 3),
+            (seqs["put_a2"], "route_vs_declarations", 3),
+        ]
+    )
+
+
+def test_report(result: dict[str, Any]) -> None:
+    html = Path(result["report"]).read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    assert "FAIL: 3 of 7 data messages differ" in html
+    assert (
+        len(re.findall(r'src="data:image/png;base64,[A-Za-z0-9+/=]{100,}"', html)) == 4
+    )
+    for heading in (
+        "Routing audit",
+        "Message rate",
+        "Top keys",
+        "Queries",
+        "Declarations",
+    ):
+        assert f"<h2>{heading}</h2>" in html
+    assert "alive/2" in html  # the token lifetimes table
