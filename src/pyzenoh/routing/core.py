@@ -465,6 +465,30 @@ class RoutingCore:
 
     # -- observability helpers ----------------------------------------------------------------
 
+    def key_of(self, face: int, msg: NetworkMessage, *, incoming: bool) -> str | None:
+        """The full key a message received from (``incoming``) or sent to ``face`` names.
+
+        None when the message has no key expression (RESPONSE_FINAL, D_FINAL, undeclares,
+        OAM) or names an id the face tables do not hold. For recorders and logs.
+        """
+        f = self._faces.get(face)
+        if f is None:
+            return None
+        body = msg.body if isinstance(msg, Declare) else msg
+        we = getattr(body, "wire_expr", None)
+        if not isinstance(we, WireExpr):
+            return None
+        if we.scope == 0:
+            return we.suffix
+        if isinstance(body, DeclareKeyExpr):  # its scope is always the sender's id
+            sender_side = True
+        else:
+            sender_side = we.mapping_sender
+        # Ids the face declared are "sender" ids on input and "receiver" ids on output.
+        table = f.remote_ids if sender_side == incoming else f.local_ids
+        prefix = table.get(we.scope)
+        return None if prefix is None else prefix + we.suffix
+
     def faces(self) -> list[int]:
         return sorted(self._faces)
 
@@ -488,6 +512,48 @@ class RoutingCore:
                     or self._token_holders or self._resource_refs or len(self._sub_tree)
                     or len(self._qabl_tree) or len(self._token_tree)
                     or self.next_deadline() is not None)  # fmt: skip
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError if the tables are inconsistent (for tests; O(state))."""
+        faces = self._faces
+        subs: dict[str, dict[int, int]] = {}
+        tokens: dict[str, dict[int, int]] = {}
+        qabls: dict[str, dict[int, QueryableInfo]] = {}
+        for fid, f in faces.items():
+            assert f.fid == fid
+            for key in f.subs.values():
+                subs.setdefault(key, {})[fid] = subs.get(key, {}).get(fid, 0) + 1
+            for key in f.tokens.values():
+                tokens.setdefault(key, {})[fid] = tokens.get(key, {}).get(fid, 0) + 1
+            for key in dict.fromkeys(k for k, _ in f.qabls.values()):
+                info = self._face_qabl_info(f, key)
+                assert info is not None
+                qabls.setdefault(key, {})[fid] = info
+            for key, ident in f.remote_id_of.items():
+                assert f.remote_ids[ident] == key
+            for ident, key in f.local_ids.items():
+                assert f.local_id_of[key] == ident
+            for rid, q in f.pending.items():
+                assert q.remaining.get(fid) == rid, "pending query not waiting for this face"
+                assert q.src in faces and faces[q.src].outgoing.get(q.qid) is q
+            for qid, q in f.outgoing.items():
+                assert q.src == fid and q.qid == qid and q.remaining
+                for dest, rid in q.remaining.items():
+                    assert faces[dest].pending.get(rid) is q, "query lost at a destination"
+            assert set(f.key_interests) <= set(f.interests)
+        assert subs == self._sub_holders, "subscriber holders out of sync"
+        assert tokens == self._token_holders, "token holders out of sync"
+        assert qabls == self._qabl_holders, "queryable holders out of sync"
+        for tree, holders in ((self._sub_tree, subs), (self._token_tree, tokens),
+                              (self._qabl_tree, qabls)):  # fmt: skip
+            pairs = sorted(tree.items())
+            assert pairs == sorted((k, fid) for k, hs in holders.items() for fid in hs)
+        refs: dict[str, int] = {}
+        for f in faces.values():
+            for key in itertools.chain(f.remote_ids.values(), f.local_ids.values(),
+                                       (it.key for it in f.interests.values() if it.key)):  # fmt: skip
+                refs[key] = refs.get(key, 0) + 1
+        assert refs == self._resource_refs, "resource references out of sync"
 
     # -- helpers ------------------------------------------------------------------------------
 

@@ -1,0 +1,308 @@
+"""The router daemon: TCP links <-> the sans-IO routing core, in one asyncio loop.
+
+Each accepted (or connected) link becomes a face of :class:`~pyzenoh.routing.RoutingCore`
+once its handshake finishes. Every received network message goes to the core with its raw
+bytes; every :class:`~pyzenoh.routing.Send` the core returns goes to its face's link, as
+the raw bytes when the core says they can be forwarded unchanged. A face whose outgoing
+queue passes the hard cap is closed (its peer is too slow); messages whose congestion
+control is Drop are dropped before that, so a slow subscriber never slows the others.
+
+Local faces (the msgq bridge) plug in through :meth:`RouterDaemon.add_local_face`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyzenoh.codec import NetworkMessage, WhatAmI, ZenohId, encode_network_message
+from pyzenoh.errors import CloseReason, PeerError
+from pyzenoh.router.config import RouterConfig
+from pyzenoh.routing import PushRouted, RoutingConfig, RoutingCore, RoutingEvent, Send
+from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
+from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
+
+log = logging.getLogger(__name__)
+
+#: A face whose queue holds more than this many times the soft cap is closed.
+HARD_CAP_FACTOR = 4
+#: Seconds between reconnection attempts to a `connect` endpoint.
+RECONNECT_DELAY_S = 1.0
+
+LocalSink = Callable[[Send], None]
+
+
+@dataclass(slots=True)
+class _Face:
+    face_id: int
+    link: TcpLink | None
+    zid: ZenohId
+    whatami: WhatAmI
+    sink: LocalSink | None = None
+
+
+@dataclass(slots=True)
+class RouterStats:
+    links_accepted: int = 0
+    links_closed: int = 0
+    messages_in: int = 0
+    messages_out: int = 0
+    dropped: int = 0
+    faces_closed_slow: int = 0
+    faces_closed_bad_input: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+
+class RouterDaemon:
+    """Runs a :class:`RoutingCore` over TCP listeners and connectors."""
+
+    def __init__(self, config: RouterConfig, *, recorder: Any = None) -> None:
+        self.config = config
+        self.zid = ZenohId.from_str(config.id) if config.id else ZenohId.random(os.urandom(16))
+        self.core = RoutingCore(
+            self.zid,
+            whatami=WhatAmI.ROUTER,
+            observer=self._on_routing_event if recorder is not None else None,
+            config=RoutingConfig(
+                query_timeout=config.queries_default_timeout_ms / 1000.0,
+                max_declarations_per_face=config.max_declarations_per_face,
+                max_pending_queries_per_face=config.max_pending_queries_per_face,
+                max_keyexpr_ids_per_face=config.max_keyexpr_ids_per_face,
+                timestamping=config.timestamping,
+            ),
+        )
+        self.link_config = LinkConfig(
+            zid=self.zid,
+            whatami=WhatAmI.ROUTER,
+            lease_ms=config.lease_ms,
+            keepalives_per_lease=config.keep_alive,
+            batch_size=config.batch_size,
+            qos=config.qos,
+            handshake_timeout_s=config.accept_timeout_ms / 1000.0,
+            max_message_size=config.max_fragmented_message,
+        )
+        self.recorder = recorder
+        self._cause = -1  # recorder seq of the message being routed
+        self.stats = RouterStats()
+        self.listeners: list[TcpListener] = []
+        self._faces: dict[int, _Face] = {}
+        self._face_of_link: dict[int, int] = {}
+        self._next_face = 1
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_when = 0.0
+        self._connectors: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        for endpoint in self.config.listen:
+            listener = await listen(
+                endpoint, self.link_config, self._on_event,
+                max_queue_bytes=self.config.send_queue_max_bytes,
+            )  # fmt: skip
+            self.listeners.append(listener)
+            log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))
+        for endpoint in self.config.connect:
+            self._connectors.append(asyncio.create_task(self._keep_connected(endpoint)))
+        log.info("router %s started", self.zid)
+
+    async def stop(self) -> None:
+        """CLOSE every session, stop listening, flush the recorder."""
+        self._stopping = True
+        for task in self._connectors:
+            task.cancel()
+        links = [f.link for f in self._faces.values() if f.link is not None]
+        await asyncio.gather(*(link.aclose(CloseReason.GENERIC) for link in links), return_exceptions=True)
+        for listener in self.listeners:
+            await listener.close(close_links=True)
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.recorder is not None:
+            self.recorder.close()
+        log.info("router %s stopped", self.zid)
+
+    async def _keep_connected(self, endpoint: str) -> None:
+        while not self._stopping:
+            try:
+                link = await connect(
+                    endpoint, self.link_config, self._on_event,
+                    max_queue_bytes=self.config.send_queue_max_bytes,
+                )  # fmt: skip
+            except (OSError, ConnectionError, TimeoutError) as exc:
+                log.debug("connect %s failed: %s", endpoint, exc)
+                await asyncio.sleep(RECONNECT_DELAY_S)
+                continue
+            await link.closed
+            await asyncio.sleep(RECONNECT_DELAY_S)
+
+    # --- time --------------------------------------------------------------------------
+
+    @staticmethod
+    def now() -> float:
+        """Wall-clock seconds: the core derives HLC timestamps from them."""
+        return time.time()
+
+    def _rearm(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        deadline = self.core.next_deadline()
+        if deadline is None:
+            return
+        when = loop.time() + max(0.0, deadline - self.now())
+        if self._timer is not None:
+            if self._timer_when <= when:
+                return
+            self._timer.cancel()
+        self._timer_when = when
+        self._timer = loop.call_at(when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._deliver(self.core.handle_timer(self.now()))
+        self._rearm()
+
+    # --- links -------------------------------------------------------------------------
+
+    def _on_event(self, link: TcpLink, ev: Event) -> None:
+        if isinstance(ev, Received):
+            face_id = self._face_of_link.get(id(link))
+            if face_id is not None:
+                self._on_message(face_id, ev.message, ev.raw)
+        elif isinstance(ev, Established):
+            self._on_established(link, ev)
+        elif isinstance(ev, LinkClosed):
+            self._on_closed(link, ev)
+
+    def _on_established(self, link: TcpLink, ev: Established) -> None:
+        if ev.whatami is WhatAmI.ROUTER:
+            log.warning("refusing router %s: router-to-router meshes are not supported", ev.zid)
+            link.close(CloseReason.UNSUPPORTED)
+            return
+        face_id = self._new_face_id()
+        self._faces[face_id] = _Face(face_id, link, ev.zid, ev.whatami)
+        self._face_of_link[id(link)] = face_id
+        self.stats.links_accepted += 1
+        log.info("face %d: %s %s from %s", face_id, ev.whatami, ev.zid, link.remote_address)
+        if self.recorder is not None:
+            self.recorder.link_opened(time.time_ns(), face_id, str(ev.zid), str(ev.whatami),
+                                      _address(link.remote_address))  # fmt: skip
+        try:
+            sends = self.core.add_face(face_id, ev.zid, ev.whatami, self.now())
+        except PeerError as exc:
+            log.warning("refusing %s %s: %s", ev.whatami, ev.zid, exc)
+            del self._faces[face_id], self._face_of_link[id(link)]
+            link.close(exc.close_reason)
+            return
+        self._deliver(sends)
+
+    def _on_closed(self, link: TcpLink, ev: LinkClosed) -> None:
+        face_id = self._face_of_link.pop(id(link), None)
+        if face_id is None:
+            return
+        face = self._faces.pop(face_id)
+        self.stats.links_closed += 1
+        reason = CloseReason(ev.reason).name if ev.reason in CloseReason._value2member_map_ else str(ev.reason)
+        self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
+        log.info("face %d (%s) closed: %s %s", face_id, face.zid, reason, ev.detail)
+        if self.recorder is not None:
+            self.recorder.link_closed(time.time_ns(), face_id, f"{reason}: {ev.detail}".strip())
+        self._deliver(self.core.remove_face(face_id, self.now()))
+
+    def _new_face_id(self) -> int:
+        face_id = self._next_face
+        self._next_face += 1
+        return face_id
+
+    # --- local faces (bridges) -----------------------------------------------------------
+
+    def add_local_face(self, zid: ZenohId, sink: LocalSink, whatami: WhatAmI = WhatAmI.CLIENT) -> int:
+        """Attach an in-process session: ``sink`` receives every Send routed to it."""
+        face_id = self._new_face_id()
+        self._faces[face_id] = _Face(face_id, None, zid, whatami, sink)
+        self._deliver(self.core.add_face(face_id, zid, whatami, self.now()))
+        return face_id
+
+    def local_input(self, face_id: int, message: NetworkMessage) -> None:
+        """A message from a local face, routed like one received from a link."""
+        self._on_message(face_id, message, None)
+
+    # --- routing -----------------------------------------------------------------------
+
+    def _on_message(self, face_id: int, message: NetworkMessage, raw: bytes | None) -> None:
+        self.stats.messages_in += 1
+        rec = self.recorder
+        if rec is not None:
+            if raw is None:
+                raw = encode_network_message(message)
+            key = self.core.key_of(face_id, message, incoming=True)
+            self._cause = rec.message(time.time_ns(), face_id, "rx", key, raw)
+        try:
+            sends = self.core.handle(face_id, message, self.now(), raw=raw)
+        except PeerError as exc:
+            self.stats.faces_closed_bad_input += 1
+            log.warning("face %d sent bad input (%s); closing it", face_id, exc)
+            self._close_face(face_id, exc.close_reason)
+            return
+        self._deliver(sends)
+        self._cause = -1
+
+    def _on_routing_event(self, event: RoutingEvent) -> None:
+        if isinstance(event, PushRouted) and self.recorder is not None:
+            self.recorder.route(time.time_ns(), self._cause, event.key, sorted(event.destinations))
+
+    def _deliver(self, sends: list[Send]) -> None:
+        faces = self._faces
+        hard_cap = self.config.send_queue_max_bytes * HARD_CAP_FACTOR
+        rec = self.recorder
+        encoded: dict[int, bytes] = {}  # one encoding per message object, however many faces
+        for send in sends:
+            face = faces.get(send.face)
+            if face is None:
+                continue
+            if face.sink is not None:
+                face.sink(send)
+                continue
+            link = face.link
+            assert link is not None
+            if link.queued_bytes > hard_cap:
+                self.stats.faces_closed_slow += 1
+                log.warning("face %d is not reading (%d bytes queued); closing it",
+                            send.face, link.queued_bytes)  # fmt: skip
+                self._close_face(send.face, CloseReason.UNRESPONSIVE)
+                continue
+            data = send.raw
+            if data is None:
+                msg_id = id(send.message)
+                data = encoded.get(msg_id)
+                if data is None:
+                    data = encoded[msg_id] = encode_network_message(send.message)
+            if link.send(data, reliable=send.reliable, priority=send.priority,
+                         drop_if_full=not send.block, express=send.express):  # fmt: skip
+                self.stats.messages_out += 1
+                if rec is not None:
+                    key = self.core.key_of(send.face, send.message, incoming=False)
+                    rec.message(time.time_ns(), send.face, "tx", key, data, self._cause)
+            else:
+                self.stats.dropped += 1
+        self._rearm()
+
+    def _close_face(self, face_id: int, reason: int) -> None:
+        face = self._faces.get(face_id)
+        if face is not None and face.link is not None:
+            face.link.close(reason)
+
+
+def _address(addr: tuple[str, int] | None) -> str:
+    if addr is None:
+        return ""
+    host, port = addr[0], addr[1]
+    return f"tcp/[{host}]:{port}" if ":" in host else f"tcp/{host}:{port}"
