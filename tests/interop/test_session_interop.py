@@ -1,0 +1,474 @@
+"""pyzenoh sessions against a real eclipse-zenoh 1.10.2 router, alone and mixed with
+eclipse-zenoh sessions. Waits are bounded queue/channel waits, never timing assertions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import zenoh
+
+import pyzenoh.session as pz
+from pyzenoh.session import ChannelClosedError
+from tests.interop.zenoh_procs import (
+    Proc,
+    pyzenoh_config,
+    start_pyzenoh_token,
+    start_router,
+    zenoh_config,
+)
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+
+WAIT = 15.0  # generous bound for anything that should happen "soon"
+_ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def router() -> Iterator[Proc]:
+    proc = start_router()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def zs(router: Proc) -> Iterator[zenoh.Session]:
+    s = zenoh.open(zenoh_config(router.endpoint))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def ps(router: Proc) -> Iterator[pz.Session]:
+    s = pz.open(pyzenoh_config(router.endpoint))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"it{next(_ids)}x{time.monotonic_ns() % 100000}"
+
+
+def settle() -> None:
+    """Let declarations propagate through the router (they have no acknowledgement)."""
+    time.sleep(0.3)
+
+
+def drain(handler: Any, timeout: float = WAIT) -> list[Any]:
+    """Every item of a pyzenoh channel until it ends; fails if it does not end in time."""
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            out.append(handler.recv(timeout=max(0.01, deadline - time.monotonic())))
+        except ChannelClosedError:
+            return out
+        except TimeoutError:
+            raise AssertionError(f"channel did not end within {timeout}s; got {out}") from None
+
+
+def zqueue() -> tuple[queue.Queue[Any], Any]:
+    q: queue.Queue[Any] = queue.Queue()
+    return q, q.put
+
+
+# --- pub/sub --------------------------------------------------------------------------------
+
+
+def test_put_pyzenoh_to_zenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    q, cb = zqueue()
+    sub = zs.declare_subscriber(f"{prefix}/**", cb)
+    settle()
+    ps.put(f"{prefix}/a", "hello", encoding="text/plain", attachment=b"ATT")
+    s = q.get(timeout=WAIT)
+    assert str(s.key_expr) == f"{prefix}/a"
+    assert s.payload.to_bytes() == b"hello"
+    assert str(s.encoding) == "text/plain"
+    assert s.attachment.to_bytes() == b"ATT"
+    assert s.timestamp is not None  # stamped by the router
+    sub.undeclare()
+
+
+def test_put_zenoh_to_pyzenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    sub = ps.declare_subscriber(f"{prefix}/**")
+    settle()
+    zs.put(f"{prefix}/b", b"\x00\x01", encoding="application/json", attachment=b"A2")
+    s = sub.recv(timeout=WAIT)
+    assert str(s.key_expr) == f"{prefix}/b"
+    assert s.payload.to_bytes() == b"\x00\x01"
+    assert str(s.encoding) == "application/json"
+    assert s.attachment == b"A2"
+    assert s.kind is pz.SampleKind.PUT
+    assert s.timestamp is not None
+
+
+def test_pyzenoh_to_pyzenoh_and_local(router: Proc, ps: pz.Session, prefix: str) -> None:
+    with pz.open(pyzenoh_config(router.endpoint)) as other:
+        remote = other.declare_subscriber(f"{prefix}/*")
+        local = ps.declare_subscriber(f"{prefix}/*")
+        settle()
+        ps.put(f"{prefix}/x", "v")
+        assert remote.recv(timeout=WAIT).payload.to_string() == "v"
+        s = local.recv(timeout=WAIT)  # delivered locally, not echoed by the router
+        assert s.payload.to_string() == "v" and s.timestamp is None
+
+
+def test_wildcard_subscribers(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    star = ps.declare_subscriber(f"{prefix}/*/x")
+    dstar = ps.declare_subscriber(f"{prefix}/a/**")
+    dsl = ps.declare_subscriber(f"{prefix}/b$*")
+    settle()
+    for key in ["a/x", "a/y", "b/x", "a/b/c", "bc", "c"]:
+        zs.put(f"{prefix}/{key}", key)
+    assert [star.recv(timeout=WAIT).payload.to_string() for _ in range(2)] == ["a/x", "b/x"]
+    assert [dstar.recv(timeout=WAIT).payload.to_string() for _ in range(3)] == ["a/x", "a/y", "a/b/c"]
+    assert dsl.recv(timeout=WAIT).payload.to_string() == "bc"
+    zs.put(f"{prefix}/b/x", "again")
+    assert star.recv(timeout=WAIT).payload.to_string() == "again"
+    assert dstar.try_recv() is None and dsl.try_recv() is None
+
+
+def test_delete_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    q, cb = zqueue()
+    zsub = zs.declare_subscriber(f"{prefix}/**", cb)
+    psub = ps.declare_subscriber(f"{prefix}/**")
+    settle()
+    ps.delete(f"{prefix}/gone", attachment=b"why")
+    s = q.get(timeout=WAIT)
+    assert s.kind == zenoh.SampleKind.DELETE and str(s.key_expr) == f"{prefix}/gone"
+    assert s.attachment.to_bytes() == b"why"
+    local = psub.recv(timeout=WAIT)
+    assert local.kind is pz.SampleKind.DELETE
+    zs.delete(f"{prefix}/gone2")
+    s2 = psub.recv(timeout=WAIT)
+    assert s2.kind is pz.SampleKind.DELETE and str(s2.key_expr) == f"{prefix}/gone2"
+    zsub.undeclare()
+
+
+@pytest.mark.parametrize("size", [0, 64 * 1024, 4 * 1024 * 1024])
+def test_payload_sizes_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str, size: int) -> None:
+    payload = bytes(i % 251 for i in range(size))
+    q, cb = zqueue()
+    zsub = zs.declare_subscriber(f"{prefix}/from-py", cb)
+    psub = ps.declare_subscriber(f"{prefix}/from-z")
+    settle()
+    ps.put(f"{prefix}/from-py", payload, congestion_control=pz.CongestionControl.BLOCK)
+    assert q.get(timeout=WAIT).payload.to_bytes() == payload
+    zs.put(f"{prefix}/from-z", payload, congestion_control=zenoh.CongestionControl.BLOCK)
+    assert psub.recv(timeout=WAIT).payload.to_bytes() == payload
+    zsub.undeclare()
+
+
+@pytest.mark.parametrize("encoding", ["zenoh/string", "text/plain;charset=utf-8", "application/cdr", "foo/bar;x=1"])
+def test_encodings_intact(ps: pz.Session, zs: zenoh.Session, prefix: str, encoding: str) -> None:
+    q, cb = zqueue()
+    zsub = zs.declare_subscriber(f"{prefix}/e", cb)
+    psub = ps.declare_subscriber(f"{prefix}/e")
+    settle()
+    ps.put(f"{prefix}/e", b"1", encoding=encoding)
+    assert str(q.get(timeout=WAIT).encoding) == encoding
+    assert str(psub.recv(timeout=WAIT).encoding) == encoding  # local copy
+    zs.put(f"{prefix}/e", b"2", encoding=encoding)
+    assert str(psub.recv(timeout=WAIT).encoding) == encoding
+    zsub.undeclare()
+
+
+def test_priority_express_block_reach_zenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    q, cb = zqueue()
+    zsub = zs.declare_subscriber(f"{prefix}/q", cb)
+    settle()
+    ps.put(f"{prefix}/q", b"x", priority=pz.Priority.INTERACTIVE_HIGH, express=True,
+           congestion_control=pz.CongestionControl.BLOCK)  # fmt: skip
+    s = q.get(timeout=WAIT)
+    assert s.priority == zenoh.Priority.INTERACTIVE_HIGH
+    assert s.congestion_control == zenoh.CongestionControl.BLOCK
+    assert s.express
+    zsub.undeclare()
+
+
+def test_publisher_matching_and_write_filtering(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    pub = ps.declare_publisher(f"{prefix}/m", encoding="text/plain")
+    statuses = pub.declare_matching_listener()
+    assert statuses.recv(timeout=WAIT).matching is False
+    settle()
+    assert pub.matching_status is False
+    pub.put("nobody listens")  # filtered out after the router's D_FINAL
+    q, cb = zqueue()
+    zsub = zs.declare_subscriber(f"{prefix}/*", cb)
+    assert statuses.recv(timeout=WAIT).matching is True
+    assert pub.matching_status is True
+    pub.put("hello")
+    s = q.get(timeout=WAIT)
+    assert s.payload.to_bytes() == b"hello" and str(s.encoding) == "text/plain"
+    zsub.undeclare()
+    assert statuses.recv(timeout=WAIT).matching is False
+    pub.undeclare()
+    assert drain(statuses) == []
+
+
+def test_zenoh_publisher_sees_pyzenoh_subscriber(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    zpub = zs.declare_publisher(f"{prefix}/zp")
+    q, cb = zqueue()
+    listener = zpub.declare_matching_listener(cb)
+    settle()
+    assert not zpub.matching_status.matching
+    sub = ps.declare_subscriber(f"{prefix}/**")
+    assert q.get(timeout=WAIT).matching is True
+    zpub.put("to-py")
+    assert sub.recv(timeout=WAIT).payload.to_string() == "to-py"
+    sub.undeclare()
+    assert q.get(timeout=WAIT).matching is False
+    listener.undeclare()
+    zpub.undeclare()
+
+
+# --- queries --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["BEST_MATCHING", "ALL", "ALL_COMPLETE"])
+def test_get_pyzenoh_to_zenoh_queryable(ps: pz.Session, zs: zenoh.Session, prefix: str, target: str) -> None:
+    seen: queue.Queue[Any] = queue.Queue()
+
+    def answer(q: zenoh.Query) -> None:
+        seen.put((str(q.parameters), q.payload.to_bytes() if q.payload else None,
+                  q.attachment.to_bytes() if q.attachment else None))  # fmt: skip
+        q.reply(f"{prefix}/q/1", "r1", encoding="text/plain")
+        q.reply_del(f"{prefix}/q/2")
+
+    zq = zs.declare_queryable(f"{prefix}/q/**", answer, complete=True)
+    settle()
+    replies = drain(ps.get(f"{prefix}/q/*?a=1;b=2", target=getattr(pz.QueryTarget, target),
+                           payload=b"body", attachment=b"att", timeout=10))  # fmt: skip
+    oks = {str(r.ok.key_expr): r.ok for r in replies if r.ok}
+    assert set(oks) == {f"{prefix}/q/1", f"{prefix}/q/2"}, replies
+    assert oks[f"{prefix}/q/1"].payload.to_string() == "r1"
+    assert str(oks[f"{prefix}/q/1"].encoding) == "text/plain"
+    assert oks[f"{prefix}/q/2"].kind is pz.SampleKind.DELETE
+    assert not [r for r in replies if r.err]
+    assert seen.get(timeout=WAIT) == ("a=1;b=2", b"body", b"att")
+    zq.undeclare()
+
+
+def test_get_accept_any_key(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    # zenoh only lets a queryable reply elsewhere when the query carries _anyke
+    zq = zs.declare_queryable(f"{prefix}/q", lambda q: q.reply(f"{prefix}/elsewhere", "x"))
+    settle()
+    replies = drain(ps.get(f"{prefix}/q", accept_replies=pz.ReplyKeyExpr.ANY, timeout=10))
+    assert [str(r.ok.key_expr) for r in replies] == [f"{prefix}/elsewhere"]
+    zq.undeclare()
+
+
+@pytest.mark.parametrize("target", ["BEST_MATCHING", "ALL", "ALL_COMPLETE"])
+@pytest.mark.parametrize("complete", [True, False])
+def test_get_zenoh_to_pyzenoh_queryable(
+    ps: pz.Session, zs: zenoh.Session, prefix: str, target: str, complete: bool
+) -> None:
+    def answer(q: pz.Query) -> None:
+        q.reply(f"{prefix}/pq/x", f"params={q.parameters};payload={q.payload}")
+
+    pq = ps.declare_queryable(f"{prefix}/pq/**", answer, complete=complete)
+    settle()
+    replies = list(zs.get(f"{prefix}/pq/x?k=v", target=getattr(zenoh.QueryTarget, target), payload="pl", timeout=10))
+    oks = [r.ok.payload.to_string() for r in replies if r.ok]
+    if target == "ALL_COMPLETE" and not complete:
+        assert oks == []
+    else:
+        assert oks == ["params=k=v;payload=pl"]
+    assert not [r for r in replies if r.err]
+    pq.undeclare()
+
+
+def test_queryable_channel_and_context_manager(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    pq = ps.declare_queryable(f"{prefix}/chan")
+    settle()
+    results: queue.Queue[Any] = queue.Queue()
+    zs.get(f"{prefix}/chan", results.put, timeout=10)
+    with pq.recv(timeout=WAIT) as query:
+        assert str(query.key_expr) == f"{prefix}/chan"
+        query.reply(f"{prefix}/chan", "from-channel")
+    r = results.get(timeout=WAIT)
+    assert r.ok.payload.to_string() == "from-channel"
+
+
+def test_reply_errors_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    zq = zs.declare_queryable(f"{prefix}/zerr", lambda q: q.reply_err("nope", encoding="text/plain"))
+    pq = ps.declare_queryable(f"{prefix}/perr", lambda q: q.reply_err(b"bad", encoding="application/json"))
+    settle()
+    [r] = drain(ps.get(f"{prefix}/zerr", timeout=10))
+    assert r.err is not None and r.err.payload.to_string() == "nope" and str(r.err.encoding) == "text/plain"
+    [zr] = list(zs.get(f"{prefix}/perr", timeout=10))
+    assert zr.err is not None and zr.err.payload.to_bytes() == b"bad"
+    assert str(zr.err.encoding) == "application/json"
+    zq.undeclare()
+    pq.undeclare()
+
+
+def test_query_timeout_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    held: list[Any] = []
+    zq = zs.declare_queryable(f"{prefix}/slowz", held.append)  # never answers while held
+    pq = ps.declare_queryable(f"{prefix}/slowp", held.append)
+    settle()
+    replies = drain(ps.get(f"{prefix}/slowz", timeout=1))
+    assert [r.err.payload.to_bytes() for r in replies if r.err] == [b"Timeout"]
+    zreplies = list(zs.get(f"{prefix}/slowp", timeout=1))
+    assert [r.err.payload.to_bytes() for r in zreplies if r.err] == [b"Timeout"]
+    held.clear()
+    zq.undeclare()
+    pq.undeclare()
+
+
+def test_get_without_queryable_ends_promptly(ps: pz.Session, prefix: str) -> None:
+    # a 60 s query timeout: ending within the bounded wait means the router's
+    # RESPONSE_FINAL ended it, not the timeout
+    assert drain(ps.get(f"{prefix}/nobody/**", timeout=60), timeout=WAIT) == []
+
+
+def test_local_queryable_answers_own_get(ps: pz.Session, prefix: str) -> None:
+    pq = ps.declare_queryable(f"{prefix}/self", lambda q: q.reply(f"{prefix}/self", "me"))
+    replies = drain(ps.get(f"{prefix}/self", timeout=60))
+    assert [r.ok.payload.to_string() for r in replies] == ["me"]
+    pq.undeclare()
+
+
+# --- liveliness -----------------------------------------------------------------------------
+
+
+def test_pyzenoh_token_seen_by_zenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    q, cb = zqueue()
+    zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb, history=True)
+    tok = ps.liveliness().declare_token(f"{prefix}/tok")
+    s = q.get(timeout=WAIT)
+    assert (str(s.key_expr), s.kind) == (f"{prefix}/tok", zenoh.SampleKind.PUT)
+    assert [str(r.ok.key_expr) for r in zs.liveliness().get(f"{prefix}/**", timeout=10)] == [f"{prefix}/tok"]
+    tok.undeclare()
+    s = q.get(timeout=WAIT)
+    assert (str(s.key_expr), s.kind) == (f"{prefix}/tok", zenoh.SampleKind.DELETE)
+    zsub.undeclare()
+
+
+def test_zenoh_token_seen_by_pyzenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    before = zs.liveliness().declare_token(f"{prefix}/before")
+    settle()
+    hist = ps.liveliness().declare_subscriber(f"{prefix}/**", history=True)
+    nohist = ps.liveliness().declare_subscriber(f"{prefix}/**", history=False)
+    s = hist.recv(timeout=WAIT)
+    assert (str(s.key_expr), s.kind) == (f"{prefix}/before", pz.SampleKind.PUT)
+    settle()
+    after = zs.liveliness().declare_token(f"{prefix}/after")
+    for sub in (hist, nohist):
+        s = sub.recv(timeout=WAIT)
+        assert (str(s.key_expr), s.kind) == (f"{prefix}/after", pz.SampleKind.PUT)
+    replies = drain(ps.liveliness().get(f"{prefix}/**", timeout=10))
+    assert sorted(str(r.ok.key_expr) for r in replies) == [f"{prefix}/after", f"{prefix}/before"]
+    before.undeclare()
+    for sub in (hist, nohist):
+        s = sub.recv(timeout=WAIT)
+        assert (str(s.key_expr), s.kind) == (f"{prefix}/before", pz.SampleKind.DELETE)
+    after.undeclare()
+    hist.undeclare()
+    nohist.undeclare()
+
+
+def test_own_token_seen_once(ps: pz.Session, prefix: str) -> None:
+    tok = ps.liveliness().declare_token(f"{prefix}/mine")
+    settle()
+    sub = ps.liveliness().declare_subscriber(f"{prefix}/**", history=True)
+    s = sub.recv(timeout=WAIT)
+    assert str(s.key_expr) == f"{prefix}/mine"
+    assert [str(r.ok.key_expr) for r in drain(ps.liveliness().get(f"{prefix}/**", timeout=10))] == [f"{prefix}/mine"]
+    tok.undeclare()
+    assert sub.recv(timeout=WAIT).kind is pz.SampleKind.DELETE
+    assert sub.try_recv() is None
+
+
+def test_close_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+    q, cb = zqueue()
+    zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb)
+    s = pz.open(pyzenoh_config(router.endpoint))
+    s.liveliness().declare_token(f"{prefix}/closing")
+    assert q.get(timeout=WAIT).kind == zenoh.SampleKind.PUT
+    s.close()
+    assert s.is_closed()
+    assert q.get(timeout=WAIT).kind == zenoh.SampleKind.DELETE
+    zsub.undeclare()
+
+
+def test_lease_expiry_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+    """A pyzenoh process frozen (no CLOSE, socket open) loses its token after its lease."""
+    q, cb = zqueue()
+    zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb)
+    proc = start_pyzenoh_token(router.endpoint, f"{prefix}/frozen", lease_ms=1000)
+    try:
+        assert q.get(timeout=WAIT).kind == zenoh.SampleKind.PUT
+        proc.suspend()
+        s = q.get(timeout=WAIT)
+        assert (str(s.key_expr), s.kind) == (f"{prefix}/frozen", zenoh.SampleKind.DELETE)
+    finally:
+        proc.kill()
+    zsub.undeclare()
+
+
+def test_killed_process_token_disappears(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+    q, cb = zqueue()
+    zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb)
+    proc = start_pyzenoh_token(router.endpoint, f"{prefix}/killed")
+    try:
+        assert q.get(timeout=WAIT).kind == zenoh.SampleKind.PUT
+    finally:
+        proc.kill()
+    assert q.get(timeout=WAIT).kind == zenoh.SampleKind.DELETE
+    zsub.undeclare()
+
+
+def test_router_gone_ends_session(prefix: str) -> None:
+    proc = start_router()
+    try:
+        s = pz.open(pyzenoh_config(proc.endpoint))
+        sub = s.declare_subscriber(f"{prefix}/**")
+        proc.kill()
+        assert drain(sub) == []  # the channel ends when the link dies
+        assert s.is_closed()
+        s.close()
+    finally:
+        proc.stop()
+
+
+# --- peer mode ------------------------------------------------------------------------------
+
+
+def test_peer_mode_against_router(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+    with pz.open(pyzenoh_config(router.endpoint, mode="peer")) as peer:
+        sub = peer.declare_subscriber(f"{prefix}/**")
+        q, cb = zqueue()
+        zsub = zs.declare_subscriber(f"{prefix}/p", cb)
+        settle()
+        zs.put(f"{prefix}/z", "from-zenoh")
+        assert sub.recv(timeout=WAIT).payload.to_string() == "from-zenoh"
+        peer.put(f"{prefix}/p", "from-peer")
+        assert q.get(timeout=WAIT).payload.to_string() == "from-peer"
+        tok = peer.liveliness().declare_token(f"{prefix}/ptok")
+        lsub = peer.liveliness().declare_subscriber(f"{prefix}/**", history=True)
+        assert str(lsub.recv(timeout=WAIT).key_expr) == f"{prefix}/ptok"  # delivered locally
+        assert [str(r.ok.key_expr) for r in zs.liveliness().get(f"{prefix}/**", timeout=10)] == [f"{prefix}/ptok"]
+        tok.undeclare()
+        assert lsub.recv(timeout=WAIT).kind is pz.SampleKind.DELETE
+        zsub.undeclare()
+
+
+def test_open_fails_cleanly_without_router() -> None:
+    from tests.interop.zenoh_procs import free_port
+
+    with pytest.raises(ConnectionError):
+        pz.open(pyzenoh_config(f"tcp/127.0.0.1:{free_port()}"))
