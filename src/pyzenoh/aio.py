@@ -1,0 +1,17 @@
+"""``import pyzenoh.aio``: the asyncio session API (see :mod:`pyzenoh.session.aio`)."""
+
+from pyzenoh.session.aio import (
+    AsyncLiveliness,
+    AsyncLivelinessToken,
+    AsyncMatchingListener,
+    AsyncPublisher,
+    AsyncQueryable,
+    AsyncSession,
+    AsyncSubscriber,
+    open,
+)
+
+__all__ = [
+    "AsyncLiveliness", "AsyncLivelinessToken", "AsyncMatchingListener", "AsyncPublisher",
+    "AsyncQueryable", "AsyncSession", "AsyncSubscriber", "open",
+]  # fmt: skip

@@ -1,0 +1,139 @@
+"""The asyncio API against a real eclipse-zenoh 1.10.2 router and an eclipse-zenoh session."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import queue
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import zenoh
+
+import pyzenoh.aio as aio
+import pyzenoh.session as pz
+from tests.interop.zenoh_procs import Proc, pyzenoh_config, start_router, zenoh_config
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+
+WAIT = 15.0
+_ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def router() -> Iterator[Proc]:
+    proc = start_router()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def zs(router: Proc) -> Iterator[zenoh.Session]:
+    s = zenoh.open(zenoh_config(router.endpoint))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"aio{next(_ids)}x{time.monotonic_ns() % 100000}"
+
+
+async def collect(it: Any, n: int | None = None) -> list[Any]:
+    """Items of an async channel (all of them until it ends, or the first n), bounded."""
+
+    async def run() -> list[Any]:
+        out = []
+        async for item in it:
+            out.append(item)
+            if n is not None and len(out) >= n:
+                break
+        return out
+
+    return await asyncio.wait_for(run(), WAIT)
+
+
+def test_aio_pubsub_get_liveliness(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+    zq: queue.Queue[Any] = queue.Queue()
+    zsub = zs.declare_subscriber(f"{prefix}/**", zq.put)
+    zqabl = zs.declare_queryable(f"{prefix}/zq", lambda q: q.reply(f"{prefix}/zq", "zreply"))
+
+    async def main() -> None:
+        async with await aio.open(pyzenoh_config(router.endpoint)) as s:
+            sub = await s.declare_subscriber(f"{prefix}/**")
+            got: list[Any] = []
+            cb_sub = await s.declare_subscriber(f"{prefix}/cb", got.append)
+            await asyncio.sleep(0.3)
+            await s.put(f"{prefix}/a", "from-aio", encoding="text/plain")
+            zs.put(f"{prefix}/b", "from-zenoh")
+            zs.put(f"{prefix}/cb", "to-callback")
+            samples = await collect(sub, 3)
+            assert [x.payload.to_string() for x in samples] == ["from-aio", "from-zenoh", "to-callback"]
+            assert [x.payload.to_string() for x in got] == ["to-callback"]
+            await cb_sub.undeclare()
+
+            replies = await collect(await s.get(f"{prefix}/zq", timeout=10))
+            assert [r.ok.payload.to_string() for r in replies] == ["zreply"]
+
+            async def answer(q: pz.Query) -> None:
+                q.reply(f"{prefix}/aq", "areply")
+                q.drop()
+
+            qabl = await s.declare_queryable(f"{prefix}/aq")
+            await asyncio.sleep(0.3)  # let the router learn the queryable
+            zres: queue.Queue[Any] = queue.Queue()
+            zs.get(f"{prefix}/aq", zres.put, timeout=10)
+            query = await asyncio.wait_for(qabl.recv(), WAIT)
+            await answer(query)
+            r = await asyncio.to_thread(zres.get, True, WAIT)
+            assert r.ok.payload.to_string() == "areply"
+
+            pub = await s.declare_publisher(f"{prefix}/pub")
+            await pub.put("published")
+            await pub.delete()
+
+            tok = await s.liveliness().declare_token(f"{prefix}/tok")
+            lsub = await s.liveliness().declare_subscriber(f"{prefix}/**", history=True)
+            first = await asyncio.wait_for(lsub.recv(), WAIT)
+            assert str(first.key_expr) == f"{prefix}/tok"
+            lget = await collect(await s.liveliness().get(f"{prefix}/**", timeout=10))
+            assert [str(r.ok.key_expr) for r in lget] == [f"{prefix}/tok"]
+            await tok.undeclare()
+            gone = await asyncio.wait_for(lsub.recv(), WAIT)
+            assert gone.kind is pz.SampleKind.DELETE
+
+    asyncio.run(main())
+    expected = {(f"{prefix}/a", "PUT"), (f"{prefix}/pub", "PUT"),
+                (f"{prefix}/pub", "DELETE")}  # fmt: skip
+    seen: set[Any] = set()
+    for _ in range(20):  # the zenoh session's own puts arrive here too
+        s = zq.get(timeout=WAIT)
+        seen.add((str(s.key_expr), "PUT" if s.kind == zenoh.SampleKind.PUT else "DELETE"))
+        if expected <= seen:
+            break
+    assert expected <= seen
+    zsub.undeclare()
+    zqabl.undeclare()
+
+
+def test_aio_many_sessions_one_loop(router: Proc, prefix: str) -> None:
+    async def main() -> None:
+        sessions = [await aio.open(pyzenoh_config(router.endpoint)) for _ in range(5)]
+        subs = [await s.declare_subscriber(f"{prefix}/**") for s in sessions]
+        await asyncio.sleep(0.3)
+        for i, s in enumerate(sessions):
+            await s.put(f"{prefix}/{i}", str(i))
+        for sub in subs:
+            got = await collect(sub, 5)
+            assert sorted(x.payload.to_string() for x in got) == ["0", "1", "2", "3", "4"]
+        for s in sessions:
+            await s.close()
+        assert all(s.is_closed() for s in sessions)
+
+    asyncio.run(main())
