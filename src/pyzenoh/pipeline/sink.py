@@ -52,12 +52,16 @@ class _ZenohPublisher:
         conf.insert_json5("connect/endpoints", json.dumps([endpoint]))
         conf.insert_json5("scouting/multicast/enabled", "false")
         self._session = zenoh.open(conf)
+        # A sink should wait for the network rather than drop rows.
+        self._block = zenoh.CongestionControl.BLOCK
 
     def put(self, key: str, payload: bytes, encoding: str | None) -> None:
         if encoding:
-            self._session.put(key, payload, encoding=encoding)
+            self._session.put(
+                key, payload, encoding=encoding, congestion_control=self._block
+            )
         else:
-            self._session.put(key, payload)
+            self._session.put(key, payload, congestion_control=self._block)
 
     def close(self) -> None:
         self._session.close()  # type: ignore[no-untyped-call,unused-ignore]
