@@ -30,7 +30,7 @@ from pyzenoh.codec import (
     WhatAmI,
     ZenohId,
 )
-from pyzenoh.routing import Send
+from pyzenoh.routing import RoutingConfig, Send
 from tests.routing.support import (
     CF,
     CLIENT_ZID,
@@ -147,6 +147,23 @@ def test_main_scenario_matches_capture(scenario: str, whatami: WhatAmI) -> None:
     h.close(CLIENT)
     h.close(OTHER)
     assert h.core.is_empty()
+
+
+def test_client_peer_matches_capture_without_timestamps() -> None:
+    """A peer serves clients with the same logic, except that it does not stamp data."""
+    h = Harness(config=RoutingConfig(timestamping=False))
+    h.open(OTHER, OTHER_ZID, WhatAmI.CLIENT)
+    h.send(OTHER, d_qabl(2, "demo/q1"))
+    todo = main_scenario()
+    for e in events("client_peer"):
+        if e.message is None:
+            h.open(CLIENT, CLIENT_ZID, WhatAmI.CLIENT)
+        elif e.to_router:
+            h.send(CLIENT, e.message)
+            if todo and todo[0][0](e.message):
+                todo.pop(0)[1](h)
+    assert not todo
+    assert [s.message for s in h.sent[CLIENT]] == expected_to("client_peer", 1)
 
 
 def test_client_router2_matches_capture() -> None:

@@ -236,3 +236,36 @@ def test_verbatim_chunks_are_only_matched_verbatim() -> None:
     assert [s.face for s in h.send(0, put("@admin/x"))] == [2]
     assert [s.face for s in h.send(0, put("a/x"))] == [1]
     assert we("x") == WireExpr(0, "x", True)
+
+
+def test_key_of_names_the_full_key_of_messages_in_both_directions() -> None:
+    from pyzenoh.codec import (
+        Declare,
+        DeclareKeyExpr,
+        Response,
+        ResponseFinal,
+        UndeclareToken,
+    )
+
+    h = subscribed((1, "k/**"))
+    h.send(1, d_keyexpr(2, "k"))
+    core = h.core
+    assert core.key_of(1, put(WireExpr(2, "/a", True)), incoming=True) == "k/a"
+    assert core.key_of(1, put(WireExpr(2, "/a", False)), incoming=False) == "k/a"
+    assert core.key_of(1, put(WireExpr(2, "/a", False)), incoming=True) is None
+    assert core.key_of(1, d_sub(5, "x/y"), incoming=True) == "x/y"
+    # A D_KEYEXPR scope names an id of its receiver.
+    assert core.key_of(1, Declare(DeclareKeyExpr(3, WireExpr(2, "/b", True))), incoming=False) == "k/b"
+    assert core.key_of(1, Declare(UndeclareToken(0, we("t"))), incoming=False) == "t"
+    assert core.key_of(1, Declare(UndeclareToken(4)), incoming=True) is None
+    assert core.key_of(1, Response(1, WireExpr(0, "", True), Put()), incoming=False) is None  # type: ignore[arg-type]
+    assert core.key_of(1, ResponseFinal(1), incoming=True) is None
+    assert core.key_of(9, put("k/a"), incoming=True) is None
+
+
+def test_one_message_object_per_key_representation() -> None:
+    h = subscribed((1, "k/**"), (2, "k/**"), (3, "k/**"))
+    h.send(3, d_keyexpr(1, "k"))
+    out = {s.face: s.message for s in h.send(0, put("k/a"))}
+    assert out[1] is out[2] and out[3] is not out[1]
+    assert out[3].wire_expr == WireExpr(1, "/a", False)  # type: ignore[union-attr]

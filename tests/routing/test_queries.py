@@ -212,3 +212,12 @@ def test_request_ids_wrap() -> None:
     assert req.request_id == 0
     (req,) = requests(h.send(0, request(2, "q"))).values()
     assert req.request_id == 1
+
+
+def test_answered_queries_do_not_pile_up_timers() -> None:
+    h = queryables((1, "q", False))
+    for n in range(5_000):
+        (req,) = requests(h.send(0, request(n, "q", timeout_ms=10**12))).values()
+        h.send(1, final(req.request_id))
+    assert len(h.core._timers) <= 2_048
+    assert h.core.next_deadline() is None

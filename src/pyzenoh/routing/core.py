@@ -75,6 +75,8 @@ MAX_KEY_LEN = 65_535
 MAX_ROUTE_CACHE = 4_096
 #: Request ids are z32 on the wire; the per-face counter wraps like real routers'.
 RID_MASK = 0xFFFF_FFFF
+#: Size of the timer heap above which entries of finished queries are purged (doubles).
+MIN_TIMER_COMPACTION = 1_024
 #: Body of the LINKSTATE a router answers a peer with: an empty link-state list.
 EMPTY_LINKSTATE = b"\x00"
 #: Payload of the error reply a router sends when a queryable does not finish in time.
@@ -340,6 +342,7 @@ class RoutingCore:
         self._data_routes: dict[tuple[int, int, str, bool], _DataRoute] = {}
         self._query_routes: dict[tuple[int, int, str, bool], _QueryRoute] = {}
         self._timers: list[tuple[float, int, int, int, int]] = []  # deadline, seq, face, rid, qid
+        self._timers_compact_at = MIN_TIMER_COMPACTION
         self._seq = itertools.count()
         self._qids = itertools.count(1)
         self._out: list[Send] = []
@@ -468,22 +471,24 @@ class RoutingCore:
     def key_of(self, face: int, msg: NetworkMessage, *, incoming: bool) -> str | None:
         """The full key a message received from (``incoming``) or sent to ``face`` names.
 
-        None when the message has no key expression (RESPONSE_FINAL, D_FINAL, undeclares,
-        OAM) or names an id the face tables do not hold. For recorders and logs.
+        None when the message has no key expression (RESPONSE_FINAL, D_FINAL, most
+        undeclarations, OAM, an ERR without key) or names an id the face tables do not
+        hold. For recorders and logs; call it before :meth:`handle` for an incoming
+        message and after for the outputs.
         """
         f = self._faces.get(face)
         if f is None:
             return None
         body = msg.body if isinstance(msg, Declare) else msg
         we = getattr(body, "wire_expr", None)
+        if we is None:
+            we = getattr(body, "ext_wire_expr", None)  # U_TOKEN id 0 names its key there
         if not isinstance(we, WireExpr):
             return None
         if we.scope == 0:
-            return we.suffix
-        if isinstance(body, DeclareKeyExpr):  # its scope is always the sender's id
-            sender_side = True
-        else:
-            sender_side = we.mapping_sender
+            return we.suffix or None
+        # Like zenoh, a D_KEYEXPR scope names an id of the receiver of the D_KEYEXPR.
+        sender_side = False if isinstance(body, DeclareKeyExpr) else we.mapping_sender
         # Ids the face declared are "sender" ids on input and "receiver" ids on output.
         table = f.remote_ids if sender_side == incoming else f.local_ids
         prefix = table.get(we.scope)
@@ -739,13 +744,19 @@ class RoutingCore:
         if dests:
             # Real routers drop the network-level timestamp when fanning out.
             net_ts = msg.timestamp if len(dests) == 1 else None
+            unchanged = body is msg.body and net_ts is msg.timestamp and msg.node_id is None
+            # One message object per distinct key representation: the caller can encode
+            # it once for every face it goes to.
+            shared: dict[WireExpr, Push] = {}
             for fid, we in dests:
-                if (we == msg.wire_expr and body is msg.body and net_ts is msg.timestamp
-                        and msg.node_id is None):  # fmt: skip
+                if unchanged and we == msg.wire_expr:
                     self._emit(fid, msg, msg.qos, raw, reliable)
-                else:
-                    out = replace(msg, wire_expr=we, body=body, timestamp=net_ts, node_id=None)
-                    self._emit(fid, out, msg.qos, None, reliable)
+                    continue
+                out = shared.get(we)
+                if out is None:
+                    out = shared[we] = replace(msg, wire_expr=we, body=body, timestamp=net_ts,
+                                               node_id=None)  # fmt: skip
+                self._emit(fid, out, msg.qos, None, reliable)
         if self.observer is not None:
             self.observer(PushRouted(f.fid, route.key, frozenset(fid for fid, _ in dests), msg, stamped))
 
@@ -822,6 +833,8 @@ class RoutingCore:
             d.pending[rid] = q
             q.remaining[fid] = rid
             heapq.heappush(self._timers, (deadline, next(self._seq), fid, rid, q.qid))
+            if len(self._timers) > self._timers_compact_at:
+                self._compact_timers()
             out = replace(msg, request_id=rid, wire_expr=self._best_key(d, route.key), node_id=None)
             self._emit(fid, out, msg.qos)
 
@@ -859,6 +872,12 @@ class RoutingCore:
         src = self._faces.get(q.src)
         if src is not None and src.outgoing.pop(q.qid, None) is not None:
             self._final(q.src, q.src_rid, q.qos)
+
+    def _compact_timers(self) -> None:
+        """Drop the entries of queries already finished (answered queries leave theirs)."""
+        self._timers = [e for e in self._timers if self._timer_live(e)]
+        heapq.heapify(self._timers)
+        self._timers_compact_at = max(MIN_TIMER_COMPACTION, 2 * len(self._timers))
 
     def _timer_live(self, entry: tuple[float, int, int, int, int]) -> bool:
         _, _, dest, rid, qid = entry
