@@ -1,0 +1,162 @@
+"""Misbehaving peers only hurt themselves: a subscriber that stops reading, declaration floods."""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyzenoh.codec import Declare, DeclareSubscriber, Push, WhatAmI, WireExpr, ZenohId
+from pyzenoh.transport.link import Link, Received, LinkClosed, LinkConfig, Role
+from tests.router.conftest import RouterProc, run_router, zenoh, zenoh_config
+
+pytestmark = pytest.mark.interop
+
+QUEUE_BYTES = 256 * 1024
+MAX_DECLARATIONS = 50
+
+
+@pytest.fixture(scope="module")
+def small_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProc]:
+    tmp = tmp_path_factory.mktemp("protect")
+    conf = tmp / "router.json5"
+    conf.write_text(json.dumps({
+        "transport": {"link": {"tx": {"queue": {"max_bytes": QUEUE_BYTES}}}},
+        "pyzenoh": {"limits": {"max_declarations_per_face": MAX_DECLARATIONS}},
+    }))  # fmt: skip
+    with run_router(tmp, "-c", str(conf)) as router:
+        yield router
+
+
+class RawClient:
+    """A scripted Zenoh client on a blocking socket, built on the sans-IO link."""
+
+    def __init__(self, port: int, zid: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.link = Link(LinkConfig(ZenohId(zid), WhatAmI.CLIENT), Role.OPENER, time.monotonic())
+        self.sock.sendall(self.link.data_to_send())
+        while not self.link.is_established:
+            for ev in self.link.receive_data(self.sock.recv(65536), time.monotonic()):
+                assert not isinstance(ev, LinkClosed), ev
+            self.sock.sendall(self.link.data_to_send())  # OpenSyn after InitAck
+
+    def send(self, *messages: Any) -> None:
+        for m in messages:
+            self.link.send(m)
+        self.sock.sendall(self.link.data_to_send())
+
+    def drain_pushes(self, quiet: float = 1.0) -> int:
+        """Read until nothing arrives for ``quiet`` seconds; count the PUSHes received."""
+        self.sock.settimeout(quiet)
+        pushes = 0
+        while True:
+            try:
+                data = self.sock.recv(1 << 20)
+            except TimeoutError:
+                return pushes
+            assert data, "the router closed a Drop subscriber"
+            for ev in self.link.receive_data(data, time.monotonic()):
+                assert not isinstance(ev, LinkClosed), ev
+                pushes += isinstance(ev, Received) and isinstance(ev.message, Push)
+
+    def closed_by_router(self, timeout: float = 20.0) -> bool:
+        """Drain the socket until EOF (True) or ``timeout`` (False)."""
+        deadline = time.monotonic() + timeout
+        self.sock.settimeout(0.5)
+        while time.monotonic() < deadline:
+            try:
+                data = self.sock.recv(1 << 20)
+            except TimeoutError:
+                continue
+            except OSError:
+                return True
+            if not data:
+                return True
+            for ev in self.link.receive_data(data, time.monotonic()):
+                if isinstance(ev, LinkClosed):
+                    return True
+        return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _subscribe(client: RawClient, key: str) -> None:
+    client.send(Declare(DeclareSubscriber(1, WireExpr(0, key, True))))
+
+
+def _run_publisher(
+    router: RouterProc, key: str, count: int, size: int, block: bool, pace: float = 0.0
+) -> queue.Queue[Any]:
+    pub_s = zenoh.open(zenoh_config(router.endpoint))
+    sub_s = zenoh.open(zenoh_config(router.endpoint))
+    got: queue.Queue[Any] = queue.Queue()
+    try:
+        sub_s.declare_subscriber(key, lambda s: got.put(len(s.payload.to_bytes())))
+        time.sleep(0.3)
+        cc = zenoh.CongestionControl.BLOCK if block else zenoh.CongestionControl.DROP
+        pub = pub_s.declare_publisher(key, congestion_control=cc)
+        payload = b"x" * size
+        for _ in range(count):
+            pub.put(payload)
+            if pace:
+                time.sleep(pace)  # a Drop publisher must not outrun its own queue
+        deadline = time.monotonic() + 30
+        while got.qsize() < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        pub_s.close()
+        sub_s.close()
+    return got
+
+
+def test_slow_subscriber_with_drop_does_not_slow_others(small_router: RouterProc) -> None:
+    slow = RawClient(small_router.port, 0x51)
+    try:
+        _subscribe(slow, "flood/**")
+        time.sleep(0.2)
+        got = _run_publisher(small_router, "flood/a", count=400, size=32 * 1024, block=False, pace=0.002)
+        assert got.qsize() == 400  # the reading subscriber got everything
+        # The stalled one had Drop messages dropped for it, and is still connected.
+        pushes = slow.drain_pushes()
+        assert 0 < pushes < 400
+    finally:
+        slow.close()
+    assert small_router.proc.poll() is None
+
+
+def test_slow_subscriber_with_block_is_disconnected(small_router: RouterProc) -> None:
+    slow = RawClient(small_router.port, 0x52)
+    try:
+        _subscribe(slow, "blk/**")
+        time.sleep(0.2)
+        got = _run_publisher(small_router, "blk/a", count=400, size=32 * 1024, block=True)
+        assert got.qsize() == 400
+        assert slow.closed_by_router()  # over its hard cap: closed, the router lives on
+    finally:
+        slow.close()
+    assert small_router.proc.poll() is None
+
+
+def test_declaration_flood_closes_only_that_face(small_router: RouterProc) -> None:
+    flooder = RawClient(small_router.port, 0x53)
+    try:
+        flooder.send(*[Declare(DeclareSubscriber(i, WireExpr(0, f"fl/{i}", True))) for i in range(1, MAX_DECLARATIONS + 10)])
+        assert flooder.closed_by_router()
+    finally:
+        flooder.close()
+    s = zenoh.open(zenoh_config(small_router.endpoint))
+    try:
+        got: queue.Queue[Any] = queue.Queue()
+        s.declare_subscriber("fl/ok", got.put)
+        time.sleep(0.3)
+        s.put("fl/ok", b"fine")
+        assert got.get(timeout=10).payload.to_bytes() == b"fine"
+    finally:
+        s.close()
