@@ -76,6 +76,12 @@ class Sink:
         """True asks the runtime to stop reading the socket until :attr:`on_space` fires."""
         return False
 
+    @property
+    def flow(self) -> Any:
+        """The object whose ``full``/``on_space`` govern back-pressure (shared by sinks
+        that feed the same dispatcher thread)."""
+        return self
+
     on_space: Callable[[], None] | None = None
 
 
@@ -345,6 +351,10 @@ class ThreadCallbackSink(Sink):
     @property
     def full(self) -> bool:
         return self.dispatcher.full
+
+    @property
+    def flow(self) -> Any:
+        return self.dispatcher
 
 
 def make_sink(

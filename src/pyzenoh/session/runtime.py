@@ -148,7 +148,8 @@ class Runtime:
                 for sink, item in core.take_deliveries():
                     if item is END:
                         sink.close()
-                        self._unblock(sink)
+                        if sink.flow is sink:
+                            self._unblock(sink)
                         continue
                     sink.push(item)
                     if sink.full:
@@ -158,16 +159,17 @@ class Runtime:
         self._rearm()
 
     def _block(self, sink: Sink) -> None:
-        key = id(sink)
+        flow = sink.flow
+        key = id(flow)
         if key in self._blocked:
             return
         self._blocked.add(key)
-        sink.on_space = lambda: self.in_loop(lambda: self._unblock(sink))
+        flow.on_space = lambda: self.in_loop(lambda: self._unblock(flow))
         if self.link is not None:
             self.link.pause_reading()
 
-    def _unblock(self, sink: Sink) -> None:
-        self._blocked.discard(id(sink))
+    def _unblock(self, flow: Any) -> None:
+        self._blocked.discard(id(flow))
         if not self._blocked and self.link is not None:
             self.link.resume_reading()
 
