@@ -101,7 +101,7 @@ def test_handshake_both_roles() -> None:
 
 
 def test_negotiation_takes_minimums() -> None:
-    _, _, ea, eb = pair(cfg(batch_size=65480, resolution=0x0A), cfg(ZA, WhatAmI.ROUTER, batch_size=49152, resolution=0x05))
+    _, _, ea, _ = pair(cfg(batch_size=65480, resolution=0x0A), cfg(ZA, WhatAmI.ROUTER, batch_size=49152, resolution=0x05))
     pa = next(e for e in ea if isinstance(e, Established))
     assert pa.batch_size == 49152
     assert pa.resolution == 0x05  # 16-bit SN, 16-bit request id
@@ -188,7 +188,7 @@ def test_frame_before_handshake_closes() -> None:
 
 
 def test_unknown_mandatory_extension_closes_unsupported() -> None:
-    a, b, _, _ = pair()
+    _, b, _, _ = pair()
     raw = bytearray(encode_network_message(push("a/b", b"x")))
     raw[0] |= 0x80  # Z: an extension follows the WireExpr
     raw[6:6] = bytes([0x1E])  # after header, scope, "a/b": unit ext 0x0e, mandatory
@@ -238,7 +238,7 @@ def test_without_qos_everything_is_priority_data() -> None:
 
 
 def test_priority_frame_without_qos_closes() -> None:
-    a, b, _, _ = pair(cfg(qos=False), None)
+    _, b, _, _ = pair(cfg(qos=False), None)
     frame = Frame(True, pump_sn(b), (push("a", b"x"),), priority=2)
     events = b.receive_data(frame_batch(_enc(frame)), 1.0)
     assert isinstance(_closed(events), LinkClosed)
@@ -281,7 +281,7 @@ def test_fragment_reassembly_cap() -> None:
 
 
 def test_fragment_without_first_is_dropped_with_patch() -> None:
-    a, b, _, _ = pair()
+    _, b, _, _ = pair()
     sn = pump_sn(b)
     raw = encode_network_message(push("x", b"y"))
     orphan = Fragment(True, sn, raw[:3], more=False)
@@ -323,7 +323,7 @@ def test_keepalive_when_idle_and_not_when_busy() -> None:
 
 
 def test_lease_expiry_closes_expired() -> None:
-    a, b, _, _ = pair(cfg(lease_ms=3000), None)
+    _, b, _, _ = pair(cfg(lease_ms=3000), None)
     # b enforces a's lease (3 s); a enforces b's (10 s)
     assert b.next_deadline() is not None
     assert b.handle_timer(2.9) == []
@@ -374,12 +374,12 @@ def test_any_traffic_any_split(payloads: list[bytes], batch: int, data: st.DataO
 @ROUNDTRIP
 @given(st.binary(max_size=200))
 def test_garbage_never_raises(blob: bytes) -> None:
-    a, b, _, _ = pair()
+    _, b, _, _ = pair()
     events = b.receive_data(blob, 1.0)
     assert all(isinstance(e, Received | LinkClosed) for e in events)
 
 
 def test_handshake_messages_after_established_close() -> None:
-    a, b, _, _ = pair()
+    _, b, _, _ = pair()
     events = b.receive_data(frame_batch(_enc(OpenAck(10_000, 1))), 1.0)
     assert _closed(events).reason == CloseReason.INVALID

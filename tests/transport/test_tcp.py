@@ -23,7 +23,15 @@ from pyzenoh.codec import (
     encode_network_message,
 )
 from pyzenoh.errors import CloseReason, UsageError
-from pyzenoh.transport.link import Established, Event, Link, LinkClosed, LinkConfig, Received, Role
+from pyzenoh.transport.link import (
+    Established,
+    Event,
+    Link,
+    LinkClosed,
+    LinkConfig,
+    Received,
+    Role,
+)
 from pyzenoh.transport.tcp import Endpoint, TcpLink, connect, listen
 
 pytestmark = pytest.mark.timeout(60)

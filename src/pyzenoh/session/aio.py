@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from pyzenoh.codec.primitives import ZenohId
 from pyzenoh.errors import UsageError
@@ -48,7 +48,7 @@ __all__ = [
 H = TypeVar("H")
 
 
-async def open(config: Config | dict[str, Any] | str | None = None) -> AsyncSession:  # noqa: A001
+async def open(config: Config | dict[str, Any] | str | None = None) -> AsyncSession:
     """Open a session in the running loop (client or peer mode)."""
     cfg = to_config(config)
     cfg.mode  # noqa: B018  (validates)
@@ -97,7 +97,7 @@ class _AsyncReceiver(_AsyncEntity, Generic[H]):
     def __aiter__(self) -> AsyncHandler[Any]:
         return self._channel()
 
-    async def __aenter__(self) -> Any:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -117,7 +117,7 @@ class AsyncMatchingListener(_AsyncReceiver[H]):
 
 
 class AsyncLivelinessToken(_AsyncEntity):
-    async def __aenter__(self) -> AsyncLivelinessToken:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -192,7 +192,7 @@ class AsyncPublisher(_AsyncEntity):
                                      functools.partial(rt.core.remove_matching_listener, local, sink),
                                      returned)  # fmt: skip
 
-    async def __aenter__(self) -> AsyncPublisher:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -218,7 +218,7 @@ class AsyncLiveliness:
         iid = rt.call(lambda: rt.core.declare_liveliness_subscriber(str(ke), bool(history), sink))
         return AsyncSubscriber(rt, ke, functools.partial(rt.core.undeclare_liveliness_subscriber, iid), returned)
 
-    async def get(self, key_expr: KeyExpr | str, handler: Any = None, *, timeout: float | int | None = None) -> Any:
+    async def get(self, key_expr: KeyExpr | str, handler: Any = None, *, timeout: float | None = None) -> Any:
         rt = self._session._live()
         ke = t.to_key_expr(key_expr)
         sink, returned = make_sink(handler, asynchronous=True)
@@ -328,7 +328,7 @@ class AsyncSession:
         target: t.QueryTarget | None = None,
         consolidation: Any = None,
         accept_replies: t.ReplyKeyExpr | None = None,
-        timeout: float | int | None = None,
+        timeout: float | None = None,
         congestion_control: t.CongestionControl | None = None,
         priority: t.Priority | None = None,
         express: bool | None = None,
@@ -356,7 +356,7 @@ class AsyncSession:
         """Tests only: drop the connection without CLOSE."""
         self._rt.abort()
 
-    async def __aenter__(self) -> AsyncSession:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
-from pyzenoh.codec import Del, Encoding as WireEncoding, Push, Put, WireExpr, ZenohId
+from pyzenoh.codec import Del, Push, Put, WireExpr, ZenohId
+from pyzenoh.codec import Encoding as WireEncoding
 from pyzenoh.codec.network import qos_value
 from pyzenoh.codec.primitives import write_vle
 from pyzenoh.errors import UsageError
@@ -29,6 +31,7 @@ from pyzenoh.session.handlers import Handler, Sink, make_sink
 from pyzenoh.session.runtime import Runtime
 
 H = TypeVar("H")
+log = logging.getLogger(__name__)
 
 #: Bound on waiting for the background loop to answer a declaration or a query call.
 CALL_TIMEOUT_S = 30.0
@@ -87,7 +90,7 @@ def selector_of(value: t.Selector | KeyExpr | str) -> t.Selector:
     return value if isinstance(value, t.Selector) else t.Selector(value)
 
 
-def timeout_of(value: float | int | None) -> float | None:
+def timeout_of(value: float | None) -> float | None:
     if value is None:
         return None
     if value < 0:
@@ -98,8 +101,18 @@ def timeout_of(value: float | int | None) -> float | None:
 class PublisherState:
     """What a publisher precomputes: its key, QoS and the encoded PUSH prefix."""
 
-    __slots__ = ("key", "key_expr", "encoding", "priority", "block", "express", "reliable",
-                 "local", "prefix", "wire_encoding")  # fmt: skip
+    __slots__ = (
+        "block",
+        "encoding",
+        "express",
+        "key",
+        "key_expr",
+        "local",
+        "prefix",
+        "priority",
+        "reliable",
+        "wire_encoding",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -173,7 +186,7 @@ class _LoopThread:
                 self.loop.close()
 
 
-def open(config: Config | dict[str, Any] | str | None = None) -> Session:  # noqa: A001
+def open(config: Config | dict[str, Any] | str | None = None) -> Session:
     """Open a session (client or peer mode) to the first reachable ``connect/endpoints``."""
     cfg = to_config(config)
     cfg.mode  # validate early  # noqa: B018
@@ -240,7 +253,7 @@ class Subscriber(_Receiver[H]):
     def undeclare(self) -> None:
         self._undeclare()
 
-    def __enter__(self) -> Subscriber[H]:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -251,7 +264,7 @@ class Queryable(_Receiver[H]):
     def undeclare(self) -> None:
         self._undeclare()
 
-    def __enter__(self) -> Queryable[H]:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -262,7 +275,7 @@ class MatchingListener(_Receiver[H]):
     def undeclare(self) -> None:
         self._undeclare()
 
-    def __enter__(self) -> MatchingListener[H]:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -273,7 +286,7 @@ class LivelinessToken(_Entity):
     def undeclare(self) -> None:
         self._undeclare()
 
-    def __enter__(self) -> LivelinessToken:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -351,7 +364,7 @@ class Publisher(_Entity):
     def undeclare(self) -> None:
         self._undeclare()
 
-    def __enter__(self) -> Publisher:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -382,7 +395,7 @@ class Liveliness:
         iid = rt.call(lambda: rt.core.declare_liveliness_subscriber(str(ke), bool(history), sink), CALL_TIMEOUT_S)
         return Subscriber(rt, ke, functools.partial(rt.core.undeclare_liveliness_subscriber, iid), returned)
 
-    def get(self, key_expr: KeyExpr | str, handler: Any = None, *, timeout: float | int | None = None) -> Any:
+    def get(self, key_expr: KeyExpr | str, handler: Any = None, *, timeout: float | None = None) -> Any:
         rt = self._session._live()
         ke = t.to_key_expr(key_expr)
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
@@ -530,7 +543,7 @@ class Session:
         target: t.QueryTarget | None = None,
         consolidation: Any = None,
         accept_replies: t.ReplyKeyExpr | None = None,
-        timeout: float | int | None = None,
+        timeout: float | None = None,
         congestion_control: t.CongestionControl | None = None,
         priority: t.Priority | None = None,
         express: bool | None = None,
@@ -561,15 +574,15 @@ class Session:
                 fut = asyncio.run_coroutine_threadsafe(rt.aclose(), self._lt.loop)
                 try:
                     fut.result(10.0)
-                except Exception:
-                    pass
+                except Exception as exc:  # noqa: BLE001  (closing must not fail)
+                    log.debug("error while closing: %s", exc)
             self._lt.stop()
 
     def _abort(self) -> None:
         """Tests only: drop the TCP connection without CLOSE, like a killed process."""
         self._rt.loop.call_soon_threadsafe(self._rt.abort)
 
-    def __enter__(self) -> Session:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -583,7 +596,7 @@ def get_call(
     target: t.QueryTarget | None,
     consolidation: Any,
     accept_replies: t.ReplyKeyExpr | None,
-    timeout: float | int | None,
+    timeout: float | None,
     congestion_control: t.CongestionControl | None,
     priority: t.Priority | None,
     express: bool | None,

@@ -319,7 +319,7 @@ class Dispatcher:
             except Exception:
                 logger.exception("user callback failed")
             # drop our references now: a Query is finalised when the last one goes
-            fn = item = None
+            del fn, item
 
     def stop(self, timeout: float = 5.0) -> None:
         """Run what is queued, then end the thread (unless called from it)."""

@@ -256,7 +256,7 @@ class Runtime:
             if fut.set_running_or_notify_cancel():
                 try:
                     fut.set_result(fn())
-                except BaseException as exc:
+                except BaseException as exc:  # noqa: BLE001  (handed to the caller)
                     fut.set_exception(exc)
 
         self.submit(run)

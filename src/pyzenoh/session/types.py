@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
 from pyzenoh.codec import primitives as _p
 from pyzenoh.codec.primitives import ZenohId
@@ -42,16 +42,16 @@ class Priority(Enum):
     DATA = 5
     DATA_LOW = 6
     BACKGROUND = 7
-    DEFAULT = 5
-    MIN = 7
-    MAX = 1
+    DEFAULT = 5  # noqa: PIE796  (alias, as in zenoh)
+    MIN = 7  # noqa: PIE796  (alias, as in zenoh)
+    MAX = 1  # noqa: PIE796  (alias, as in zenoh)
 
 
 class CongestionControl(Enum):
     DROP = 1
     BLOCK = 2
     BLOCK_FIRST = 3
-    DEFAULT = 1
+    DEFAULT = 1  # noqa: PIE796  (alias, as in zenoh)
 
 
 class Reliability(Enum):
@@ -63,7 +63,7 @@ class QueryTarget(Enum):
     BEST_MATCHING = 0
     ALL = 1
     ALL_COMPLETE = 2
-    DEFAULT = 0
+    DEFAULT = 0  # noqa: PIE796  (alias, as in zenoh)
 
 
 class ConsolidationMode(Enum):
@@ -71,20 +71,20 @@ class ConsolidationMode(Enum):
     NONE = 1
     MONOTONIC = 2
     LATEST = 3
-    DEFAULT = 0
+    DEFAULT = 0  # noqa: PIE796  (alias, as in zenoh)
 
 
 class ReplyKeyExpr(Enum):
     ANY = 1
     MATCHING_QUERY = 2
-    DEFAULT = 2
+    DEFAULT = 2  # noqa: PIE796  (alias, as in zenoh)
 
 
 class Locality(Enum):
     SESSION_LOCAL = 1
     REMOTE = 2
     ANY = 3
-    DEFAULT = 3
+    DEFAULT = 3  # noqa: PIE796  (alias, as in zenoh)
 
 
 # --- ZBytes ----------------------------------------------------------------------------
@@ -466,8 +466,18 @@ class Query:
     received the query has dropped it. A Query that is garbage-collected is dropped.
     """
 
-    __slots__ = ("_responder", "_qref", "_done", "key_expr", "parameters", "payload", "encoding",
-                 "attachment", "_anyke", "__weakref__")  # fmt: skip
+    __slots__ = (
+        "__weakref__",
+        "_anyke",
+        "_done",
+        "_qref",
+        "_responder",
+        "attachment",
+        "encoding",
+        "key_expr",
+        "parameters",
+        "payload",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -559,7 +569,7 @@ class Query:
             self._done = True
             self._responder.query_finalize(self._qref)
 
-    def __enter__(self) -> Query:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -568,7 +578,7 @@ class Query:
     def __del__(self) -> None:
         try:
             self.drop()
-        except Exception:  # interpreter shutdown, closed session: nothing left to tell
+        except Exception:  # noqa: BLE001, S110  (interpreter shutdown / closed session: nobody to tell)
             pass
 
     def __str__(self) -> str:

@@ -40,7 +40,6 @@ from pyzenoh.codec import (
     decode_network_message,
     encode_network_message,
 )
-from pyzenoh.codec.primitives import vle_len
 from pyzenoh.codec.transport import PROTOCOL_VERSION
 from pyzenoh.errors import CloseReason, DecodeError, UsageError
 
@@ -165,7 +164,7 @@ Event = Established | Received | LinkClosed
 class _Defrag:
     """Reassembly state of one (priority, reliability) channel."""
 
-    __slots__ = ("buf", "next_sn", "active", "discarding")
+    __slots__ = ("active", "buf", "discarding", "next_sn")
 
     def __init__(self) -> None:
         self.buf = bytearray()
@@ -268,7 +267,7 @@ class Link:
         try:
             for payload in self._reader.feed(data):
                 self._on_batch(payload, now, events)
-                if self.state is State.CLOSED:
+                if self.is_closed:  # a CLOSE from the peer ends the stream
                     break
         except DecodeError as exc:
             self._fail(exc.close_reason, f"bad input from peer: {exc}", events)

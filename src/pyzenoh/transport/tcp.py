@@ -17,6 +17,7 @@ import logging
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pyzenoh.codec import NetworkMessage
 from pyzenoh.errors import CloseReason, UsageError
@@ -345,7 +346,7 @@ class TcpLink(asyncio.Protocol):
         self._rearm()
 
 
-def _consume(fut: asyncio.Future[object]) -> None:
+def _consume(fut: asyncio.Future[Any]) -> None:
     if not fut.cancelled():
         fut.exception()
 
