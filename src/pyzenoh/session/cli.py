@@ -102,6 +102,7 @@ def _sub(args: argparse.Namespace) -> int:
     stop = _Stopper(args.count, args.duration)
     with api.open(_config(args)) as s:
         sub = s.declare_subscriber(args.keyexpr)
+        log.info("ready: subscribed to %s", args.keyexpr)
         try:
             while not stop.done:
                 try:
@@ -147,6 +148,7 @@ def _queryable(args: argparse.Namespace) -> int:
 
     with api.open(_config(args)) as s:
         s.declare_queryable(key, answer, complete=args.complete)
+        log.info("ready: queryable on %s", key)
         try:
             stop.wait()
         except KeyboardInterrupt:
@@ -165,6 +167,7 @@ def _liveliness(args: argparse.Namespace) -> int:
         stop = _Stopper(args.count, args.duration)
         if args.action == "token":
             liv.declare_token(args.keyexpr)
+            log.info("ready: token %s", args.keyexpr)
             try:
                 stop.wait()
             except KeyboardInterrupt:

@@ -1,0 +1,100 @@
+"""The client sub-commands, run as real ``python -m pyzenoh`` processes against a real router."""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.interop.zenoh_procs import Proc, start_router
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+
+#: Every command is bounded by --count/--duration; this is only a safety net.
+RUN_TIMEOUT_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def router() -> Iterator[Proc]:
+    proc = start_router()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pyzenoh", "--log-level", "warning", *args],
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)  # fmt: skip
+
+
+def spawn(*args: str) -> subprocess.Popen[str]:
+    """Start a long-running command and wait (bounded) for its "ready" log line."""
+    p = subprocess.Popen([sys.executable, "-m", "pyzenoh", "--log-level", "info", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert p.stderr is not None
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if select.select([p.stderr], [], [], 0.2)[0]:
+            line = p.stderr.readline()
+            if "ready:" in line:
+                time.sleep(0.3)  # the declaration still travels through the router
+                return p
+            if not line:
+                break
+    p.kill()
+    p.wait(5)
+    raise AssertionError(f"{args} never became ready")
+
+
+def finish(p: subprocess.Popen[str]) -> str:
+    try:
+        out, _ = p.communicate(timeout=RUN_TIMEOUT_S)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+    assert p.returncode == 0
+    return out
+
+
+def test_put_delete_sub(router: Proc) -> None:
+    ep = router.endpoint
+    sub = spawn("sub", "cli1/**", "-e", ep, "--count", "2", "--duration", "20", "--json")
+    assert cli("put", "cli1/a", "hello", "-e", ep, "--encoding", "text/plain").returncode == 0
+    assert cli("delete", "cli1/a", "-e", ep, "-m", "peer").returncode == 0
+    lines = [json.loads(x) for x in finish(sub).splitlines()]
+    assert [(x["key"], x["kind"], x["payload"]) for x in lines] == [("cli1/a", "PUT", "hello"), ("cli1/a", "DELETE", "")]
+    assert lines[0]["encoding"] == "text/plain"
+
+
+def test_queryable_and_get(router: Proc) -> None:
+    ep = router.endpoint
+    q = spawn("queryable", "cli2/q", "--value", "the-answer", "-e", ep, "--count", "1", "--duration", "20")
+    r = cli("get", "cli2/q?x=1", "-e", ep, "--target", "all", "--timeout", "5")
+    assert r.returncode == 0 and r.stdout.strip() == "cli2/q: the-answer"
+    finish(q)
+    empty = cli("get", "cli2/none", "-e", ep, "--timeout", "5")
+    assert empty.returncode == 0 and empty.stdout == ""
+
+
+def test_liveliness_commands(router: Proc) -> None:
+    ep = router.endpoint
+    tok = spawn("liveliness", "token", "cli3/t", "-e", ep, "--duration", "4")
+    got = cli("liveliness", "get", "cli3/**", "-e", ep, "--timeout", "5")
+    assert got.stdout.split() == ["cli3/t"]
+    watch = cli("liveliness", "sub", "cli3/**", "-e", ep, "--history", "--count", "2", "--duration", "20")
+    assert watch.stdout.splitlines() == ["cli3/t alive", "cli3/t dropped"]
+    finish(tok)
+
+
+def test_connection_failure_exit_code() -> None:
+    from tests.interop.zenoh_procs import free_port
+
+    r = cli("put", "k", "v", "-e", f"tcp/127.0.0.1:{free_port()}")
+    assert r.returncode == 2 and "could not open" in r.stderr
