@@ -1,21 +1,159 @@
-"""``pyzenoh demo``: the main job on embedded defaults.
+"""``pyzenoh demo``: the main job on embedded defaults, showing the whole system.
 
-Until the router lands this decodes a captured real 1.10.2 session and prints it.
+1. Starts ``pyzenoh router`` in a child process on 127.0.0.1, with a BIND 10 msgq daemon
+   bridged into it and traffic recording on.
+2. Drives it: a pyzenoh subscriber and a real eclipse-zenoh publisher (when installed),
+   a queryable and a get, liveliness tokens, and a msgq client talking to Zenoh.
+3. Stops the router (SIGTERM) and runs the Spark pipeline (embedded ``local[*]``) over
+   the recording: Parquet tables plus ``report.html``.
+
+``--serve`` instead keeps the router running on the given endpoint until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
-from pyzenoh.codec.cli import DEFAULT_CAPTURE, _decode
+WAIT_S = 10.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("the router exited during start-up")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the router did not start listening")
+
+
+def _say(text: str) -> None:
+    print(f"[demo] {text}", flush=True)
+
+
+def _drive(endpoint: str, msgq_socket: str) -> None:
+    """Exercise pub/sub, queries, liveliness and the msgq bridge through the router."""
+    import pyzenoh.session as pz
+    from pyzenoh.msgq import Session as MsgqSession
+    from pyzenoh.msgq import decode
+
+    conf = {"mode": "client", "connect": {"endpoints": [endpoint]}}
+    with pz.open(conf) as sub_s, pz.open(conf) as pub_s:
+        samples: queue.Queue[Any] = queue.Queue()
+        sub_s.declare_subscriber("demo/**", samples.put)
+        time.sleep(0.3)
+        for i in range(20):
+            pub_s.put(f"demo/temperature/room{i % 3}", f"{20 + i * 0.5:.1f}", encoding="text/plain")
+        pub_s.delete("demo/temperature/room0")
+        got = [samples.get(timeout=WAIT_S) for _ in range(21)]
+        _say(f"pyzenoh subscriber received {len(got)} samples (last: {got[-1].kind} {got[-1].key_expr})")
+
+        try:
+            import zenoh
+        except ImportError:
+            zenoh = None
+        if zenoh is not None:
+            zconf = zenoh.Config()
+            zconf.insert_json5("mode", '"client"')
+            zconf.insert_json5("connect/endpoints", f'["{endpoint}"]')
+            zconf.insert_json5("scouting/multicast/enabled", "false")
+            with zenoh.open(zconf) as zs:
+                zs.put("demo/from-eclipse-zenoh", "hello from the Rust core")
+                s = samples.get(timeout=WAIT_S)
+                _say(f"real eclipse-zenoh client -> pyzenoh router -> pyzenoh: {s.key_expr} = {s.payload.to_string()!r}")
+                zs.declare_queryable("demo/answer", lambda q: q.reply("demo/answer", "42"))
+                time.sleep(0.3)
+                replies = [r.ok.payload.to_string() for r in pub_s.get("demo/answer", timeout=5) if r.ok]
+                _say(f"pyzenoh get answered by an eclipse-zenoh queryable: {replies}")
+        pub_s.declare_queryable("demo/status", lambda q: q.reply("demo/status", "all good"))
+        time.sleep(0.3)
+        replies = [r.ok.payload.to_string() for r in sub_s.get("demo/status", timeout=5) if r.ok]
+        _say(f"pyzenoh get -> pyzenoh queryable: {replies}")
+
+        token = pub_s.liveliness().declare_token("demo/alive/publisher")
+        time.sleep(0.3)
+        alive = [str(r.ok.key_expr) for r in sub_s.liveliness().get("demo/alive/**", timeout=5) if r.ok]
+        _say(f"liveliness tokens alive: {alive}")
+        token.undeclare()
+
+        bridged: queue.Queue[Any] = queue.Queue()
+        sub_s.declare_subscriber("@msgq/**", bridged.put)
+        time.sleep(0.3)
+        with MsgqSession(msgq_socket) as cc:
+            cc.group_sendmsg({"command": ["shutdown"], "from": "bind10-style"}, "Boss")
+            s = bridged.get(timeout=WAIT_S)
+            _say(f"msgq client -> Zenoh subscriber on {s.key_expr}: {decode(s.payload.to_bytes())}")
+            cc.group_subscribe("Demo")
+            cc.ping()
+            pub_s.put("@msgq/Demo/%2A", b"plain zenoh bytes")
+            msg, env = cc.group_recvmsg(nonblock=False, timeout=WAIT_S)
+            _say(f"Zenoh put -> msgq client (group {env['group']}): {msg}")
 
 
 def _demo(args: argparse.Namespace) -> int:
-    ns = argparse.Namespace(hex=None, capture=str(DEFAULT_CAPTURE), scenario="client_router")
-    return _decode(ns)
+    out = Path(args.output).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    recording = out / "recording"
+    tables = out / "tables"
+    port = _free_port()
+    endpoint = f"tcp/127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="pzdemo") as tmp:
+        msgq_socket = str(Path(tmp) / "msgq.sock")
+        cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router",
+               "-l", endpoint, "--msgq", msgq_socket, "--record", str(recording)]  # fmt: skip
+        _say(f"starting: {' '.join(cmd[1:])}")
+        router = subprocess.Popen(cmd, env=os.environ.copy())
+        try:
+            _wait_listening(port, router)
+            _say(f"router listening on {endpoint}, msgq on {msgq_socket}, recording to {recording}")
+            _drive(endpoint, msgq_socket)
+        finally:
+            router.send_signal(signal.SIGTERM)
+            code = router.wait(timeout=20)
+            _say(f"router stopped (exit {code})")
+    if args.no_pipeline:
+        return 0
+    from pyzenoh.pipeline.jobs import run_pipeline
+
+    _say("running the Spark pipeline over the recording (local[*])")
+    summary = run_pipeline(recording, tables, master=args.master, progress=True)
+    _say(f"tables and report in {tables}: {summary}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from pyzenoh.router.cli import run_router
+    from pyzenoh.router.config import RouterConfig
+
+    asyncio.run(run_router(RouterConfig(listen=(args.serve,))))
+    return 0
 
 
 def register_cli(subparsers: Any) -> None:
-    p = subparsers.add_parser("demo", help="run the main job on embedded defaults")
-    p.set_defaults(handler=_demo)
+    p = subparsers.add_parser("demo", help="run the router with a demo path through the whole system")
+    p.add_argument("--output", default="out/demo", help="where the recording, tables and report go")
+    p.add_argument("--master", default=None, help="Spark master (default local[*])")
+    p.add_argument("--no-pipeline", action="store_true", help="skip the Spark pipeline")
+    p.add_argument("--serve", metavar="ENDPOINT", help="just run the router on ENDPOINT until Ctrl-C")
+    p.set_defaults(handler=lambda a: _serve(a) if a.serve else _demo(a))

@@ -62,7 +62,7 @@ class RouterApp:
 
         # The bridge is a client of the router with an id derived from the router's own.
         bridge_zid = ZenohId((daemon.zid.value ^ 0x6D7367) or 1)
-        face_holder.append(daemon.add_local_face(bridge_zid, sink, WhatAmI.CLIENT))
+        face_holder.append(daemon.add_local_face(bridge_zid, sink, WhatAmI.CLIENT, name="msgq-bridge"))
         self.bridge.start()
         log.info("msgq bridged on face %d (key space @msgq/**)", face_holder[0])
 

@@ -224,10 +224,14 @@ class RouterDaemon:
 
     # --- local faces (bridges) -----------------------------------------------------------
 
-    def add_local_face(self, zid: ZenohId, sink: LocalSink, whatami: WhatAmI = WhatAmI.CLIENT) -> int:
+    def add_local_face(
+        self, zid: ZenohId, sink: LocalSink, whatami: WhatAmI = WhatAmI.CLIENT, name: str = "local"
+    ) -> int:
         """Attach an in-process session: ``sink`` receives every Send routed to it."""
         face_id = self._new_face_id()
         self._faces[face_id] = _Face(face_id, None, zid, whatami, sink)
+        if self.recorder is not None:
+            self.recorder.link_opened(time.time_ns(), face_id, str(zid), str(whatami), f"local/{name}")
         self._deliver(self.core.add_face(face_id, zid, whatami, self.now()))
         return face_id
 
@@ -270,6 +274,8 @@ class RouterDaemon:
                 continue
             if face.sink is not None:
                 face.sink(send)
+                if rec is not None:
+                    self._record_tx(send, send.raw or encode_network_message(send.message))
                 continue
             link = face.link
             assert link is not None
@@ -289,11 +295,14 @@ class RouterDaemon:
                          drop_if_full=not send.block, express=send.express):  # fmt: skip
                 self.stats.messages_out += 1
                 if rec is not None:
-                    key = self.core.key_of(send.face, send.message, incoming=False)
-                    rec.message(time.time_ns(), send.face, "tx", key, data, self._cause)
+                    self._record_tx(send, data)
             else:
                 self.stats.dropped += 1
         self._rearm()
+
+    def _record_tx(self, send: Send, data: bytes) -> None:
+        key = self.core.key_of(send.face, send.message, incoming=False)
+        self.recorder.message(time.time_ns(), send.face, "tx", key, data, self._cause)
 
     def _close_face(self, face_id: int, reason: int) -> None:
         face = self._faces.get(face_id)
