@@ -221,3 +221,22 @@ def test_answered_queries_do_not_pile_up_timers() -> None:
         h.send(1, final(req.request_id))
     assert len(h.core._timers) <= 2_048
     assert h.core.next_deadline() is None
+
+
+def test_best_matching_chooses_per_region_clients_and_peers() -> None:
+    """Real routers choose among clients and among peers separately (differential check
+    against eclipse-zenoh 1.10.2: a complete client queryable and a complete peer
+    queryable both get a BestMatching query)."""
+    from pyzenoh.codec import WhatAmI
+
+    h = Harness()
+    h.open(0)
+    h.open(1, ZenohId(0xD1))
+    h.open(2, ZenohId(0xD2), WhatAmI.PEER)
+    h.open(3, ZenohId(0xD3), WhatAmI.PEER)
+    h.send(1, d_qabl(1, "q/**", True))
+    h.send(2, d_qabl(1, "q/a", True))
+    h.send(3, d_qabl(1, "q/*", False))
+    assert sorted(requests(h.send(0, request(1, "q/a")))) == [1, 2]
+    # No complete peer queryable for q/b: every peer gets it.
+    assert sorted(requests(h.send(0, request(2, "q/b")))) == [1, 3]

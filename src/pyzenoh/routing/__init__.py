@@ -42,7 +42,10 @@ Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
   opens; declarations reach a face only as answers to its interests. Differences for
   peers: their LINKSTATE OAM is answered once with an empty list, their own liveliness
   tokens are not echoed back, the aggregate option is ignored, and an INTEREST Final
-  forgets what that interest alone had declared.
+  forgets what that interest alone had declared. Real routers do not route between two
+  of their peers (those find each other by gossip and connect directly); this router
+  has no gossip, so by default it routes between peers like between clients
+  (``RoutingConfig.isolate_peers=True`` gives the real routers' isolation).
 * Key-expression ids: per face, the ids it declared (D_KEYEXPR) and the ids the router
   declared to it. M = 1 resolves against the sender's table, M = 0 against the
   receiver's. Data and queries are written to each destination with the longest known
@@ -60,8 +63,9 @@ Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
   timestamps are added to unstamped PUTs (HLC, when ``timestamping``); a route cache per
   (source face, scope, suffix, mapping) avoids matching again until a declaration
   changes.
-* REQUEST is routed by target (BestMatching: one face with a complete queryable that
-  includes the key, else all; All; AllComplete), with a fresh request id per destination.
+* REQUEST is routed by target (BestMatching: among the clients, and separately among
+  the peers, the first face with a complete queryable that includes the key, else all of
+  them; All; AllComplete), with a fresh request id per destination.
   Replies come back with the querier's id and a full-string key; one RESPONSE_FINAL
   follows when every destination finished, timed out (ERR "Timeout" first) or went away.
   No destination: RESPONSE_FINAL at once.

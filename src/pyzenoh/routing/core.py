@@ -289,7 +289,8 @@ class _DataRoute:
 @dataclass(frozen=True, slots=True)
 class _QueryRoute:
     key: str | None
-    candidates: tuple[tuple[int, bool], ...] = ()  # (face, complete) in selection order
+    # (face, complete, face is a peer) in selection order
+    candidates: tuple[tuple[int, bool, bool], ...] = ()
     reason: str = ""
 
 
@@ -782,22 +783,28 @@ class RoutingCore:
                     info = self._qabl_holders[qkey][fid]
                     candidates.append((fid, qkey, info.complete and includes(qkey, key)))
             candidates.sort()
-            route = _QueryRoute(key, tuple((fid, complete) for fid, _, complete in candidates))
+            route = _QueryRoute(key, tuple((fid, complete, self._faces[fid].is_peer)
+                                           for fid, _, complete in candidates))  # fmt: skip
         if len(self._query_routes) >= MAX_ROUTE_CACHE:
             self._query_routes.clear()
         self._query_routes[cache_key] = route
         return route
 
     @staticmethod
-    def _select(candidates: Iterable[tuple[int, bool]], target: int) -> list[int]:
+    def _select(candidates: Iterable[tuple[int, bool, bool]], target: int) -> list[int]:
         cands = list(candidates)
         if target == QueryTarget.BEST_MATCHING:
-            for fid, complete in cands:
-                if complete:
-                    return [fid]
+            # Real routers choose per region: clients and peers are two regions, each gets
+            # its first complete queryable, or all of its queryables when none is complete.
+            chosen: list[tuple[int, bool, bool]] = []
+            for peers in (False, True):
+                group = [c for c in cands if c[2] == peers]
+                best = next((c for c in group if c[1]), None)
+                chosen += group if best is None else [best]
+            cands = chosen
         elif target == QueryTarget.ALL_COMPLETE:
             cands = [c for c in cands if c[1]]
-        return list(dict.fromkeys(fid for fid, _ in cands))
+        return list(dict.fromkeys(fid for fid, _, _ in cands))
 
     def _final(self, face: int, rid: int, qos: int) -> None:
         self._emit(face, ResponseFinal(rid, qos), qos)
