@@ -36,12 +36,12 @@ from pyzenoh.codec import (
     OpenSyn,
     WhatAmI,
     ZenohId,
-    decode_batch,
     decode_network_message,
     encode_network_message,
 )
 from pyzenoh.codec.transport import PROTOCOL_VERSION
 from pyzenoh.errors import CloseReason, DecodeError, UsageError
+from pyzenoh.transport.fastpath import decode_batch as fast_decode_batch
 
 log = logging.getLogger(__name__)
 
@@ -395,7 +395,7 @@ class Link:
         out[start + 1] = n >> 8
 
     def _on_batch(self, payload: bytes, now: float, events: list[Event]) -> None:
-        messages = decode_batch(payload, keep_raw=self._keep_raw)
+        messages = fast_decode_batch(payload, keep_raw=self._keep_raw)
         for msg in messages:
             if self.state is State.CLOSED:
                 return

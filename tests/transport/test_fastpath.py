@@ -1,0 +1,124 @@
+"""The fast batch decoder must agree with the codec on every input: same messages, same
+raw bytes, and a DecodeError exactly when the codec raises one.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyzenoh.codec import (
+    Del,
+    Encoding,
+    Frame,
+    Push,
+    Put,
+    Timestamp,
+    WireExpr,
+    ZenohId,
+    decode_batch,
+    encode_batch,
+)
+from pyzenoh.errors import DecodeError
+from pyzenoh.transport import fastpath
+from tests.codec import strategies as cs
+from tests.hyp import FUZZ, ROUNDTRIP
+
+# Publications of the shape the fast path handles (and their near misses).
+simple_puts = st.builds(
+    Put,
+    payload=st.binary(max_size=300),
+    encoding=st.one_of(st.just(Encoding.DEFAULT), st.builds(Encoding, st.integers(0, 70))),
+    timestamp=st.none() | cs.timestamps,
+)
+simple_dels = st.builds(Del, timestamp=st.none() | cs.timestamps)
+simple_pushes = st.builds(
+    Push,
+    wire_expr=st.builds(WireExpr, st.integers(0, 200), st.text(max_size=200), st.booleans()),
+    body=st.one_of(simple_puts, simple_dels),
+    qos=st.one_of(st.just(5), st.integers(0, 0x3F)),
+)
+simple_frames = st.builds(
+    Frame,
+    reliable=st.booleans(),
+    sn=st.one_of(cs.u32, st.integers(0, 0x0FFF_FFFF)),
+    messages=st.lists(st.one_of(simple_pushes, simple_pushes, cs.network_messages), min_size=1, max_size=6).map(tuple),
+    priority=st.integers(0, 7),
+)
+batches = st.lists(st.one_of(simple_frames, simple_frames, cs.non_fragment_transport), min_size=1, max_size=4)
+
+
+def both(payload: bytes) -> tuple[object, object]:
+    """(codec result or its DecodeError type, fast result or its DecodeError type)."""
+    try:
+        want: object = decode_batch(payload, keep_raw=True)
+    except DecodeError:
+        want = DecodeError
+    try:
+        got: object = fastpath.decode_batch(payload, keep_raw=True)
+    except DecodeError:
+        got = DecodeError
+    return want, got
+
+
+def raws(msgs: object) -> list[object]:
+    return [m.raw for m in msgs if isinstance(m, Frame)] if isinstance(msgs, list) else []
+
+
+@ROUNDTRIP
+@given(batches)
+def test_agrees_with_codec(msgs: list[object]) -> None:
+    payload = encode_batch(msgs)  # type: ignore[arg-type]
+    want, got = both(payload)
+    assert got == want == msgs
+    assert raws(got) == raws(want)
+
+
+@FUZZ
+@given(batches, st.data())
+def test_agrees_with_codec_on_mutations(msgs: list[object], data: st.DataObject) -> None:
+    payload = bytearray(encode_batch(msgs))  # type: ignore[arg-type]
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(payload) - 1))
+        payload[i] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        del payload[data.draw(st.integers(0, len(payload) - 1)) :]
+    want, got = both(bytes(payload))
+    assert got == want
+    assert raws(got) == raws(want)
+
+
+@FUZZ
+@given(st.binary(max_size=120))
+def test_agrees_with_codec_on_noise(blob: bytes) -> None:
+    want, got = both(blob)
+    assert got == want
+
+
+def test_captured_router_push() -> None:
+    # zenoh-wire.md A.6: a router-stamped PUSH using the client's expr id
+    payload = bytes.fromhex("25a1bcd96b3d01022f6121a0e4a094d3a0e4806b08a8a7a6a5a4a3a2a10568656c6c6f")
+    [frame] = fastpath.decode_batch(payload)
+    assert isinstance(frame, Frame)
+    [push] = frame.messages
+    ts = Timestamp(0x6B01910532883220, ZenohId.from_str("a1a2a3a4a5a6a7a8"))
+    assert push == Push(WireExpr(1, "/a", False), Put(b"hello", timestamp=ts))
+
+
+@ROUNDTRIP
+@given(simple_pushes)
+def test_simple_pushes_take_the_fast_path(push: Push) -> None:
+    from pyzenoh.codec import encode_network_message
+
+    raw = encode_network_message(push)
+    res = fastpath.decode_push(raw, 0, len(raw))
+    expect_fast = (
+        push.wire_expr.scope < 0x80
+        and len(push.wire_expr.suffix.encode()) < 0x4000
+        and (not isinstance(push.body, Put) or push.body.encoding.id < 64)
+        and (push.qos == 5 or push.qos < 0x80)
+    )
+    if expect_fast:
+        assert res is not None and res == (push, len(raw))
+    else:
+        assert res is None
