@@ -1,0 +1,206 @@
+"""Differential check: real eclipse-zenoh 1.10.2 sessions observe the same things through a
+real zenoh router (a zenoh session in router mode) and through ``pyzenoh router``.
+
+Each scenario returns what the sessions' API reported (samples, replies, matching status);
+the two lists must be equal. Only scenarios whose outcome does not depend on which
+queryable a router picks first are used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+zenoh = pytest.importorskip("zenoh")
+
+pytestmark = pytest.mark.interop
+
+#: Settling time after each change, so declarations reach every session (no assertion on it).
+SETTLE = 0.5
+STARTUP_TIMEOUT = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def session_config(endpoint: str, mode: str) -> Any:
+    conf = zenoh.Config()
+    conf.insert_json5("mode", f'"{mode}"')
+    conf.insert_json5("connect/endpoints", f'["{endpoint}"]')
+    conf.insert_json5("scouting/multicast/enabled", "false")
+    if mode == "peer":
+        conf.insert_json5("listen/endpoints", '["tcp/127.0.0.1:0"]')
+        conf.insert_json5("scouting/gossip/enabled", "false")
+    return conf
+
+
+@contextmanager
+def zenoh_router() -> Iterator[str]:
+    endpoint = f"tcp/127.0.0.1:{free_port()}"
+    conf = zenoh.Config()
+    conf.insert_json5("mode", '"router"')
+    conf.insert_json5("listen/endpoints", f'["{endpoint}"]')
+    conf.insert_json5("scouting/multicast/enabled", "false")
+    router = zenoh.open(conf)
+    try:
+        yield endpoint
+    finally:
+        router.close()
+
+
+@contextmanager
+def pyzenoh_router() -> Iterator[str]:
+    port = free_port()
+    endpoint = f"tcp/127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "pyzenoh", "router", "-l", endpoint],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=os.environ.copy())  # fmt: skip
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            assert proc.poll() is None, "pyzenoh router exited"
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "pyzenoh router did not start"
+                time.sleep(0.05)
+        yield endpoint
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Sessions:
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.opened: list[Any] = []
+
+    def open(self, mode: str = "client") -> Any:
+        s = zenoh.open(session_config(self.endpoint, mode))
+        self.opened.append(s)
+        return s
+
+    def close_all(self) -> None:
+        for s in self.opened:
+            with contextlib.suppress(Exception):  # some were closed by the scenario
+                s.close()
+
+
+def liveliness(z: Sessions, mode: str) -> list[Any]:
+    a, b = z.open(mode), z.open()
+    tb = b.liveliness().declare_token("lv/b")
+    ta = a.liveliness().declare_token("lv/a")
+    time.sleep(SETTLE)
+    with_history: list[tuple[str, str]] = []
+    without: list[tuple[str, str]] = []
+    a.liveliness().declare_subscriber(
+        "lv/**", lambda s: with_history.append((str(s.key_expr), str(s.kind))), history=True)
+    a.liveliness().declare_subscriber(
+        "lv/**", lambda s: without.append((str(s.key_expr), str(s.kind))), history=False)
+    time.sleep(SETTLE)
+    tc = b.liveliness().declare_token("lv/c")
+    time.sleep(SETTLE)
+    got = sorted(str(r.ok.key_expr) for r in a.liveliness().get("lv/**", timeout=2) if r.ok)
+    for token in (tb, tc, ta):
+        token.undeclare()
+    time.sleep(SETTLE)
+    d = z.open()
+    d.liveliness().declare_token("lv/d")
+    time.sleep(SETTLE)
+    d.close()  # its token goes with the session
+    time.sleep(SETTLE)
+    return [sorted(with_history), sorted(without), got]
+
+
+def matching(z: Sessions, mode: str) -> list[Any]:
+    a, b, c = z.open(mode), z.open(), z.open()
+    pub = a.declare_publisher("mt/x")
+    querier = a.declare_querier("mq/x")
+    time.sleep(SETTLE)
+    out: list[Any] = [pub.matching_status.matching, querier.matching_status.matching]
+    own = a.declare_subscriber("mt/**", lambda s: None)
+    time.sleep(SETTLE)
+    out.append(pub.matching_status.matching)
+    received: list[bytes] = []
+    s1 = b.declare_subscriber("mt/x", lambda s: received.append(s.payload.to_bytes()))
+    s2 = c.declare_subscriber("mt/x", lambda s: None)
+    qb = b.declare_queryable("mq/**", lambda q: q.reply("mq/x", b"r"))
+    time.sleep(SETTLE)
+    out += [pub.matching_status.matching, querier.matching_status.matching]
+    pub.put(b"1")
+    a.put("mt/x", b"2")
+    s1.undeclare()
+    time.sleep(SETTLE)
+    out += [pub.matching_status.matching, received]
+    c.close()
+    time.sleep(SETTLE)
+    out.append(pub.matching_status.matching)
+    out.append([r.ok.payload.to_bytes() for r in querier.get() if r.ok])
+    qb.undeclare()
+    own.undeclare()
+    s2.undeclare()
+    time.sleep(SETTLE)
+    out.append(querier.matching_status.matching)
+    return out
+
+
+def queries(z: Sessions, mode: str) -> list[Any]:
+    a, b, c = z.open(mode), z.open(), z.open("peer")
+    b.declare_queryable("qq/**", lambda q: q.reply(str(q.key_expr), b"B"), complete=True)
+    c.declare_queryable("qq/a", lambda q: q.reply("qq/a", b"C"), complete=True)
+    c.declare_queryable("qq/*", lambda q: q.reply("qq/a", b"C2"))
+    held: list[Any] = []
+    b.declare_queryable("hold/**", held.append)
+    a.declare_queryable("own/q", lambda q: q.reply("own/q", b"A"))
+    time.sleep(SETTLE)
+    out: list[Any] = []
+    none = zenoh.ConsolidationMode.NONE
+    for target in (zenoh.QueryTarget.BEST_MATCHING, zenoh.QueryTarget.ALL,
+                   zenoh.QueryTarget.ALL_COMPLETE):  # fmt: skip
+        replies = a.get("qq/a", target=target, consolidation=none, timeout=2)
+        out.append(sorted(r.ok.payload.to_bytes() for r in replies if r.ok))
+    out.append([r.err.payload.to_bytes() if r.err else r.ok.payload.to_bytes()
+                for r in a.get("hold/x", timeout=1)])  # fmt: skip
+    held.clear()
+    out.append([r.ok.payload.to_bytes() for r in a.get("own/q", timeout=1) if r.ok])
+    out.append([r.ok.payload.to_bytes() for r in a.get("nobody/**", timeout=1) if r.ok])
+    return out
+
+
+Scenario = Callable[[Sessions, str], list[Any]]
+CASES = [(liveliness, "client"), (liveliness, "peer"), (matching, "client"),
+         (matching, "peer"), (queries, "client")]  # fmt: skip
+
+
+def observe(router: Callable[[], Any], scenario: Scenario, mode: str) -> list[Any]:
+    with router() as endpoint:
+        z = Sessions(endpoint)
+        try:
+            return scenario(z, mode)
+        finally:
+            z.close_all()
+
+
+@pytest.mark.parametrize("scenario,mode", CASES, ids=[f"{s.__name__}-{m}" for s, m in CASES])
+def test_same_observations_as_a_real_router(scenario: Scenario, mode: str) -> None:
+    real = observe(zenoh_router, scenario, mode)
+    ours = observe(pyzenoh_router, scenario, mode)
+    assert ours == real
