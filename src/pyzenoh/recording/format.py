@@ -19,7 +19,7 @@ Channels (all without an MCAP schema; the layouts below are the contract):
 (``NO_KEY`` when there is none), then the UTF-8 key, then the raw message bytes.
 
 ``CH_ROUTE`` (topic ``pyzenoh/routes``): the router's routing decision for an rx record:
-seq u64, cause i64, key length u32, key, link count u32, link ids u32 each.
+seq u64, cause i64, link count u32, key length u32, link ids u32 each, then the key.
 
 ``CH_LINK`` (topic ``pyzenoh/links``): JSON object ``{"seq", "event": "open"|"close",
 "link", "zid", "whatami", "remote", "reason", "carried"}``. Every segment starts with one
@@ -82,10 +82,10 @@ RECORD_HEAD = struct.Struct("<BQ")
 # opcode, length, channel, sequence, log_time, publish_time
 MESSAGE_HEAD = struct.Struct("<BQHIQQ")
 NET_DATA = struct.Struct("<QqIBI")  # seq, cause, link, direction, key length
-ROUTE_DATA = struct.Struct("<QqI")  # seq, cause, key length
+ROUTE_DATA = struct.Struct("<QqII")  # seq, cause, link count, key length
 # Everything a net record needs before its key, packed by one call on the hot path.
 NET_RECORD = struct.Struct("<BQHIQQQqIBI")
-ROUTE_RECORD = struct.Struct("<BQHIQQQqI")
+ROUTE_RECORD = struct.Struct("<BQHIQQQqII")
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 CHUNK_FIXED = struct.Struct("<QQQI")  # start time, end time, uncompressed size, crc
@@ -99,6 +99,8 @@ MAX_ROUTE_LINKS = 1 << 20
 MAX_JSON_BYTES = 1 << 16
 
 LITTLE_ENDIAN = sys.byteorder == "little"
+# array typecode holding exactly 4 bytes (C's unsigned int nearly everywhere).
+U32_CODE = "I" if array("I").itemsize == 4 else "L"
 
 
 def segment_name(number: int) -> str:
@@ -166,7 +168,7 @@ def u64_array(values: list[int]) -> bytes:
 
 
 def u32_array(data: bytes | memoryview) -> tuple[int, ...]:
-    a = array("I")
+    a = array(U32_CODE)
     a.frombytes(data)
     if not LITTLE_ENDIAN:
         a.byteswap()
@@ -202,15 +204,15 @@ def parse_route(data: memoryview, time_ns: int) -> RouteRecord:
     end = len(data)
     if end < ROUTE_DATA.size:
         raise DecodeError("route record too short", 0)
-    seq, cause, klen = ROUTE_DATA.unpack_from(data, 0)
-    key, at = _key(data, ROUTE_DATA.size, klen, end)
-    if at + 4 > end:
-        raise DecodeError("route record without link count", at)
-    (n,) = U32.unpack_from(data, at)
-    at += 4
-    if n > MAX_ROUTE_LINKS or at + 4 * n != end:
-        raise DecodeError("route link count does not match the record", at)
-    return RouteRecord(seq, time_ns, cause, key or "", u32_array(data[at:end]))
+    seq, cause, n, klen = ROUTE_DATA.unpack_from(data, 0)
+    at = ROUTE_DATA.size
+    if n > MAX_ROUTE_LINKS or at + 4 * n > end:
+        raise DecodeError("route link count runs past the record", at)
+    links = u32_array(data[at : at + 4 * n])
+    key, at = _key(data, at + 4 * n, klen, end)
+    if key is None or at != end:
+        raise DecodeError("route key does not fill the record", at)
+    return RouteRecord(seq, time_ns, cause, key, links)
 
 
 def _opt_str(obj: dict[str, object], name: str) -> str | None:

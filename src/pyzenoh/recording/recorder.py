@@ -15,6 +15,9 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from array import array
+from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Self
 
@@ -49,6 +52,28 @@ _M32 = 0xFFFFFFFF
 _NET_FIXED = fmt.NET_RECORD.size - fmt.RECORD_HEAD.size
 _ROUTE_FIXED = fmt.ROUTE_RECORD.size - fmt.RECORD_HEAD.size
 _MSG_FIXED = fmt.MESSAGE_HEAD.size - fmt.RECORD_HEAD.size
+# Hot-path names bound once (module globals are cheaper than attribute lookups).
+_PACK_ROUTE = fmt.ROUTE_RECORD.pack
+_OP_MESSAGE = fmt.OP_MESSAGE
+_CH_NET = fmt.CH_NET
+_CH_ROUTE = fmt.CH_ROUTE
+_NO_KEY = fmt.NO_KEY
+_KeyEntry = tuple[
+    Callable[..., bytes], bytes, int, int
+]  # packer, key bytes, key field, length
+
+
+@lru_cache(maxsize=1024)
+def _net_packer(key_len: int) -> Callable[..., bytes]:
+    """Packs a whole net record header followed by a key of ``key_len`` bytes."""
+    return struct.Struct(f"{fmt.NET_RECORD.format}{key_len}s").pack
+
+
+_NO_KEY_ENTRY: _KeyEntry = (_net_packer(0), b"", fmt.NO_KEY, 0)
+# Route records with up to this many links are packed by one precompiled Struct.
+_ROUTE_PACKERS = [
+    struct.Struct(fmt.ROUTE_RECORD.format + "I" * n).pack for n in range(17)
+]
 
 
 def _record(rec: object) -> bytes:
@@ -85,7 +110,7 @@ class Recorder:
         self._filter = key_filter
         self._intersects = get_intersects() if key_filter is not None else None
         self._verdicts: dict[str, bool] = {}
-        self._keys: dict[str, bytes] = {}
+        self._keys: dict[str, _KeyEntry] = {}
         self._links: dict[int, tuple[str, str, str]] = {}
         self._closed = False
 
@@ -94,10 +119,14 @@ class Recorder:
         self._run = last_segment + 1
         self._segment = last_segment  # _open_segment increments
         self._fd = -1
-        self._buf = bytearray()
-        self._net_offs: list[int] = []
-        self._link_offs: list[int] = []
-        self._route_offs: list[int] = []
+        # The current chunk's records, as the byte strings to join (cheaper than growing
+        # one bytearray), and their total size.
+        self._parts: list[bytes] = []
+        self._size = 0
+        # Per channel, the chunk's MessageIndex entries as they come: time, offset, ...
+        self._net_idx: list[int] = []
+        self._link_idx: list[int] = []
+        self._route_idx: list[int] = []
         self._chunk_t0 = 0
         self._pos = 0
         self._counts: dict[int, int] = {}
@@ -144,30 +173,51 @@ class Recorder:
         """
         if self._closed:
             raise UsageError("recorder is closed")
-        d = _DIRECTION.get(direction)
-        if d is None:
+        if direction == "rx":
+            d = 0
+        elif direction == "tx":
+            d = 1
+        else:
             raise UsageError(f"direction must be 'rx' or 'tx', not {direction!r}")
         if key is None:
-            kb = b""
-            klen = fmt.NO_KEY
+            pack, kb, klen, kblen = _NO_KEY_ENTRY
         else:
             if self._filter is not None and not self._accept(key):
                 return -1
-            kb = self._keys.get(key)  # type: ignore[assignment]
-            if kb is None:
-                kb = self._key_bytes(key)
-            klen = len(kb)
+            entry = self._keys.get(key)
+            if entry is None:
+                entry = self._key_entry(key)
+            pack, kb, klen, kblen = entry
+        if type(raw) is not bytes:
+            raw = bytes(raw)  # never keep a view of a buffer the caller may reuse
         seq = self._seq
         self._seq = seq + 1
-        buf = self._buf
-        self._net_offs.append(len(buf))
-        buf += fmt.NET_RECORD.pack(
-            fmt.OP_MESSAGE, _NET_FIXED + len(kb) + len(raw), fmt.CH_NET, seq & _M32,
-            now_ns, now_ns, seq, cause, link_id, d, klen,
-        )  # fmt: skip
-        buf += kb
-        buf += raw
-        if len(buf) >= self._chunk_limit or now_ns - self._chunk_t0 >= self._chunk_ns:
+        size = self._size
+        idx = self._net_idx
+        idx.append(now_ns)
+        idx.append(size)
+        length = _NET_FIXED + kblen + len(raw)
+        parts = self._parts
+        parts.append(
+            pack(
+                _OP_MESSAGE,
+                length,
+                _CH_NET,
+                seq & _M32,
+                now_ns,
+                now_ns,
+                seq,
+                cause,
+                link_id,
+                d,
+                klen,
+                kb,
+            )
+        )
+        parts.append(raw)
+        size += length + 9
+        self._size = size
+        if size >= self._chunk_limit or now_ns - self._chunk_t0 >= self._chunk_ns:
             self._flush(now_ns)
         return seq
 
@@ -175,33 +225,62 @@ class Recorder:
         self, now_ns: int, cause: int, key: str, expected_links: list[int]
     ) -> None:
         """Record that rx record ``cause`` (key ``key``) had subscribers on ``expected_links``."""
-        self._check_open()
+        if self._closed:
+            raise UsageError("recorder is closed")
         if self._filter is not None and not self._accept(key):
             return
-        kb = self._key_bytes(key)
-        links = fmt.U32.pack(len(expected_links))
-        if expected_links:
-            try:
-                links += struct.pack(f"<{len(expected_links)}I", *expected_links)
-            except struct.error:
-                raise UsageError("link ids must be integers in 0..2**32-1") from None
+        entry = self._keys.get(key)
+        if entry is None:
+            entry = self._key_entry(key)
+        kb, kblen = entry[1], entry[3]
+        n = len(expected_links)
         seq = self._seq
+        length = _ROUTE_FIXED + 4 * n + kblen
+        try:
+            if n < len(_ROUTE_PACKERS):  # the usual case: links packed with the header
+                head = _ROUTE_PACKERS[n](
+                    _OP_MESSAGE, length, _CH_ROUTE, seq & _M32, now_ns, now_ns, seq, cause, n, kblen,
+                    *expected_links,
+                )  # fmt: skip
+            else:
+                links = array(fmt.U32_CODE, expected_links)
+                if not fmt.LITTLE_ENDIAN:
+                    links.byteswap()
+                head = (
+                    _PACK_ROUTE(
+                        _OP_MESSAGE,
+                        length,
+                        _CH_ROUTE,
+                        seq & _M32,
+                        now_ns,
+                        now_ns,
+                        seq,
+                        cause,
+                        n,
+                        kblen,
+                    )
+                    + links.tobytes()
+                )
+        except (struct.error, OverflowError, TypeError):
+            raise UsageError("link ids must be integers in 0..2**32-1") from None
         self._seq = seq + 1
-        buf = self._buf
-        self._route_offs.append(len(buf))
-        buf += fmt.ROUTE_RECORD.pack(
-            fmt.OP_MESSAGE, _ROUTE_FIXED + len(kb) + len(links), fmt.CH_ROUTE, seq & _M32,
-            now_ns, now_ns, seq, cause, len(kb),
-        )  # fmt: skip
-        buf += kb
-        buf += links
-        self._maybe_flush(now_ns)
+        size = self._size
+        idx = self._route_idx
+        idx.append(now_ns)
+        idx.append(size)
+        parts = self._parts
+        parts.append(head)
+        parts.append(kb)
+        size += length + 9
+        self._size = size
+        if size >= self._chunk_limit or now_ns - self._chunk_t0 >= self._chunk_ns:
+            self._flush(now_ns)
 
     def tick(self, now_ns: int) -> None:
         """Let time pass without traffic: writes a chunk older than the flush interval and
         rotates a segment older than ``max_segment_seconds``."""
         self._check_open()
-        stale_chunk = bool(self._buf) and now_ns - self._chunk_t0 >= self._chunk_ns
+        stale_chunk = self._size > 0 and now_ns - self._chunk_t0 >= self._chunk_ns
         old_segment = self._seg_t0 is not None and now_ns - self._seg_t0 >= self._max_ns
         if stale_chunk or old_segment:
             self._flush(now_ns)
@@ -252,39 +331,33 @@ class Recorder:
             self._verdicts[key] = verdict
         return verdict
 
-    def _key_bytes(self, key: str) -> bytes:
-        kb = self._keys.get(key)
-        if kb is None:
-            kb = key.encode("utf-8", "surrogateescape")
-            if len(kb) > fmt.MAX_KEY_BYTES:
-                raise UsageError("key expression too long to record")
-            if len(self._keys) >= FILTER_CACHE_SIZE:
-                self._keys.clear()
-            self._keys[key] = kb
-        return kb
+    def _key_entry(self, key: str) -> _KeyEntry:
+        kb = key.encode("utf-8", "surrogateescape")
+        if len(kb) > fmt.MAX_KEY_BYTES:
+            raise UsageError("key expression too long to record")
+        if len(self._keys) >= FILTER_CACHE_SIZE:
+            self._keys.clear()
+        entry = self._keys[key] = (_net_packer(len(kb)), kb, len(kb), len(kb))
+        return entry
 
     def _add_link(self, now_ns: int, data: bytes) -> None:
+        self._append_link(now_ns, data)
+        if self._size >= self._chunk_limit or now_ns - self._chunk_t0 >= self._chunk_ns:
+            self._flush(now_ns)
+
+    def _append_link(self, now_ns: int, data: bytes) -> None:
         seq = self._seq
         self._seq = seq + 1
-        buf = self._buf
-        self._link_offs.append(len(buf))
-        buf += fmt.MESSAGE_HEAD.pack(
-            fmt.OP_MESSAGE,
-            _MSG_FIXED + len(data),
-            fmt.CH_LINK,
-            seq & _M32,
-            now_ns,
-            now_ns,
+        self._link_idx.append(now_ns)
+        self._link_idx.append(self._size)
+        length = _MSG_FIXED + len(data)
+        self._parts.append(
+            fmt.MESSAGE_HEAD.pack(
+                _OP_MESSAGE, length, fmt.CH_LINK, seq & _M32, now_ns, now_ns
+            )
+            + data
         )
-        buf += data
-        self._maybe_flush(now_ns)
-
-    def _maybe_flush(self, now_ns: int) -> None:
-        if (
-            len(self._buf) >= self._chunk_limit
-            or now_ns - self._chunk_t0 >= self._chunk_ns
-        ):
-            self._flush(now_ns)
+        self._size += length + 9
 
     def _flush(self, now_ns: int) -> None:
         self._write_chunk()
@@ -308,30 +381,25 @@ class Recorder:
         self._pos += total
 
     def _write_chunk(self) -> None:
-        buf = self._buf
-        if not buf:
+        if not self._parts:
             return
-        unpack = fmt.U64.unpack_from
-        at = fmt.LOG_TIME_AT
+        buf = b"".join(self._parts)
         start, end = -1, 0
         index_parts: list[bytes] = []
         index_offsets: dict[int, int] = {}
         chunk_head_len = fmt.RECORD_HEAD.size + fmt.CHUNK_FIXED.size + 4 + 8
         index_pos = self._pos + chunk_head_len + len(buf)
         counts = self._counts
-        for channel, offs in (
-            (fmt.CH_NET, self._net_offs),
-            (fmt.CH_LINK, self._link_offs),
-            (fmt.CH_ROUTE, self._route_offs),
+        for channel, entries in (
+            (fmt.CH_NET, self._net_idx),
+            (fmt.CH_LINK, self._link_idx),
+            (fmt.CH_ROUTE, self._route_idx),
         ):
-            times = [unpack(buf, o + at)[0] for o in offs]
-            if times:
+            if entries:
+                times = entries[0::2]
                 lo, hi = min(times), max(times)
                 start = lo if start < 0 else min(start, lo)
                 end = max(end, hi)
-            entries = [0] * (2 * len(offs))
-            entries[0::2] = times
-            entries[1::2] = offs
             body = fmt.u64_array(entries)
             part = (
                 fmt.RECORD_HEAD.pack(fmt.OP_MESSAGE_INDEX, 2 + 4 + len(body))
@@ -341,7 +409,7 @@ class Recorder:
             index_offsets[channel] = index_pos
             index_pos += len(part)
             index_parts.append(part)
-            counts[channel] += len(offs)
+            counts[channel] += len(entries) // 2
         start = max(start, 0)
         crc = zlib.crc32(buf)
         head = (
@@ -372,10 +440,11 @@ class Recorder:
             self._seg_start = start
         self._seg_start = min(self._seg_start, start)
         self._seg_end = max(self._seg_end, end)
-        self._buf = bytearray()
-        self._net_offs = []
-        self._link_offs = []
-        self._route_offs = []
+        self._parts = []
+        self._size = 0
+        self._net_idx = []
+        self._link_idx = []
+        self._route_idx = []
 
     def _open_segment(self, now_ns: int | None) -> None:
         self._segment += 1
@@ -422,18 +491,7 @@ class Recorder:
                     remote=remote,
                     carried=True,
                 )
-                seq = self._seq
-                self._seq = seq + 1
-                self._link_offs.append(len(self._buf))
-                self._buf += fmt.MESSAGE_HEAD.pack(
-                    fmt.OP_MESSAGE,
-                    _MSG_FIXED + len(data),
-                    fmt.CH_LINK,
-                    seq & _M32,
-                    now_ns,
-                    now_ns,
-                )
-                self._buf += data
+                self._append_link(now_ns, data)
 
     def _finish_segment(self) -> None:
         data_end = _record(DataEnd(data_section_crc=0))
