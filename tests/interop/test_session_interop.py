@@ -484,3 +484,17 @@ def test_open_fails_cleanly_without_router() -> None:
 
     with pytest.raises(ConnectionError):
         pz.open(pyzenoh_config(f"tcp/127.0.0.1:{free_port()}"))
+
+
+def test_close_from_callback(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+    s = pz.open(pyzenoh_config(router.endpoint))
+    closed: queue.Queue[bool] = queue.Queue()
+
+    def on_sample(_: pz.Sample) -> None:
+        s.close()
+        closed.put(s.is_closed())
+
+    s.declare_subscriber(f"{prefix}/close", on_sample)
+    settle()
+    zs.put(f"{prefix}/close", "bye")
+    assert closed.get(timeout=WAIT) is True

@@ -577,6 +577,9 @@ class Session:
                 except Exception as exc:  # noqa: BLE001  (closing must not fail)
                     log.debug("error while closing: %s", exc)
             self._lt.stop()
+            dispatcher = rt._dispatcher
+            if dispatcher is not None:
+                dispatcher.stop(5.0)  # let queued callbacks finish (no-op from a callback)
 
     def _abort(self) -> None:
         """Tests only: drop the TCP connection without CLOSE, like a killed process."""

@@ -322,11 +322,11 @@ class Dispatcher:
             del fn, item
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Run what is queued, then end the thread (unless called from it)."""
+        """Run what is queued, then end the thread; wait up to ``timeout`` (not from itself)."""
         with self._cond:
             self._stopping = True
             self._cond.notify()
-        if threading.current_thread() is not self._thread:
+        if timeout > 0 and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
 

@@ -98,7 +98,8 @@ class Runtime:
         if self.link is not None:
             await self.link.aclose(CloseReason.GENERIC)
         if self._dispatcher is not None:
-            self._dispatcher.stop()
+            # never wait here: a callback may be the one closing the session
+            self._dispatcher.stop(0)
         self._ops_room.set()
 
     def abort(self) -> None:
