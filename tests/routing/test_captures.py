@@ -223,17 +223,19 @@ def test_client_router2_matches_capture() -> None:
     assert h.core.is_empty()
 
 
-def test_peer_linkstate_answer_is_the_captured_bytes() -> None:
+def test_peer_gets_the_captured_linkstate_on_open() -> None:
     h = Harness()
-    h.open(1, CLIENT_ZID, WhatAmI.PEER)
-    first = next(e.message for e in events("peer_router") if e.to_router and e.message is not None)
-    assert isinstance(first, NetworkOam)
-    out = h.send(1, first)
+    out = h.open(1, CLIENT_ZID, WhatAmI.PEER)
     expected = next(e.message for e in events("peer_router")
                     if not e.to_router and e.message is not None)  # fmt: skip
+    assert isinstance(expected, NetworkOam)
     assert [s.message for s in out] == [expected]
     assert out[0].priority == 0
-    assert h.send(1, first) == []  # answered once
+    # The peer's own LINKSTATE needs no answer.
+    first = next(e.message for e in events("peer_router") if e.to_router and e.message is not None)
+    assert isinstance(first, NetworkOam)
+    assert h.send(1, first) == []
+    assert h.core.stats.dropped == {}
 
 
 def test_client_oam_is_ignored() -> None:

@@ -105,7 +105,7 @@ def test_last_remaining_holder_is_told_the_others_left() -> None:
 def test_future_only_interest_has_no_current_part() -> None:
     h = two_clients()
     h.send(1, d_sub(1, "f/a"))
-    assert h.send(2, interest(3, FUTURE, S, "f/**")) == []
+    assert msgs(h.send(2, interest(3, FUTURE, S, "f/**"))) == [d_final(3)]
     assert msgs(h.send(1, d_sub(2, "f/b"))) == [decl(DeclareSubscriber(1, we("f/b")))]
     # f/a was never declared to face 2, so its removal says nothing.
     assert h.send(1, u_sub(1)) == []
@@ -255,7 +255,7 @@ def test_peers_do_not_get_their_own_tokens() -> None:
 def test_liveliness_subscriber_without_history() -> None:
     h = two_clients()
     h.send(1, d_token(1, "l/old"))
-    assert h.send(2, interest(3, FUTURE, T, "l/**")) == []
+    assert msgs(h.send(2, interest(3, FUTURE, T, "l/**"))) == [d_final(3)]
     assert msgs(h.send(1, d_token(2, "l/new"))) == [decl(DeclareToken(1, we("l/new")))]
     assert msgs(h.send(1, u_token(2))) == [decl(UndeclareToken(1))]
     # A token the face never heard of: undeclared with id 0 and its key in the extension.

@@ -156,7 +156,9 @@ class Model:
             if f is None:
                 whatami = WhatAmI.PEER if op[2] else WhatAmI.CLIENT
                 self.faces[fid] = FaceModel(op[2])
-                assert self.core.add_face(fid, ZenohId(fid + 1), whatami, self.now) == []
+                out = self.core.add_face(fid, ZenohId(fid + 1), whatami, self.now)
+                assert [type(s.message) for s in out] == ([NetworkOam] if op[2] else [])
+                self.check_outputs(None, None, out)
             return
         if f is None:
             return
@@ -340,7 +342,7 @@ class Model:
         else:
             assert isinstance(body, DeclareFinal)
             assert isinstance(cause, Interest) and cause.interest_id == m.interest_id
-            assert cause.mode in (InterestMode.CURRENT, InterestMode.CURRENT_FUTURE)
+            assert cause.mode != InterestMode.FINAL
 
     def check_views(self) -> None:
         for fid, f in self.faces.items():

@@ -40,7 +40,7 @@ Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
 
 * Clients and peers are served alike ("broker" mode): nothing is sent after a face
   opens; declarations reach a face only as answers to its interests. Differences for
-  peers: their LINKSTATE OAM is answered once with an empty list, their own liveliness
+  peers: ``add_face`` returns the router's LINKSTATE OAM (an empty list), their own liveliness
   tokens are not echoed back, the aggregate option is ignored, and an INTEREST Final
   forgets what that interest alone had declared. Real routers do not route between two
   of their peers (those find each other by gossip and connect directly); this router
@@ -54,8 +54,8 @@ Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
   interest covering it, the router declares its own id first (D_KEYEXPR).
 * Interests: Current (tokens only, others ignored), Future and CurrentFuture with K, S,
   Q, T, restricted or not, aggregate or not. Current answers carry the interest id (entity
-  id 0 for Current) and end with D_FINAL; future changes follow without an interest id
-  until INTEREST Final. Subscribers and queryables of the interested face itself are never
+  id 0 for Current); every accepted interest, Future ones too, is then answered with
+  D_FINAL; future changes follow without an interest id until INTEREST Final. Subscribers and queryables of the interested face itself are never
   declared to it; tokens are (clients only).
 * Declarations are aggregated per key expression: one declaration per key per face,
   undeclared when no other face holds that key any more.

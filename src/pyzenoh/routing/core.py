@@ -228,7 +228,6 @@ class _Face:
         "interests",
         "is_peer",
         "key_interests",
-        "linkstate_answered",
         "local_id_of",
         "local_ids",
         "local_qabls",
@@ -268,7 +267,6 @@ class _Face:
         self.next_rid = 0
         self.pending: dict[int, _Query] = {}  # rid we sent to this face -> its query
         self.outgoing: dict[int, _Query] = {}  # qid -> queries this face asked
-        self.linkstate_answered = False
 
     def declaration_count(self) -> int:
         return len(self.subs) + len(self.qabls) + len(self.tokens) + len(self.interests)
@@ -353,14 +351,21 @@ class RoutingCore:
     # -- public API ---------------------------------------------------------------------------
 
     def add_face(self, face: int, zid: ZenohId, whatami: WhatAmI, now: float) -> list[Send]:
-        """A session is open on ``face``. Real routers send nothing proactive then."""
+        """A session is open on ``face``.
+
+        Real routers send nothing to a client then; a peer gets the router's LINKSTATE.
+        """
         if face in self._faces:
             raise UsageError(f"face {face} already exists")
         if whatami == WhatAmI.ROUTER:
             raise UnsupportedFace("router-to-router sessions are not supported")
-        self._faces[face] = _Face(face, zid, whatami)
+        f = self._faces[face] = _Face(face, zid, whatami)
         self._invalidate_routes()
-        return []
+        if not f.is_peer:
+            return []
+        # Routers tell a new peer their link state (checked on the wire: sent even when the
+        # peer sends none). Without gossip ours is the empty list.
+        return [_send(face, NetworkOam(OAM_LINKSTATE, EMPTY_LINKSTATE, QOS_DECLARE), QOS_DECLARE)]
 
     def remove_face(self, face: int, now: float) -> list[Send]:
         """The session on ``face`` is gone (closed or lease expired): drop all its state.
@@ -898,10 +903,7 @@ class RoutingCore:
 
     def _on_oam(self, f: _Face, msg: NetworkOam) -> None:
         if msg.oam_id == OAM_LINKSTATE and f.is_peer:
-            if not f.linkstate_answered:
-                f.linkstate_answered = True
-                self._emit(f.fid, NetworkOam(OAM_LINKSTATE, EMPTY_LINKSTATE, QOS_DECLARE), QOS_DECLARE)
-            return
+            return  # a peer's link state: nothing to do without router-to-router routing
         self._drop(f.fid, "unexpected OAM", msg)
 
     # -- declarations ---------------------------------------------------------------------------
@@ -1213,7 +1215,9 @@ class RoutingCore:
                 self._current_queryables(f, iid, key, aggregate, future)
             if options & _T:
                 self._current_tokens(f, iid, key, future)
-            self._declare(f, DeclareFinal(), iid)
+        # A router has nobody north to wait for: every accepted interest, Future ones
+        # included, is final at once (checked on the wire against a 1.10.2 router).
+        self._declare(f, DeclareFinal(), iid)
 
     def _on_interest_final(self, f: _Face, msg: Interest) -> None:
         iid = msg.interest_id
