@@ -216,3 +216,21 @@ def test_report(result: dict[str, Any]) -> None:
     ):
         assert f"<h2>{heading}</h2>" in html
     assert "alive/2" in html  # the token lifetimes table
+
+
+def test_a_recording_without_data_still_reports(spark: Any, tmp_path: Path) -> None:
+    from pyzenoh.pipeline.jobs import run_pipeline
+    from pyzenoh.recording import Recorder
+
+    with Recorder(tmp_path / "rec") as rec:
+        rec.link_opened(T0, 1, "aa", "client", "tcp/x:1")
+        rec.message(T0 + MS, 1, "rx", None, b"\x1a\x01")  # a stray RESPONSE_FINAL
+        rec.link_closed(T0 + 2 * MS, 1, "bye")
+    out = run_pipeline(tmp_path / "rec", tmp_path / "out", progress=False)
+    assert out["tables"]["messages"]["rows"] == 1
+    assert (
+        out["tables"]["delivery"]["rows"] == 0 and out["tables"]["queries"]["rows"] == 0
+    )
+    assert out["audit"]["passed"] is True
+    html = Path(out["report"]).read_text(encoding="utf-8")
+    assert "No keyed traffic." in html and "No answered queries." in html

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -214,3 +215,14 @@ def test_any_cut_into_batches_and_slices_reads_each_record_once(
         start = end
     assert seqs == [r.seq for r in read_records(path) if isinstance(r, NetRecord)]
     assert R.MESSAGE_COLUMNS[3] == "seq"
+
+
+def test_catalog_notices_a_recording_rewritten_in_place(tmp_path: Path) -> None:
+    _record(tmp_path, 100)
+    assert len(_all_rows(_reader(tmp_path))) == 100
+    shutil.rmtree(tmp_path)
+    with Recorder(tmp_path) as rec:
+        for i in range(30):
+            rec.message(i, 9, "tx", "other", b"\x1a\x01")
+    rows = _all_rows(_reader(tmp_path))
+    assert [(r["link"], r["msg_type"]) for r in rows] == [(9, "response_final")] * 30

@@ -27,6 +27,7 @@ implemented (see the project's Spark notes: it corrupts later queries in 4.3.0).
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -81,17 +82,32 @@ class SegmentCatalog:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self._infos: dict[int, SegmentInfo] = {}
+        self._files: dict[int, tuple[int, int]] = {}  # (inode, device) scanned
         self._link_states: dict[int, list[LinkState]] = {}
         self._lock = threading.Lock()
 
     def refresh(self) -> list[SegmentInfo]:
         with self._lock:
-            found = list_segments(self.directory)
             out = []
-            for number, path in found:
+            for number, path in list_segments(self.directory):
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    continue  # deleted between listing and now
                 prev = self._infos.get(number)
+                identity = (st.st_ino, st.st_dev)
+                # A file replaced, shrunk, or changed after its footer is not the one we
+                # scanned (e.g. a recording regenerated in place): start over.
+                if prev is not None and (
+                    self._files.get(number) != identity
+                    or st.st_size < prev.size
+                    or (prev.closed and st.st_size != prev.size)
+                ):
+                    prev = None
+                    self._link_states.pop(number, None)
                 info = scan_segment(path, prev)
                 self._infos[number] = info
+                self._files[number] = identity
                 out.append(info)
             return out
 
