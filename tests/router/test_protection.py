@@ -116,19 +116,21 @@ def _run_publisher(
     return got
 
 
-def test_slow_subscriber_with_drop_does_not_slow_others(small_router: RouterProc) -> None:
-    slow = RawClient(small_router.port, 0x51)
+def test_slow_subscriber_with_drop_does_not_slow_others(router: RouterProc) -> None:
+    # Default 8 MiB queues: a reading subscriber never falls that far behind, while the
+    # stalled one (kernel buffers + queue, far less than the 25 MiB sent) must drop.
+    slow = RawClient(router.port, 0x51)
     try:
         _subscribe(slow, "flood/**")
         time.sleep(0.2)
-        got = _run_publisher(small_router, "flood/a", count=400, size=32 * 1024, block=False, pace=0.002)
+        got = _run_publisher(router, "flood/a", count=400, size=64 * 1024, block=False, pace=0.002)
         assert got.qsize() == 400  # the reading subscriber got everything
         # The stalled one had Drop messages dropped for it, and is still connected.
         pushes = slow.drain_pushes()
         assert 0 < pushes < 400
     finally:
         slow.close()
-    assert small_router.proc.poll() is None
+    assert router.proc.poll() is None
 
 
 def test_slow_subscriber_with_block_is_disconnected(small_router: RouterProc) -> None:
