@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +12,7 @@ from typing import Any
 import pytest
 
 from pyzenoh.recording import Recorder
+from tests.pipeline.zenoh_helpers import WAIT_S, Collector, client, free_port
 
 zenoh = pytest.importorskip("zenoh")
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
@@ -30,48 +28,11 @@ print("ready", flush=True)
 sys.stdin.read()  # runs until the test closes our stdin
 session.close()
 """
-WAIT_S = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _client(endpoint: str) -> Any:
-    conf = zenoh.Config()
-    conf.insert_json5("mode", '"client"')
-    conf.insert_json5("connect/endpoints", json.dumps([endpoint]))
-    conf.insert_json5("scouting/multicast/enabled", "false")
-    return zenoh.open(conf)
-
-
-class Collector:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.samples: list[tuple[str, bytes, str]] = []
-
-    def __call__(self, sample: Any) -> None:
-        with self.lock:
-            self.samples.append(
-                (str(sample.key_expr), sample.payload.to_bytes(), str(sample.encoding))
-            )
-
-    def matching(self, prefix: str) -> list[tuple[str, bytes, str]]:
-        with self.lock:
-            return [s for s in self.samples if s[0].startswith(prefix)]
-
-    def wait_for(self, prefix: str, n: int) -> list[tuple[str, bytes, str]]:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline and len(self.matching(prefix)) < n:
-            time.sleep(0.05)
-        return self.matching(prefix)
 
 
 @pytest.fixture(scope="module")
 def router() -> Iterator[str]:
-    endpoint = f"tcp/127.0.0.1:{_free_port()}"
+    endpoint = f"tcp/127.0.0.1:{free_port()}"
     proc = subprocess.Popen(
         [sys.executable, "-c", ROUTER_SCRIPT, endpoint],
         stdin=subprocess.PIPE,
@@ -95,11 +56,11 @@ def router() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def subscriber(router: str) -> Iterator[Collector]:
     collector = Collector()
-    session = _client(router)
+    session = client(router)
     sub = session.declare_subscriber("**", collector)
     try:
         # The subscription has reached the router once a probe comes back through it.
-        probe = _client(router)
+        probe = client(router)
         try:
             deadline = time.monotonic() + WAIT_S
             while time.monotonic() < deadline and not collector.matching("probe/"):

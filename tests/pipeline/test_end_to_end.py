@@ -1,0 +1,114 @@
+"""Real traffic: eclipse-zenoh 1.10.2 clients through ``pyzenoh router --record``, then
+the pipeline over what the router recorded. The audit must find nothing wrong."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.pipeline.zenoh_helpers import Collector, client, free_port
+
+pytest.importorskip("zenoh")
+pytestmark = [pytest.mark.spark, pytest.mark.interop]
+
+
+def _record_real_traffic(rec_dir: Path) -> int:
+    endpoint = f"tcp/127.0.0.1:{free_port()}"
+    router = subprocess.Popen(
+        [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router", "-l", endpoint,
+         "--record", str(rec_dir)],
+    )  # fmt: skip
+    sessions: list[Any] = []
+    try:
+        for _ in range(100):  # the router listens within a few hundred ms
+            try:
+                sessions.append(client(endpoint))
+                break
+            except Exception:  # noqa: BLE001 - zenoh raises its own error type
+                time.sleep(0.1)
+        assert sessions, "pyzenoh router did not come up"
+        sessions += [client(endpoint), client(endpoint)]
+        pub, subscriber, server = sessions
+        got = Collector()
+        sub = subscriber.declare_subscriber("demo/**", got)
+        server.declare_queryable(
+            "svc/**", lambda q: q.reply(str(q.key_expr), b"answer")
+        )
+        token = subscriber.liveliness().declare_token("alive/sub")
+        probe_deadline = time.monotonic() + 30
+        while time.monotonic() < probe_deadline and not got.matching("demo/probe"):
+            pub.put("demo/probe", b"p")  # until the subscription is known to the router
+            time.sleep(0.05)
+        for i in range(30):
+            pub.put(f"demo/{i % 3}", f"v{i}".encode())
+            pub.put("other/x", b"nobody listens")
+        replies = [
+            r.ok.payload.to_bytes() for r in pub.get("svc/one?x=1", timeout=5) if r.ok
+        ]
+        assert replies == [b"answer"]
+        got.wait_for("demo/", 30 + len(got.matching("demo/probe")))
+        token.undeclare()
+        sub.undeclare()
+        time.sleep(0.3)
+    finally:
+        for s in sessions:
+            s.close()
+        time.sleep(0.3)
+        router.send_signal(signal.SIGTERM)  # closes the recording cleanly
+        try:
+            router.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            router.kill()
+            router.wait(timeout=10)
+    return len(got.matching("demo/probe"))
+
+
+def test_real_router_recording_through_the_pipeline(spark: Any, tmp_path: Path) -> None:
+    from pyzenoh.pipeline.jobs import run_pipeline
+
+    probes = _record_real_traffic(tmp_path / "rec")
+    result = run_pipeline(tmp_path / "rec", tmp_path / "out", progress=False)
+    audit = result["audit"]
+    assert audit["passed"], audit
+    assert audit["with_route"] == audit["audited"] >= 60
+    assert result["invalid_messages"] == 0
+    queries = spark.read.parquet(result["tables"]["queries"]["path"]).collect()
+    assert len(queries) == 1
+    q = queries[0]
+    assert (
+        q["selector"],
+        q["destinations"],
+        q["replies"],
+        q["errors"],
+        q["status"],
+    ) == (
+        "svc/one?x=1",
+        1,
+        1,
+        0,
+        "completed",
+    )
+    decl = spark.read.parquet(result["tables"]["declarations"]["path"]).where(
+        "direction = 'rx'"
+    )
+    kinds = {
+        (r["kind"], r["key"], r["end_reason"])
+        for r in decl.collect()
+        if r["kind"] != "keyexpr"
+    }
+    assert kinds == {
+        ("subscriber", "demo/**", "undeclared"),
+        ("queryable", "svc/**", "link_closed"),
+        ("token", "alive/sub", "undeclared"),
+    }
+    delivered = spark.read.parquet(result["tables"]["delivery"]["path"]).where(
+        "key LIKE 'demo/%'"
+    )
+    assert delivered.where("size(sent_to) = 1").count() >= 30
+    assert probes >= 1
