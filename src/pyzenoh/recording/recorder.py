@@ -5,9 +5,14 @@ call carries ``now_ns`` from the router, and time-based chunk flushes and segmen
 are decided from those values. It is not thread-safe; the router calls it from its event
 loop.
 
-Cost model: :meth:`Recorder.message` packs one fixed header with a single
-``struct.pack`` into the current chunk's ``bytearray`` and appends one offset to a list;
-everything else (CRC, message index, the write itself) happens once per chunk.
+Cost model: :meth:`Recorder.message` packs the record header and the key with one
+precompiled ``struct`` call, appends it and the raw bytes to the chunk's list of parts and
+notes (time, offset) for the message index; everything else (joining, CRC, the index
+records, the write itself) happens once per chunk. That is about 0.6 us per call.
+
+Durability: a chunk is written (one ``writev``) when it reaches its size, or on the first
+call at least a second of router time after the previous one. A router going idle should
+call :meth:`Recorder.tick` now and then so the last records do not wait in memory.
 """
 
 from __future__ import annotations
@@ -47,7 +52,6 @@ CHUNK_NS = 1_000_000_000
 # Per-key memo of the filter's verdict; cleared when it grows past this.
 FILTER_CACHE_SIZE = 4096
 
-_DIRECTION = {"rx": fmt.DIR_RX, "tx": fmt.DIR_TX}
 _M32 = 0xFFFFFFFF
 _NET_FIXED = fmt.NET_RECORD.size - fmt.RECORD_HEAD.size
 _ROUTE_FIXED = fmt.ROUTE_RECORD.size - fmt.RECORD_HEAD.size
@@ -58,9 +62,8 @@ _OP_MESSAGE = fmt.OP_MESSAGE
 _CH_NET = fmt.CH_NET
 _CH_ROUTE = fmt.CH_ROUTE
 _NO_KEY = fmt.NO_KEY
-_KeyEntry = tuple[
-    Callable[..., bytes], bytes, int, int
-]  # packer, key bytes, key field, length
+# Per key: the packer of header + key, the key bytes, the key-length field, the length.
+_KeyEntry = tuple[Callable[..., bytes], bytes, int, int]
 
 
 @lru_cache(maxsize=1024)
