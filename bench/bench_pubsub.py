@@ -108,7 +108,7 @@ def role_sub(impl: str, endpoint: str, duration: float) -> None:
         s = zenoh.open(c)
     s.declare_subscriber(KEY, on_sample)
     print("ready", flush=True)
-    deadline = time.monotonic() + duration + 30.0
+    deadline = time.monotonic() + duration + 100.0
     while time.monotonic() < deadline:
         time.sleep(0.1)
         if count and time.perf_counter() - last > IDLE_STOP_S:
@@ -118,7 +118,7 @@ def role_sub(impl: str, endpoint: str, duration: float) -> None:
     print("result " + json.dumps({"count": count, "seconds": last - first, "rate": rate}), flush=True)
 
 
-def role_pub(impl: str, endpoint: str, duration: float, size: int) -> None:
+def role_pub(impl: str, endpoint: str, duration: float, size: int, linger: float) -> None:
     payload = b"x" * size
     if impl == "pyzenoh":
         import pyzenoh.session as pz
@@ -146,8 +146,11 @@ def role_pub(impl: str, endpoint: str, duration: float, size: int) -> None:
         if time.perf_counter() >= end:
             break
     elapsed = time.perf_counter() - start
-    s.close()
     print("result " + json.dumps({"sent": sent, "seconds": elapsed, "rate": sent / elapsed}), flush=True)
+    # stay open until the orchestrator closes our stdin: closing a session may discard
+    # what is still queued (eclipse-zenoh does), which would look like loss downstream
+    select.select([sys.stdin], [], [], linger)
+    s.close()
 
 
 # --- orchestration -----------------------------------------------------------------------------
@@ -163,9 +166,9 @@ def run_pair(impl: str, endpoint: str, duration: float, size: int) -> dict[str, 
                      "--duration", str(duration), "--payload", str(size)])  # fmt: skip
         try:
             pub_res = json.loads(wait_line(pub, "result", duration + 60)[len("result "):])
+            sub_res = json.loads(wait_line(sub, "result", duration + 120)[len("result "):])
         finally:
             stop(pub)
-        sub_res = json.loads(wait_line(sub, "result", duration + 60)[len("result "):])
     finally:
         stop(sub)
     return {"pub": pub_res, "sub": sub_res}
@@ -175,6 +178,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=5.0, help="seconds of publishing per implementation")
     ap.add_argument("--payload", type=int, default=8, help="payload size in bytes (default 8)")
+    ap.add_argument("--linger", type=float, default=120.0, help=argparse.SUPPRESS)
     ap.add_argument("--role", choices=["sub", "pub"], help=argparse.SUPPRESS)
     ap.add_argument("--impl", choices=["pyzenoh", "zenoh"], help=argparse.SUPPRESS)
     ap.add_argument("--endpoint", help=argparse.SUPPRESS)
@@ -183,7 +187,7 @@ def main() -> int:
         role_sub(args.impl, args.endpoint, args.duration)
         return 0
     if args.role == "pub":
-        role_pub(args.impl, args.endpoint, args.duration, args.payload)
+        role_pub(args.impl, args.endpoint, args.duration, args.payload, args.linger)
         return 0
 
     endpoint = f"tcp/127.0.0.1:{free_port()}"
