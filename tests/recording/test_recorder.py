@@ -169,6 +169,9 @@ def test_usage_errors(tmp_path: Path) -> None:
         Recorder(tmp_path, max_segment_bytes=0)
     with pytest.raises(UsageError):
         Recorder(tmp_path / "b", max_segment_seconds=0)
+    for bad_filter in ("", "a//b", "a*"):
+        with pytest.raises(UsageError):
+            Recorder(tmp_path / "f", key_filter=bad_filter)
     rec = Recorder(tmp_path / "c")
     with pytest.raises(UsageError):
         rec.message(1, 1, "up", "a", b"")

@@ -88,6 +88,26 @@ def _fallback_intersects(a: str, b: str) -> bool:
     return False
 
 
+def check_key_expr(expr: str) -> None:
+    """Raise ValueError when ``expr`` is not a valid canonical key expression.
+
+    Uses ``pyzenoh.keyexpr.validate`` when importable; otherwise only the basic shape
+    (non-empty chunks, no ``#`` or ``?``) is checked.
+    """
+    try:
+        from pyzenoh.keyexpr import validate  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        if (
+            not expr
+            or any(not c for c in expr.split("/"))
+            or "#" in expr
+            or "?" in expr
+        ):
+            raise ValueError(f"invalid key expression {expr!r}") from None
+        return
+    validate(expr)
+
+
 @lru_cache(maxsize=1)
 def get_intersects() -> Intersects:
     """``pyzenoh.keyexpr.intersects`` when importable, else the local stand-in."""

@@ -41,7 +41,7 @@ from mcap.records import (
 
 from pyzenoh.errors import UsageError
 from pyzenoh.recording import format as fmt
-from pyzenoh.recording._keyexpr import get_intersects
+from pyzenoh.recording._keyexpr import check_key_expr, get_intersects
 from pyzenoh.recording.reader import resume_point
 
 # A chunk is written when it holds this many bytes, or when this much router time has
@@ -100,8 +100,11 @@ class Recorder:
             raise UsageError("max_segment_bytes must be positive")
         if not max_segment_seconds > 0:
             raise UsageError("max_segment_seconds must be positive")
-        if key_filter is not None and not key_filter:
-            raise UsageError("key_filter must be a non-empty key expression")
+        if key_filter is not None:
+            try:
+                check_key_expr(key_filter)
+            except ValueError as exc:
+                raise UsageError(f"key_filter: {exc}") from None
         self._dir = Path(directory)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._max_bytes = max_segment_bytes
