@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import zenoh
 
-import pyzenoh.aio as aio
 import pyzenoh.session as pz
+from pyzenoh import aio
 from tests.interop.zenoh_procs import Proc, pyzenoh_config, start_router, zenoh_config
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
