@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pyzenoh.codec import Declare, DeclareSubscriber, Push, WhatAmI, WireExpr, ZenohId
+from pyzenoh.codec import Declare, DeclareSubscriber, Push, Put, WhatAmI, WireExpr, ZenohId
 from pyzenoh.transport.link import Link, Received, LinkClosed, LinkConfig, Role
 from tests.router.conftest import RouterProc, run_router, zenoh, zenoh_config
 
@@ -91,9 +91,7 @@ def _subscribe(client: RawClient, key: str) -> None:
     client.send(Declare(DeclareSubscriber(1, WireExpr(0, key, True))))
 
 
-def _run_publisher(
-    router: RouterProc, key: str, count: int, size: int, block: bool, pace: float = 0.0
-) -> queue.Queue[Any]:
+def _run_publisher(router: RouterProc, key: str, count: int, size: int, block: bool) -> queue.Queue[Any]:
     pub_s = zenoh.open(zenoh_config(router.endpoint))
     sub_s = zenoh.open(zenoh_config(router.endpoint))
     got: queue.Queue[Any] = queue.Queue()
@@ -105,8 +103,6 @@ def _run_publisher(
         payload = b"x" * size
         for _ in range(count):
             pub.put(payload)
-            if pace:
-                time.sleep(pace)  # a Drop publisher must not outrun its own queue
         deadline = time.monotonic() + 30
         while got.qsize() < count and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -117,18 +113,32 @@ def _run_publisher(
 
 
 def test_slow_subscriber_with_drop_does_not_slow_others(router: RouterProc) -> None:
-    # Default 8 MiB queues: a reading subscriber never falls that far behind, while the
-    # stalled one (kernel buffers + queue, far less than the 25 MiB sent) must drop.
+    # The publisher is scripted on a blocking socket: TCP back-pressure paces it, so
+    # nothing is dropped before the router (a zenoh Drop publisher drops on its side when
+    # the router reads slower than it writes). Default 8 MiB queues: the reading
+    # subscriber never falls that far behind, while the stalled one (kernel buffers +
+    # queue, far less than the 25 MiB sent) must drop.
     slow = RawClient(router.port, 0x51)
+    publisher = RawClient(router.port, 0x54)
+    reader = zenoh.open(zenoh_config(router.endpoint))
     try:
+        got: queue.Queue[Any] = queue.Queue()
+        reader.declare_subscriber("flood/**", lambda s: got.put(len(s.payload.to_bytes())))
         _subscribe(slow, "flood/**")
-        time.sleep(0.2)
-        got = _run_publisher(router, "flood/a", count=400, size=64 * 1024, block=False, pace=0.002)
+        time.sleep(0.3)
+        payload = b"x" * (64 * 1024)
+        for _ in range(400):
+            publisher.send(Push(WireExpr(0, "flood/a", True), Put(payload)))
+        deadline = time.monotonic() + 30
+        while got.qsize() < 400 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert got.qsize() == 400  # the reading subscriber got everything
         # The stalled one had Drop messages dropped for it, and is still connected.
         pushes = slow.drain_pushes()
         assert 0 < pushes < 400
     finally:
+        reader.close()
+        publisher.close()
         slow.close()
     assert router.proc.poll() is None
 
