@@ -12,7 +12,17 @@ this differentially on generated batches).
 
 from __future__ import annotations
 
-from pyzenoh.codec import Del, Encoding, Frame, Push, Put, Timestamp, TransportMessage, WireExpr, ZenohId
+from pyzenoh.codec import (
+    Del,
+    Encoding,
+    Frame,
+    Push,
+    Put,
+    Timestamp,
+    TransportMessage,
+    WireExpr,
+    ZenohId,
+)
 from pyzenoh.codec.network import read_network_message
 from pyzenoh.codec.primitives import Reader
 from pyzenoh.codec.transport import read_transport_message
