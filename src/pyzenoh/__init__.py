@@ -4,3 +4,26 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from pyzenoh.session import (  # noqa: E402  (the eclipse-zenoh-shaped API at top level)
+    Config,
+    CongestionControl,
+    ConsolidationMode,
+    Encoding,
+    KeyExpr,
+    Priority,
+    QueryTarget,
+    Reliability,
+    ReplyKeyExpr,
+    Sample,
+    SampleKind,
+    Selector,
+    Session,
+    ZBytes,
+    open,
+)
+
+__all__ = [
+    "Config", "CongestionControl", "ConsolidationMode", "Encoding", "KeyExpr", "Priority",
+    "QueryTarget", "Reliability", "ReplyKeyExpr", "Sample", "SampleKind", "Selector",
+    "Session", "ZBytes", "__version__", "open",
+]  # fmt: skip

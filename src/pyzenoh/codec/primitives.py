@@ -75,6 +75,12 @@ class Reader:
         buf = self.buf
         pos = self.pos
         end = self.end
+        if pos < end and buf[pos] < 0x80:  # one-byte values dominate: ids, lengths, flags
+            value = buf[pos]
+            if value > maximum:
+                raise DecodeError(f"integer {value} exceeds bound {maximum}", pos)
+            self.pos = pos + 1
+            return value
         value = 0
         shift = 0
         for i in range(VLE_MAX_BYTES):
