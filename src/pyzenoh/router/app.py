@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from typing import Any
 
 from pyzenoh.codec import WhatAmI, ZenohId
@@ -17,6 +18,8 @@ from pyzenoh.router.daemon import RouterDaemon
 from pyzenoh.routing import Send
 
 log = logging.getLogger(__name__)
+
+RECORDER_TICK_S = 1.0
 
 
 class RouterApp:
@@ -35,6 +38,7 @@ class RouterApp:
         self.daemon = RouterDaemon(config, recorder=self.recorder)
         self.msgq: Any = None
         self.bridge: Any = None
+        self._ticker: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         await self.daemon.start()
@@ -42,6 +46,13 @@ class RouterApp:
             await self._start_msgq()
         if self.recorder is not None:
             log.info("recording into %s", self.config.record.dir)
+            self._ticker = asyncio.create_task(self._tick_recorder())
+
+    async def _tick_recorder(self) -> None:
+        """Flush and rotate segments when traffic is idle, so a kill -9 loses at most ~1 s."""
+        while True:
+            await asyncio.sleep(RECORDER_TICK_S)
+            self.recorder.tick(time.time_ns())
 
     async def _start_msgq(self) -> None:
         from pyzenoh.msgq import MsgqDaemon
@@ -67,6 +78,8 @@ class RouterApp:
         log.info("msgq bridged on face %d (key space @msgq/**)", face_holder[0])
 
     async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
         if self.msgq is not None:
             await self.msgq.close()
         await self.daemon.stop()

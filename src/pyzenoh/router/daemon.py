@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyzenoh.codec import NetworkMessage, WhatAmI, ZenohId, encode_network_message
+from pyzenoh.codec import NetworkMessage, Push, Request, WhatAmI, ZenohId, encode_network_message
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.routing import PushRouted, RoutingConfig, RoutingCore, RoutingEvent, Send
@@ -35,6 +35,8 @@ HARD_CAP_FACTOR = 4
 RECONNECT_DELAY_S = 1.0
 
 LocalSink = Callable[[Send], None]
+#: Messages that keep their key when routed (a recorder can reuse the received one).
+_SAME_KEY_KINDS = (Push, Request)
 
 
 @dataclass(slots=True)
@@ -87,7 +89,12 @@ class RouterDaemon:
             max_message_size=config.max_fragmented_message,
         )
         self.recorder = recorder
-        self._cause = -1  # recorder seq of the message being routed
+        # What the recorder needs about the message being routed, computed once for
+        # every record it causes: its seq, time, kind and resolved key.
+        self._cause = -1
+        self._rx_ns = 0
+        self._rx_kind: type | None = None
+        self._rx_key: str | None = None
         self.stats = RouterStats()
         self.listeners: list[TcpListener] = []
         self._faces: dict[int, _Face] = {}
@@ -247,8 +254,10 @@ class RouterDaemon:
         if rec is not None:
             if raw is None:
                 raw = encode_network_message(message)
-            key = self.core.key_of(face_id, message, incoming=True)
-            self._cause = rec.message(time.time_ns(), face_id, "rx", key, raw)
+            self._rx_ns = time.time_ns()
+            self._rx_kind = type(message)
+            self._rx_key = self.core.key_of(face_id, message, incoming=True)
+            self._cause = rec.message(self._rx_ns, face_id, "rx", self._rx_key, raw)
         try:
             sends = self.core.handle(face_id, message, self.now(), raw=raw)
         except PeerError as exc:
@@ -258,10 +267,11 @@ class RouterDaemon:
             return
         self._deliver(sends)
         self._cause = -1
+        self._rx_kind = None
 
     def _on_routing_event(self, event: RoutingEvent) -> None:
         if isinstance(event, PushRouted) and self.recorder is not None:
-            self.recorder.route(time.time_ns(), self._cause, event.key, sorted(event.destinations))
+            self.recorder.route(self._rx_ns, self._cause, event.key, list(event.destinations))
 
     def _deliver(self, sends: list[Send]) -> None:
         faces = self._faces
@@ -301,8 +311,13 @@ class RouterDaemon:
         self._rearm()
 
     def _record_tx(self, send: Send, data: bytes) -> None:
-        key = self.core.key_of(send.face, send.message, incoming=False)
-        self.recorder.message(time.time_ns(), send.face, "tx", key, data, self._cause)
+        if self._cause >= 0 and type(send.message) is self._rx_kind and self._rx_kind in _SAME_KEY_KINDS:
+            key = self._rx_key  # a forwarded PUSH/REQUEST names the key it arrived with
+            now_ns = self._rx_ns
+        else:
+            key = self.core.key_of(send.face, send.message, incoming=False)
+            now_ns = time.time_ns()
+        self.recorder.message(now_ns, send.face, "tx", key, data, self._cause)
 
     def _close_face(self, face_id: int, reason: int) -> None:
         face = self._faces.get(face_id)
