@@ -375,9 +375,7 @@ def match_keys_batches(
     """mapInArrow body: for each data key, the subscription keys it intersects."""
     import pyarrow as pa
 
-    from pyzenoh.recording._keyexpr import get_intersects
-
-    intersects = get_intersects()
+    from pyzenoh.keyexpr import intersects
     for batch in batches:
         left: list[str] = []
         right: list[str] = []

@@ -11,13 +11,12 @@ key are skipped and counted. Every Spark task opens its own client session.
 Delivery is at-least-once, like Spark's Kafka sink: a task that is retried, or a
 micro-batch that is replayed after a failure, publishes its rows again.
 
-The client is reached only through :func:`_open_publisher`, so the sink can move from
-eclipse-zenoh to pyzenoh's own client by changing that one function.
+The client is pyzenoh's own (:func:`pyzenoh.open`), reached only through
+:func:`_open_publisher`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,35 +40,29 @@ class Publisher(Protocol):
     def close(self) -> None: ...
 
 
-class _ZenohPublisher:
-    """An eclipse-zenoh client session used as a publisher."""
+class _PyzenohPublisher:
+    """A pyzenoh client session used as a publisher."""
 
     def __init__(self, endpoint: str) -> None:
-        import zenoh
+        import pyzenoh
 
-        conf = zenoh.Config()
-        conf.insert_json5("mode", '"client"')
-        conf.insert_json5("connect/endpoints", json.dumps([endpoint]))
-        conf.insert_json5("scouting/multicast/enabled", "false")
-        self._session = zenoh.open(conf)
+        self._session = pyzenoh.open({"mode": "client", "connect": {"endpoints": [endpoint]}})
         # A sink should wait for the network rather than drop rows.
-        self._block = zenoh.CongestionControl.BLOCK
+        self._block = pyzenoh.CongestionControl.BLOCK
 
     def put(self, key: str, payload: bytes, encoding: str | None) -> None:
         if encoding:
-            self._session.put(
-                key, payload, encoding=encoding, congestion_control=self._block
-            )
+            self._session.put(key, payload, encoding=encoding, congestion_control=self._block)
         else:
             self._session.put(key, payload, congestion_control=self._block)
 
     def close(self) -> None:
-        self._session.close()  # type: ignore[no-untyped-call,unused-ignore]
+        self._session.close()
 
 
 def _open_publisher(endpoint: str) -> Publisher:
     """Open a client connected to ``endpoint`` (e.g. ``tcp/127.0.0.1:7447``)."""
-    return _ZenohPublisher(endpoint)
+    return _PyzenohPublisher(endpoint)
 
 
 @dataclass(frozen=True)

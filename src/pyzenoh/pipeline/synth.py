@@ -47,7 +47,7 @@ from pyzenoh.codec.primitives import (
     ZenohId,
 )
 from pyzenoh.recording import Recorder
-from pyzenoh.recording._keyexpr import get_intersects
+from pyzenoh.keyexpr import intersects
 
 MS = 1_000_000
 ROUTER_ZID = ZenohId(0xA1A2A3A4A5A6A7A8)
@@ -77,7 +77,7 @@ class SimRouter:
         self.tokens: dict[tuple[int, int], str] = {}
         self._rids: dict[int, int] = {}
         self._queries: dict[tuple[int, int], _Query] = {}  # (face, router rid) -> query
-        self._intersects = get_intersects()
+        self._intersects = intersects
         self._raw_cache: dict[tuple[str, bytes, str | None], bytes] = {}
 
     # -- time and links ---------------------------------------------------------------------

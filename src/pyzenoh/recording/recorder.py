@@ -41,7 +41,7 @@ from mcap.records import (
 
 from pyzenoh.errors import UsageError
 from pyzenoh.recording import format as fmt
-from pyzenoh.recording._keyexpr import check_key_expr, get_intersects
+from pyzenoh.keyexpr import intersects, validate
 from pyzenoh.recording.reader import resume_point
 
 # A chunk is written when it holds this many bytes, or when this much router time has
@@ -102,7 +102,7 @@ class Recorder:
             raise UsageError("max_segment_seconds must be positive")
         if key_filter is not None:
             try:
-                check_key_expr(key_filter)
+                validate(key_filter)
             except ValueError as exc:
                 raise UsageError(f"key_filter: {exc}") from None
         self._dir = Path(directory)
@@ -114,7 +114,7 @@ class Recorder:
         )
         self._chunk_ns = min(CHUNK_NS, self._max_ns)
         self._filter = key_filter
-        self._intersects = get_intersects() if key_filter is not None else None
+        self._intersects = intersects if key_filter is not None else None
         self._verdicts: dict[str, bool] = {}
         self._keys: dict[str, _KeyEntry] = {}
         self._links: dict[int, tuple[str, str, str]] = {}
