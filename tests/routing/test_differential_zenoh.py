@@ -9,14 +9,8 @@ queryable a router picks first are used.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,14 +20,8 @@ zenoh = pytest.importorskip("zenoh")
 pytestmark = pytest.mark.interop
 
 #: Settling time after each change, so declarations reach every session (no assertion on it).
-SETTLE = 0.5
+SETTLE = 0.2
 STARTUP_TIMEOUT = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def session_config(endpoint: str, mode: str) -> Any:
@@ -45,47 +33,6 @@ def session_config(endpoint: str, mode: str) -> Any:
         conf.insert_json5("listen/endpoints", '["tcp/127.0.0.1:0"]')
         conf.insert_json5("scouting/gossip/enabled", "false")
     return conf
-
-
-@contextmanager
-def zenoh_router() -> Iterator[str]:
-    endpoint = f"tcp/127.0.0.1:{free_port()}"
-    conf = zenoh.Config()
-    conf.insert_json5("mode", '"router"')
-    conf.insert_json5("listen/endpoints", f'["{endpoint}"]')
-    conf.insert_json5("scouting/multicast/enabled", "false")
-    router = zenoh.open(conf)
-    try:
-        yield endpoint
-    finally:
-        router.close()
-
-
-@contextmanager
-def pyzenoh_router() -> Iterator[str]:
-    port = free_port()
-    endpoint = f"tcp/127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "pyzenoh", "router", "-l", endpoint],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=os.environ.copy())  # fmt: skip
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            assert proc.poll() is None, "pyzenoh router exited"
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "pyzenoh router did not start"
-                time.sleep(0.05)
-        yield endpoint
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class Sessions:
@@ -190,17 +137,18 @@ CASES = [(liveliness, "client"), (liveliness, "peer"), (matching, "client"),
          (matching, "peer"), (queries, "client")]  # fmt: skip
 
 
-def observe(router: Callable[[], Any], scenario: Scenario, mode: str) -> list[Any]:
-    with router() as endpoint:
-        z = Sessions(endpoint)
-        try:
-            return scenario(z, mode)
-        finally:
-            z.close_all()
+def observe(router_port: int, scenario: Scenario, mode: str) -> list[Any]:
+    z = Sessions(f"tcp/127.0.0.1:{router_port}")
+    try:
+        return scenario(z, mode)
+    finally:
+        z.close_all()
 
 
 @pytest.mark.parametrize("scenario,mode", CASES, ids=[f"{s.__name__}-{m}" for s, m in CASES])
-def test_same_observations_as_a_real_router(scenario: Scenario, mode: str) -> None:
-    real = observe(zenoh_router, scenario, mode)
-    ours = observe(pyzenoh_router, scenario, mode)
+def test_same_observations_as_a_real_router(
+    scenario: Scenario, mode: str, zenoh_router_port: int, pyzenoh_router_port: int
+) -> None:
+    real = observe(zenoh_router_port, scenario, mode)
+    ours = observe(pyzenoh_router_port, scenario, mode)
     assert ours == real
