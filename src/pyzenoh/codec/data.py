@@ -85,6 +85,11 @@ class Put:
     shm: bool = False
     extensions: tuple[Extension, ...] = ()
 
+    def with_timestamp(self, timestamp: Timestamp | None) -> Put:
+        """This PUT with another timestamp (a router stamping data it forwards)."""
+        return Put(self.payload, self.encoding, timestamp, self.source_info, self.attachment,
+                   self.shm, self.extensions)  # fmt: skip
+
     def write(self, out: bytearray) -> None:
         header = ID_PUT
         if self.timestamp is not None:

@@ -6,7 +6,7 @@ a reader parses one message and stops where it ends (zenoh-wire.md 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, IntFlag
 
 from pyzenoh.codec.data import (
@@ -191,8 +191,17 @@ class Push:
     node_id: int | None = None
     ts_stack: bytes | None = None
     extensions: tuple[Extension, ...] = ()
+    #: Where the body (PUT/DEL header) starts in the bytes this PUSH was decoded from
+    #: (-1 when built locally): lets a router edit the body without re-encoding it all.
+    body_offset: int = field(default=-1, compare=False, repr=False)
 
-    def write(self, out: bytearray) -> None:
+    def routed(self, wire_expr: WireExpr, body: Put | Del, timestamp: Timestamp | None) -> Push:
+        """This PUSH as a router forwards it: another key representation, body and
+        network timestamp, no NodeId."""
+        return Push(wire_expr, body, self.qos, timestamp, None, self.ts_stack, self.extensions)
+
+    def write_head(self, out: bytearray) -> None:
+        """Everything but the body: header, key and extensions."""
         exts = _common_exts(self.qos, self.timestamp)
         if self.node_id is not None:
             exts.append(Extension(EXT_NODE_ID, self.node_id))
@@ -203,10 +212,14 @@ class Push:
         self.wire_expr.write(out)
         if exts:
             write_extensions(out, exts)
+
+    def write(self, out: bytearray) -> None:
+        self.write_head(out)
         self.body.write(out)
 
     @classmethod
     def read(cls, r: Reader, header: int) -> Push:
+        start = r.pos - 1  # the header byte was read by the dispatcher
         wire_expr = _read_wire_expr(r, header)
         qos = QOS_DEFAULT
         timestamp = node_id = ts_stack = None
@@ -224,8 +237,10 @@ class Push:
                     ts_stack = ext.value
                 else:
                     others.append(unknown_extension(ext, r))
+        body_offset = r.pos - start
         body = read_push_body(r)
-        return cls(wire_expr, body, qos, timestamp, node_id, ts_stack, tuple(others))  # type: ignore[arg-type]
+        return cls(wire_expr, body, qos, timestamp, node_id, ts_stack, tuple(others),  # type: ignore[arg-type]
+                   body_offset)  # fmt: skip
 
 
 # --- REQUEST / RESPONSE / RESPONSE_FINAL ------------------------------------------------------

@@ -20,7 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyzenoh.codec import NetworkMessage, Push, Request, WhatAmI, ZenohId, encode_network_message
+from pyzenoh.codec import (
+    NetworkMessage,
+    Push,
+    Request,
+    WhatAmI,
+    ZenohId,
+    encode_network_message,
+)
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.routing import PushRouted, RoutingConfig, RoutingCore, RoutingEvent, Send

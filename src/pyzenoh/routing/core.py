@@ -48,9 +48,11 @@ from pyzenoh.codec import (
     UndeclareSubscriber,
     UndeclareToken,
     WhatAmI,
+    Timestamp,
     WireExpr,
     ZenohId,
 )
+from pyzenoh.codec.data import FLAG_T as PUT_FLAG_T
 from pyzenoh.codec.network import (
     OAM_LINKSTATE,
     QOS_BLOCK,
@@ -339,6 +341,7 @@ class RoutingCore:
         # keys, interest keys): only those get a D_KEYEXPR of their own (decl_key).
         self._resource_refs: dict[str, int] = {}
         self._data_routes: dict[tuple[int, int, str, bool], _DataRoute] = {}
+        self._push_heads: dict[tuple[WireExpr, int], bytes] = {}  # encoded PUSH heads
         self._query_routes: dict[tuple[int, int, str, bool], _QueryRoute] = {}
         self._timers: list[tuple[float, int, int, int, int]] = []  # deadline, seq, face, rid, qid
         self._timers_compact_at = MIN_TIMER_COMPACTION
@@ -738,33 +741,95 @@ class RoutingCore:
         stamped = False
         if dests and self.config.timestamping and isinstance(body, Put):
             if body.timestamp is None:
-                body = replace(body, timestamp=self._hlc.new_timestamp(self._now))
+                body = body.with_timestamp(self._hlc.new_timestamp(self._now))
                 stamped = True
             elif not self._hlc.update(body.timestamp, self._now):
                 if self.config.drop_future_timestamp:
                     self._drop(f.fid, "timestamp too far in the future", msg)
                     return
-                body = replace(body, timestamp=self._hlc.new_timestamp(self._now))
+                body = body.with_timestamp(self._hlc.new_timestamp(self._now))
                 stamped = True
         self.stats.pushes_routed += 1
         if dests:
             # Real routers drop the network-level timestamp when fanning out.
             net_ts = msg.timestamp if len(dests) == 1 else None
-            unchanged = body is msg.body and net_ts is msg.timestamp and msg.node_id is None
-            # One message object per distinct key representation: the caller can encode
-            # it once for every face it goes to.
-            shared: dict[WireExpr, Push] = {}
-            for fid, we in dests:
-                if unchanged and we == msg.wire_expr:
-                    self._emit(fid, msg, msg.qos, raw, reliable)
-                    continue
-                out = shared.get(we)
-                if out is None:
-                    out = shared[we] = replace(msg, wire_expr=we, body=body, timestamp=net_ts,
-                                               node_id=None)  # fmt: skip
-                self._emit(fid, out, msg.qos, None, reliable)
+            head_unchanged = net_ts is msg.timestamp and msg.node_id is None
+            body_raw = self._body_bytes(msg, raw, body)
+            if body_raw is not None:
+                self._emit_push_bytes(msg, raw, body, body_raw, dests, net_ts, head_unchanged, reliable)
+            else:
+                unchanged = body is msg.body and head_unchanged
+                # One message object per distinct key representation: the caller can
+                # encode it once for every face it goes to.
+                shared: dict[WireExpr, Push] = {}
+                for fid, we in dests:
+                    if unchanged and we == msg.wire_expr:
+                        self._emit(fid, msg, msg.qos, raw, reliable)
+                        continue
+                    out = shared.get(we)
+                    if out is None:
+                        out = shared[we] = msg.routed(we, body, net_ts)
+                    self._emit(fid, out, msg.qos, None, reliable)
         if self.observer is not None:
             self.observer(PushRouted(f.fid, route.key, frozenset(fid for fid, _ in dests), msg, stamped))
+
+    @staticmethod
+    def _body_bytes(msg: Push, raw: bytes | None, body: Put | Del) -> bytes | None:
+        """The outgoing body's bytes taken from the received ones, or None: encode it.
+
+        Unchanged bodies are sliced out; a router timestamp on a PUT that had none is
+        inserted right after the PUT header (where the T flag says it sits), which is the
+        common case of every publication through a router: no object is rebuilt and the
+        payload is not copied twice.
+        """
+        off = msg.body_offset
+        if raw is None or off <= 0:
+            return None
+        if body is msg.body:
+            return raw[off:]
+        if isinstance(body, Put) and isinstance(msg.body, Put) and msg.body.timestamp is None \
+                and body.timestamp is not None:  # fmt: skip
+            ts = bytearray((raw[off] | PUT_FLAG_T,))
+            body.timestamp.write(ts)
+            return bytes(ts) + raw[off + 1 :]
+        return None
+
+    def _push_head(self, msg: Push) -> bytes:
+        """The encoded head of a routed PUSH; a steady stream reuses it (when the head is
+        only the key and QoS, which is what publications carry)."""
+        if msg.timestamp is not None or msg.ts_stack is not None or msg.extensions:
+            head = bytearray()
+            msg.write_head(head)
+            return bytes(head)
+        cache_key = (msg.wire_expr, msg.qos)
+        cached = self._push_heads.get(cache_key)
+        if cached is None:
+            if len(self._push_heads) >= MAX_ROUTE_CACHE:
+                self._push_heads.clear()
+            head = bytearray()
+            msg.write_head(head)
+            cached = self._push_heads[cache_key] = bytes(head)
+        return cached
+
+    def _emit_push_bytes(
+        self, msg: Push, raw: bytes | None, body: Put | Del, body_raw: bytes,
+        dests: tuple[tuple[int, WireExpr], ...], net_ts: Timestamp | None,
+        head_unchanged: bool, reliable: bool,
+    ) -> None:  # fmt: skip
+        """Emit a routed PUSH whose bytes are its received head (or one re-encoded head per
+        key representation) followed by ``body_raw``, the encoding of ``body``."""
+        assert raw is not None
+        heads: dict[WireExpr, tuple[Push, bytes]] = {}
+        for fid, we in dests:
+            entry = heads.get(we)
+            if entry is None:
+                out_msg = msg.routed(we, body, net_ts)
+                if head_unchanged and we == msg.wire_expr:
+                    entry = (out_msg, raw[: msg.body_offset] + body_raw)
+                else:
+                    entry = (out_msg, self._push_head(out_msg) + body_raw)
+                heads[we] = entry
+            self._emit(fid, entry[0], msg.qos, entry[1], reliable)
 
     # -- queries --------------------------------------------------------------------------------
 

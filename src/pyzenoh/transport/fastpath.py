@@ -91,6 +91,7 @@ def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
         p += 2
     if p >= end:
         return None
+    body_offset = p - pos
     bh = buf[p]
     p += 1
     kind = bh & 0x1F
@@ -158,7 +159,7 @@ def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
             return None
         body = Put(buf[p : p + n], enc, ts)
         p += n
-    return Push(WireExpr(scope, suffix, bool(h & 0x40)), body, qos), p
+    return Push(WireExpr(scope, suffix, bool(h & 0x40)), body, qos, body_offset=body_offset), p
 
 
 def _frame(buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool) -> tuple[Frame, int] | None:
