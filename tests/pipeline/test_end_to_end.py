@@ -76,7 +76,8 @@ def test_real_router_recording_through_the_pipeline(spark: Any, tmp_path: Path) 
     result = run_pipeline(tmp_path / "rec", tmp_path / "out", progress=False)
     audit = result["audit"]
     assert audit["passed"], audit
-    assert audit["with_route"] == audit["audited"] >= 60
+    # The router records its route only when a send was dropped; nothing was here.
+    assert audit["audited"] >= 60 and audit["with_route"] == 0
     assert result["invalid_messages"] == 0
     queries = spark.read.parquet(result["tables"]["queries"]["path"]).collect()
     assert len(queries) == 1

@@ -30,7 +30,7 @@ from pyzenoh.codec import (
 )
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.router.config import RouterConfig
-from pyzenoh.routing import PushRouted, RoutingConfig, RoutingCore, RoutingEvent, Send
+from pyzenoh.routing import PushRouted, QueryRouted, RoutingConfig, RoutingCore, RoutingEvent, Send
 from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
 from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
 
@@ -99,7 +99,9 @@ class RouterDaemon:
         # What the recorder needs about the message being routed, computed once for
         # every record it causes: its seq, time, kind and resolved key.
         self._cause = -1
+        self._rx: tuple[int, NetworkMessage, bytes] | None = None  # awaiting its rx record
         self._rx_ns = 0
+        self._route: PushRouted | None = None  # recorded only if one of its sends is dropped
         self._rx_kind: type | None = None
         self._rx_key: str | None = None
         self.stats = RouterStats()
@@ -259,26 +261,38 @@ class RouterDaemon:
         self.stats.messages_in += 1
         rec = self.recorder
         if rec is not None:
-            if raw is None:
-                raw = encode_network_message(message)
+            # The rx record is written once the key is known: by the routing observer
+            # for PUSH/REQUEST (the core resolved it already), else right after routing.
+            self._rx = (face_id, message, raw if raw is not None else encode_network_message(message))
             self._rx_ns = time.time_ns()
             self._rx_kind = type(message)
-            self._rx_key = self.core.key_of(face_id, message, incoming=True)
-            self._cause = rec.message(self._rx_ns, face_id, "rx", self._rx_key, raw)
         try:
             sends = self.core.handle(face_id, message, self.now(), raw=raw)
         except PeerError as exc:
             self.stats.faces_closed_bad_input += 1
             log.warning("face %d sent bad input (%s); closing it", face_id, exc)
             self._close_face(face_id, exc.close_reason)
-            return
+            sends = []
+        if rec is not None and self._rx is not None:
+            self._record_rx(self.core.key_of(face_id, message, incoming=True))
         self._deliver(sends)
         self._cause = -1
         self._rx_kind = None
+        self._route = None
+
+    def _record_rx(self, key: str | None) -> None:
+        face_id, _, raw = self._rx  # type: ignore[misc]
+        self._rx = None
+        self._rx_key = key
+        self._cause = self.recorder.message(self._rx_ns, face_id, "rx", key, raw)
 
     def _on_routing_event(self, event: RoutingEvent) -> None:
-        if isinstance(event, PushRouted) and self.recorder is not None:
-            self.recorder.route(self._rx_ns, self._cause, event.key, list(event.destinations))
+        if self._rx is not None and isinstance(event, PushRouted | QueryRouted):
+            self._record_rx(event.key)
+        if isinstance(event, PushRouted):
+            # The tx records already say where a PUSH went; the router's route is only
+            # worth a record when it differs from them, i.e. when a send is dropped.
+            self._route = event
 
     def _deliver(self, sends: list[Send]) -> None:
         faces = self._faces
@@ -315,6 +329,10 @@ class RouterDaemon:
                     self._record_tx(send, data)
             else:
                 self.stats.dropped += 1
+                route = self._route
+                if rec is not None and route is not None:
+                    rec.route(self._rx_ns, self._cause, route.key, list(route.destinations))
+                    self._route = None  # one route record per routed message
         self._rearm()
 
     def _record_tx(self, send: Send, data: bytes) -> None:

@@ -30,6 +30,7 @@ from pyzenoh.codec import (
     DeclareQueryable,
     DeclareSubscriber,
     DeclareToken,
+    Del,
     EntityGlobalId,
     Err,
     Interest,
@@ -43,12 +44,12 @@ from pyzenoh.codec import (
     Request,
     Response,
     ResponseFinal,
+    Timestamp,
     UndeclareKeyExpr,
     UndeclareQueryable,
     UndeclareSubscriber,
     UndeclareToken,
     WhatAmI,
-    Timestamp,
     WireExpr,
     ZenohId,
 )
@@ -284,6 +285,7 @@ class _DataRoute:
     key: str | None  # None: the message is dropped for ``reason``
     dests: tuple[tuple[int, WireExpr], ...] = ()
     reason: str = ""
+    faces: frozenset[int] = frozenset()  # the destination faces, for observers
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +313,13 @@ def _nonwild_split(key: str) -> tuple[str, str]:
 
 
 # --- the core --------------------------------------------------------------------------------
+
+
+def _merge_all(infos: Iterable[QueryableInfo]) -> QueryableInfo | None:
+    out: QueryableInfo | None = None
+    for info in infos:
+        out = info if out is None else merge_queryable_infos(out, info)
+    return out
 
 
 class RoutingCore:
@@ -397,7 +406,7 @@ class RoutingCore:
             for key, n in Counter(f.subs.values()).items():
                 self._change_sub_holder(f, key, -n)
             for key in dict.fromkeys(k for k, _ in f.qabls.values()):
-                self._set_qabl_holder(f, key, None)
+                self._set_qabl_holder(f, key, None, "close")
             for key, n in Counter(f.tokens.values()).items():
                 self._change_token_holder(f, key, -n)
             for key in itertools.chain(f.remote_ids.values(), f.local_ids.values()):
@@ -539,10 +548,12 @@ class RoutingCore:
                 subs.setdefault(key, {})[fid] = subs.get(key, {}).get(fid, 0) + 1
             for key in f.tokens.values():
                 tokens.setdefault(key, {})[fid] = tokens.get(key, {}).get(fid, 0) + 1
-            for key in dict.fromkeys(k for k, _ in f.qabls.values()):
-                info = self._face_qabl_info(f, key)
-                assert info is not None
-                qabls.setdefault(key, {})[fid] = info
+            for key, info in f.qabls.values():
+                # A face's info on a key is one of its queryables' there (the latest
+                # declared) or, after undeclarations, a merge of those left.
+                held = self._qabl_holders.get(key, {}).get(fid)
+                assert held is not None, "queryable holder missing"
+                qabls.setdefault(key, {})[fid] = held
             for key, ident in f.remote_id_of.items():
                 assert f.remote_ids[ident] == key
             for ident, key in f.local_ids.items():
@@ -725,7 +736,7 @@ class RoutingCore:
                 d = self._faces[fid]
                 if fid not in dests and self._sees(d, f):
                     dests[fid] = self._best_key(d, key)
-            route = _DataRoute(key, tuple(sorted(dests.items())))
+            route = _DataRoute(key, tuple(sorted(dests.items())), faces=frozenset(dests))
         if len(self._data_routes) >= MAX_ROUTE_CACHE:
             self._data_routes.clear()
         self._data_routes[cache_key] = route
@@ -771,7 +782,7 @@ class RoutingCore:
                         out = shared[we] = msg.routed(we, body, net_ts)
                     self._emit(fid, out, msg.qos, None, reliable)
         if self.observer is not None:
-            self.observer(PushRouted(f.fid, route.key, frozenset(fid for fid, _ in dests), msg, stamped))
+            self.observer(PushRouted(f.fid, route.key, route.faces, msg, stamped))
 
     @staticmethod
     def _body_bytes(msg: Push, raw: bytes | None, body: Put | Del) -> bytes | None:
@@ -1001,7 +1012,7 @@ class RoutingCore:
             if entry is None:
                 self._drop(f.fid, "unknown queryable id", msg)
                 return
-            self._set_qabl_holder(f, entry[0], self._face_qabl_info(f, entry[0]))
+            self._on_undeclare_queryable(f, entry[0], entry[1])
         elif isinstance(body, DeclareToken):
             if msg.interest_id is not None:
                 # Tokens answering an interest flow only north-to-south.
@@ -1124,19 +1135,34 @@ class RoutingCore:
         else:
             self._check_declaration_cap(f)
         f.qabls[body.entity_id] = (key, info)
-        self._set_qabl_holder(f, key, self._face_qabl_info(f, key))
+        # Like zenoh, the face's info on a key is that of its latest declaration there.
+        self._set_qabl_holder(f, key, info, "declare")
+
+    def _on_undeclare_queryable(self, f: _Face, key: str, info: QueryableInfo) -> None:
+        if any(k == key and i == info for k, i in f.qabls.values()):
+            return  # another queryable of the face with the same key and info remains
+        self._set_qabl_holder(f, key, self._face_qabl_info(f, key), "undeclare")
 
     def _qabl_info_for(self, d: _Face, holders: dict[int, QueryableInfo]) -> QueryableInfo | None:
+        """The info ``d`` should know for a key: its holders other than ``d``, merged."""
         info: QueryableInfo | None = None
         for h, i in holders.items():
             if h in self._faces and self._sees(d, self._faces[h]):
                 info = i if info is None else merge_queryable_infos(info, i)
         return info
 
-    def _set_qabl_holder(self, f: _Face, key: str, info: QueryableInfo | None) -> None:
+    def _set_qabl_holder(self, f: _Face, key: str, info: QueryableInfo | None,
+                         cause: Literal["declare", "undeclare", "close"]) -> None:  # fmt: skip
+        """Face ``f``'s info on ``key`` becomes ``info`` (None: it holds none there).
+
+        What other faces are told follows real routers, including what they leave out: a
+        face that alone still holds the key keeps the declaration it got from the others
+        (no U_QUERYABLE, checked on the wire), unless the last other holder was in the
+        other region (clients / peers).
+        """
         holders = self._qabl_holders.setdefault(key, {})
-        before = dict(holders)
-        if before.get(f.fid) == info:
+        old = holders.get(f.fid)
+        if old == info:
             if not holders:
                 del self._qabl_holders[key]
             return
@@ -1144,22 +1170,51 @@ class RoutingCore:
             del holders[f.fid]
             self._qabl_tree.remove(key, f.fid)
         else:
-            if f.fid not in holders:
+            if old is None:
                 self._qabl_tree.insert(key, f.fid)
             holders[f.fid] = info
         if not holders:
             del self._qabl_holders[key]
         self._query_routes.clear()
+        if cause == "declare":
+            self._propagate_qabl_everywhere(key, holders)
+            return
+        if not holders:
+            for d in self._live_faces():
+                if d is not f:
+                    self._unpropagate_qabl(d, key)
+            return
+        regions = {self._faces[h].is_peer for h in holders}
+        if cause == "undeclare":
+            same_region = [i for h, i in holders.items()
+                           if h != f.fid and self._faces[h].is_peer == f.is_peer]  # fmt: skip
+            others = _merge_all(same_region)
+            new_total = _merge_all([i for i in (others, info) if i is not None])
+            if new_total is None:  # no holder left in f's region: the others' region decides
+                if len(holders) == 1:
+                    self._unpropagate_qabl(self._faces[next(iter(holders))], key)
+            elif new_total != _merge_all([i for i in (others, old) if i is not None]):
+                self._propagate_qabl_everywhere(key, holders)
+            return
+        # cause == "close"
+        if regions != {f.is_peer}:
+            if len(holders) == 1:
+                (last,) = holders
+                self._unpropagate_qabl(self._faces[last], key)
+            return
+        self._propagate_qabl_everywhere(key, holders)
+
+    def _propagate_qabl_everywhere(self, key: str, holders: dict[int, QueryableInfo]) -> None:
         for d in self._live_faces():
-            was = self._qabl_info_for(d, before)
-            now = self._qabl_info_for(d, holders)
-            if now == was:
-                continue
-            if now is None:
-                for change in d.local_qabls.remove_simple(key):
-                    self._declare_qabl_change(d, change.id, change.key, change.info)
-            else:
-                self._propagate_qabl(d, key, now)
+            info = self._qabl_info_for(d, holders)
+            if info is not None:
+                self._propagate_qabl(d, key, info)
+
+    def _unpropagate_qabl(self, d: _Face, key: str) -> None:
+        if d is self._closing:
+            return
+        for change in d.local_qabls.remove_simple(key):
+            self._declare_qabl_change(d, change.id, change.key, change.info)
 
     def _propagate_qabl(self, d: _Face, key: str, info: QueryableInfo) -> None:
         matching = self._matching_interests(d, _Q, key)
@@ -1225,6 +1280,15 @@ class RoutingCore:
                 self._propagate_token(d, key)
             elif was and not now:
                 self._unpropagate_token(d, key)
+        if len(holders) == 1 and f.fid not in holders:
+            # Real routers tell the last holder the token went when the leaving holder
+            # closed, or was in the other region (clients / peers) -- even a client that
+            # still holds it itself and so still "sees" it (checked on the wire).
+            (last,) = holders
+            h = self._faces[last]
+            if h is not self._closing and self._token_visible(h, holders) and (
+                    f is self._closing or f.is_peer != h.is_peer):  # fmt: skip
+                self._unpropagate_token(h, key)
 
     def _propagate_token(self, d: _Face, key: str) -> None:
         if key in d.local_tokens or not self._matching_interests(d, _T, key):
