@@ -351,3 +351,73 @@ def test_aggregate_queryable_interest_completeness() -> None:
     out = msgs(h.send(1, u_qabl(2)))
     # Only agg/a remains, which does not include agg/*: no longer complete.
     assert out == [decl(DeclareQueryable(3, we("agg/*"), False, 0))]
+
+
+# --- what real routers leave out (checked on the wire against 1.10.2) ---------------------
+
+
+def test_last_queryable_holder_keeps_the_declaration_of_the_others() -> None:
+    h = two_clients()
+    h.send(2, interest(1, CF, Q, "q"))
+    h.send(1, d_qabl(1, "q", complete=True))
+    h.send(2, d_qabl(1, "q"))
+    # Face 1 goes: face 2 alone holds q, and is not told (zenoh leaves it declared).
+    assert h.close(1) == []
+    # Nor when it undeclares its own: the undeclaring face is never told.
+    assert h.send(2, u_qabl(1)) == []
+    assert h.core.face_state(2)["declared_queryables"] == {"q": 1}
+
+
+def test_queryable_info_changes_invisible_in_the_total_are_not_announced() -> None:
+    h = Harness()
+    for face in (1, 2, 3):
+        h.open(face)
+    h.send(3, interest(1, CF, Q, "q"))
+    h.send(1, d_qabl(1, "q", complete=True))
+    h.send(2, d_qabl(1, "q"))
+    # Face 2 leaves: all holders together are still complete, so nothing is said, even
+    # to face 1, which only ever saw face 2's (incomplete) queryable.
+    h.open(4)
+    h.send(4, interest(1, CF, Q, "q"))
+    assert h.send(2, u_qabl(1)) == []
+
+
+def test_peer_last_holder_is_told_across_regions() -> None:
+    h = Harness()
+    h.open(1)
+    h.open(2, whatami=WhatAmI.PEER)
+    h.send(2, interest(1, CF, Q, "q"))
+    h.send(1, d_qabl(1, "q", complete=True))
+    h.send(2, d_qabl(1, "q"))
+    # The client leaves by undeclaring: the peer (other region) is told.
+    out = msgs(h.send(1, u_qabl(1)))
+    assert [type(m.body).__name__ for m in out] == ["UndeclareQueryable"]  # type: ignore[union-attr]
+
+
+def test_client_holding_a_token_hears_it_went_when_the_other_holder_closes() -> None:
+    h = two_clients()
+    h.send(1, d_token(1, "t"))
+    h.send(2, d_token(1, "t"), interest(1, CF, T, "t"))
+    # An undeclaration in the same region says nothing: face 2 still holds t.
+    assert h.send(1, u_token(1)) == []
+    h.send(1, d_token(1, "t"))
+    # A close does: zenoh unpropagates to the last holder even though it holds t itself.
+    assert msgs(h.close(1)) == [decl(UndeclareToken(1))]
+
+
+def test_client_holding_a_token_hears_it_went_when_a_peer_holder_undeclares() -> None:
+    h = two_clients()
+    h.open(3, whatami=WhatAmI.PEER)
+    h.send(2, d_token(1, "t"), interest(1, CF, T, "t"))
+    h.send(3, d_token(1, "t"))
+    assert msgs(h.send(3, u_token(1))) == [decl(UndeclareToken(1))]
+
+
+def test_a_token_said_gone_is_declared_again_by_its_next_holder() -> None:
+    h = Harness()
+    for face in (1, 2, 3):
+        h.open(face)
+    h.send(2, d_token(1, "t"), interest(1, CF, T, "t"))
+    h.send(1, d_token(1, "t"))
+    assert msgs(h.close(1)) == [decl(UndeclareToken(1))]
+    assert msgs(h.send(3, d_token(1, "t")), 2) == [decl(DeclareToken(2, we("t")))]

@@ -37,6 +37,8 @@ zenoh = pytest.importorskip("zenoh")
 pytestmark = pytest.mark.interop
 
 SETTLE = 0.2  # time for a change to reach every session (no assertion depends on it)
+# Scenarios make every current answer (the declarations answering an interest) hold at
+# most one entity: real routers list several in hash order, which varies between runs.
 ANY_ZID = ZenohId(1)
 
 
@@ -131,16 +133,17 @@ def session(port: int, mode: str = "client") -> Any:
 def declarations(router_port: int, proxy_port: int, mode: str) -> None:
     """Publisher and querier interests, declaration sharing, liveliness with and without
     history, router key ids, data with the session's own ids, and departures."""
+    keep: list[Any] = []  # dropping a zenoh entity undeclares it
     o, o2 = session(router_port), session(router_port)
     o_sub = o.declare_subscriber("big/**", lambda s: None)
-    o.liveliness().declare_token("a/t1")
-    o.declare_queryable("q/**", lambda q: q.reply("q/x", b"r"), complete=True)
+    keep.append(o.liveliness().declare_token("a/t1"))
+    keep.append(o.declare_queryable("q/**", lambda q: q.reply("q/x", b"r"), complete=True))
     time.sleep(SETTLE)
     c = session(proxy_port, mode)
-    c.declare_subscriber("demo/**", lambda s: None)
-    c.declare_publisher("big/x")
+    keep.append(c.declare_subscriber("demo/**", lambda s: None))
+    keep.append(c.declare_publisher("big/x"))
     time.sleep(SETTLE)
-    o.declare_subscriber("big/x", lambda s: None)
+    keep.append(o.declare_subscriber("big/x", lambda s: None))
     time.sleep(SETTLE)
     o2_sub = o2.declare_subscriber("big/**", lambda s: None)
     time.sleep(SETTLE)
@@ -148,7 +151,7 @@ def declarations(router_port: int, proxy_port: int, mode: str) -> None:
     time.sleep(SETTLE)
     o2_sub.undeclare()
     time.sleep(SETTLE)
-    c.liveliness().declare_subscriber("a/**", lambda s: None, history=False)
+    keep.append(c.liveliness().declare_subscriber("a/**", lambda s: None, history=False))
     time.sleep(SETTLE)
     t2 = o.liveliness().declare_token("a/t2")
     time.sleep(SETTLE)
@@ -158,10 +161,11 @@ def declarations(router_port: int, proxy_port: int, mode: str) -> None:
     time.sleep(SETTLE)
     querier = c.declare_querier("q/x")
     time.sleep(SETTLE)
-    o2.declare_queryable("q/**", lambda q: None, complete=False)
+    keep.append(o2.declare_queryable("q/**", lambda q: None, complete=False))
     time.sleep(SETTLE)
     list(querier.get())
-    c.liveliness().declare_subscriber("a/**", lambda s: None, history=True)
+    # (One matching token only: real routers answer several in no fixed order.)
+    keep.append(c.liveliness().declare_subscriber("a/t1", lambda s: None, history=True))
     time.sleep(SETTLE)
     t2.undeclare()
     time.sleep(SETTLE)
@@ -175,21 +179,23 @@ def declarations(router_port: int, proxy_port: int, mode: str) -> None:
 
 def tokens_and_queries(router_port: int, proxy_port: int, mode: str) -> None:
     """Own tokens, liveliness get, a query timing out, the session's own queryable."""
+    keep: list[Any] = []  # dropping a zenoh entity undeclares it
     o = session(router_port)
     held: list[Any] = []
-    o.declare_queryable("slow/**", held.append)
-    o.liveliness().declare_token("tk/o")
+    keep.append(o.declare_queryable("slow/**", held.append))
+    keep.append(o.liveliness().declare_token("tk/o"))
     time.sleep(SETTLE)
     c = session(proxy_port, mode)
+    # (Current answers hold one token each: real routers list several in no fixed order.)
+    keep.append(c.liveliness().declare_subscriber("tk/**", lambda s: None, history=True))
+    time.sleep(SETTLE)
     tc = c.liveliness().declare_token("tk/c")
     time.sleep(SETTLE)
-    list(c.liveliness().get("tk/**", timeout=2))
-    time.sleep(SETTLE)
-    c.liveliness().declare_subscriber("tk/**", lambda s: None, history=True)
+    list(c.liveliness().get("tk/c", timeout=2))
     time.sleep(SETTLE)
     list(c.get("slow/x", timeout=1.0))
     time.sleep(SETTLE)
-    c.declare_queryable("cq/**", lambda q: q.reply("cq/1", b"from-c"))
+    keep.append(c.declare_queryable("cq/**", lambda q: q.reply("cq/1", b"from-c")))
     time.sleep(SETTLE)
     list(o.get("cq/1", timeout=2))
     sub = c.declare_subscriber("cq/**", lambda s: None)
@@ -201,6 +207,45 @@ def tokens_and_queries(router_port: int, proxy_port: int, mode: str) -> None:
     time.sleep(SETTLE)
     held.clear()
     o.close()
+    time.sleep(SETTLE)
+    c.close()
+    time.sleep(SETTLE)
+
+
+def departures(router_port: int, proxy_port: int, mode: str) -> None:
+    """Entities the session under test shares with others that go away: what the last
+    remaining holder is told (or not) about tokens, queryables and subscribers."""
+    keep: list[Any] = []  # dropping a zenoh entity undeclares it
+    o, o2 = session(router_port), session(router_port)
+    c = session(proxy_port, mode)
+    keep.append(c.liveliness().declare_token("dp/t"))
+    keep.append(o.liveliness().declare_token("dp/t"))
+    time.sleep(SETTLE)
+    keep.append(c.liveliness().declare_subscriber("dp/**", lambda s: None, history=True))
+    querier = c.declare_querier("dq/x")
+    keep.append(c.declare_publisher("ds/x"))
+    time.sleep(SETTLE)
+    keep.append(o.declare_queryable("dq/x", lambda q: None, complete=True))
+    keep.append(o.declare_subscriber("ds/x", lambda s: None))
+    time.sleep(SETTLE)
+    cq = c.declare_queryable("dq/x", lambda q: None)
+    cs = c.declare_subscriber("ds/x", lambda s: None)
+    time.sleep(SETTLE)
+    o.close()  # leaves c as the only holder of the token, the queryable, the subscriber
+    time.sleep(SETTLE)
+    cq.undeclare()
+    cs.undeclare()
+    time.sleep(SETTLE)
+    q2 = o2.declare_queryable("dq/x", lambda q: None)
+    time.sleep(SETTLE)
+    keep.append(o2.liveliness().declare_token("dp/t"))
+    time.sleep(SETTLE)
+    keep.append(c.declare_queryable("dq/x", lambda q: None, complete=True))
+    time.sleep(SETTLE)
+    q2.undeclare()
+    time.sleep(SETTLE)
+    list(querier.get())
+    o2.close()
     time.sleep(SETTLE)
     c.close()
     time.sleep(SETTLE)
@@ -219,7 +264,7 @@ def record(router_port: int, scenario: Scenario, mode: str) -> list[NetworkMessa
 
 
 CASES = [(declarations, "client"), (declarations, "peer"), (tokens_and_queries, "client"),
-         (tokens_and_queries, "peer")]  # fmt: skip
+         (tokens_and_queries, "peer"), (departures, "client"), (departures, "peer")]  # fmt: skip
 
 
 @pytest.mark.parametrize("scenario,mode", CASES, ids=[f"{s.__name__}-{m}" for s, m in CASES])

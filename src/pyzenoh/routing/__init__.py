@@ -58,7 +58,12 @@ Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
   D_FINAL; future changes follow without an interest id until INTEREST Final. Subscribers and queryables of the interested face itself are never
   declared to it; tokens are (clients only).
 * Declarations are aggregated per key expression: one declaration per key per face,
-  undeclared when no other face holds that key any more.
+  undeclared when no other face holds that key any more. Real routers' omissions are
+  mirrored (each checked on the wire against 1.10.2, see
+  ``tests/routing/test_wire_differential.py``): the last holder of a queryable key keeps
+  the declaration it got from the others (unless they were in the other region:
+  clients / peers), and a client holding a token is told that token went when the other
+  holder of its key closes (or was a peer), then told again when a new holder comes.
 * PUSH goes to every other face with an intersecting subscriber, once per face;
   timestamps are added to unstamped PUTs (HLC, when ``timestamping``); a route cache per
   (source face, scope, suffix, mapping) avoids matching again until a declaration

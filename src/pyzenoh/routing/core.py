@@ -1273,14 +1273,17 @@ class RoutingCore:
             self._token_tree.remove(key, f.fid)
         if not holders:
             del self._token_holders[key]
+        declared = f.fid in holders
         for d in self._live_faces():
-            was = self._token_visible(d, before)
             now = self._token_visible(d, holders)
-            if now and not was:
-                self._propagate_token(d, key)
-            elif was and not now:
+            if declared:
+                # Every face that should see it and was not told (or was told it went,
+                # see below) hears of it: real routers propagate each new holder.
+                if now:
+                    self._propagate_token(d, key)
+            elif not now and self._token_visible(d, before):
                 self._unpropagate_token(d, key)
-        if len(holders) == 1 and f.fid not in holders:
+        if len(holders) == 1 and not declared:
             # Real routers tell the last holder the token went when the leaving holder
             # closed, or was in the other region (clients / peers) -- even a client that
             # still holds it itself and so still "sees" it (checked on the wire).
