@@ -297,3 +297,34 @@ def test_sigterm_exits_zero(tmp_path) -> None:  # type: ignore[no-untyped-def]
             assert r.stop() == 0
         finally:
             s.close()
+
+
+def test_router_connects_out_to_a_peer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.router.conftest import free_port, run_router
+
+    peer_port = free_port()
+    conf = zenoh.Config()
+    conf.insert_json5("mode", '"peer"')
+    conf.insert_json5("listen/endpoints", f'["tcp/127.0.0.1:{peer_port}"]')
+    conf.insert_json5("scouting/multicast/enabled", "false")
+    peer = zenoh.open(conf)
+    try:
+        at_peer, qp = collector()
+        peer.declare_subscriber("cx/**", at_peer)
+        with run_router(tmp_path, "-e", f"tcp/127.0.0.1:{peer_port}") as r:
+            client = zenoh.open(zenoh_config(r.endpoint))
+            try:
+                at_client, qc = collector()
+                client.declare_subscriber("cy/**", at_client)
+                # The router dials the peer on its own schedule: publish until it is there.
+                deadline = time.monotonic() + WAIT
+                while qp.empty() and time.monotonic() < deadline:
+                    client.put("cx/a", b"via-router")
+                    time.sleep(0.2)
+                assert take(qp)[0].payload.to_bytes() == b"via-router"
+                peer.put("cy/b", b"from-peer")
+                assert [s.payload.to_bytes() for s in take(qc)] == [b"from-peer"]
+            finally:
+                client.close()
+    finally:
+        peer.close()
