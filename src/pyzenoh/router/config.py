@@ -21,6 +21,10 @@ Recognised keys (zenohd 1.x spelling)::
         record: { dir: null, max_segment_bytes: 67108864, max_segment_seconds: 300,
                   key_filter: null },
         msgq: { socket_file: null, tcp: [] },
+        // Real routers only forward a query's Budget; true also stops replies past it.
+        // Real routers never route between two peers (they meet through gossip, which
+        // pyzenoh does not speak); true does the same, false (default) routes for them.
+        routing: { enforce_budget: false, isolate_peers: false },
       },
     }
 
@@ -83,6 +87,8 @@ class RouterConfig:
     max_pending_queries_per_face: int = 1_000
     max_keyexpr_ids_per_face: int = 10_000
     max_fragmented_message: int = 1 << 30
+    enforce_budget: bool = False
+    isolate_peers: bool = False
     record: RecordSettings = field(default_factory=RecordSettings)
     msgq: MsgqSettings = field(default_factory=MsgqSettings)
 
@@ -168,7 +174,10 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
     )
     return replace(
         base, id=zid, listen=listen, connect=connect, timestamping=bool(timestamping),
-        qos=bool(qos), record=record, msgq=msgq, **values,
+        qos=bool(qos), record=record, msgq=msgq,
+        enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
+        isolate_peers=bool(_get(tree, "pyzenoh/routing/isolate_peers", False)),
+        **values,
     )  # fmt: skip
 
 

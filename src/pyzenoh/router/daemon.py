@@ -83,6 +83,8 @@ class RouterDaemon:
                 max_pending_queries_per_face=config.max_pending_queries_per_face,
                 max_keyexpr_ids_per_face=config.max_keyexpr_ids_per_face,
                 timestamping=config.timestamping,
+                enforce_budget=config.enforce_budget,
+                isolate_peers=config.isolate_peers,
             ),
         )
         self.link_config = LinkConfig(
@@ -192,7 +194,7 @@ class RouterDaemon:
         if isinstance(ev, Received):
             face_id = self._face_of_link.get(id(link))
             if face_id is not None:
-                self._on_message(face_id, ev.message, ev.raw)
+                self._on_message(face_id, ev.message, ev.raw, ev.reliable)
         elif isinstance(ev, Established):
             self._on_established(link, ev)
         elif isinstance(ev, LinkClosed):
@@ -257,7 +259,9 @@ class RouterDaemon:
 
     # --- routing -----------------------------------------------------------------------
 
-    def _on_message(self, face_id: int, message: NetworkMessage, raw: bytes | None) -> None:
+    def _on_message(
+        self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool = True
+    ) -> None:
         self.stats.messages_in += 1
         rec = self.recorder
         if rec is not None:
@@ -267,7 +271,7 @@ class RouterDaemon:
             self._rx_ns = time.time_ns()
             self._rx_kind = type(message)
         try:
-            sends = self.core.handle(face_id, message, self.now(), raw=raw)
+            sends = self.core.handle(face_id, message, self.now(), raw=raw, reliable=reliable)
         except PeerError as exc:
             self.stats.faces_closed_bad_input += 1
             log.warning("face %d sent bad input (%s); closing it", face_id, exc)
