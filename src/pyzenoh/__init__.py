@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from pyzenoh.session import (  # noqa: E402  (the eclipse-zenoh-shaped API at top level)
+from pyzenoh.session import (
     Config,
     CongestionControl,
     ConsolidationMode,

@@ -69,9 +69,11 @@ def _drive(endpoint: str, msgq_socket: str) -> None:
 
         try:
             import zenoh
-        except ImportError:
-            zenoh = None
-        if zenoh is not None:
+        except ImportError:  # eclipse-zenoh is a test extra: without it, pyzenoh only
+            zenoh_present = False
+        else:
+            zenoh_present = True
+        if zenoh_present:
             zconf = zenoh.Config()
             zconf.insert_json5("mode", '"client"')
             zconf.insert_json5("connect/endpoints", f'["{endpoint}"]')
@@ -101,12 +103,13 @@ def _drive(endpoint: str, msgq_socket: str) -> None:
         with MsgqSession(msgq_socket) as cc:
             cc.group_sendmsg({"command": ["shutdown"], "from": "bind10-style"}, "Boss")
             s = bridged.get(timeout=WAIT_S)
-            _say(f"msgq client -> Zenoh subscriber on {s.key_expr}: {decode(s.payload.to_bytes())}")
+            _say(f"msgq client -> Zenoh subscriber on {s.key_expr}: {decode(s.payload.to_bytes())!r}")
             cc.group_subscribe("Demo")
             cc.ping()
             pub_s.put("@msgq/Demo/%2A", b"plain zenoh bytes")
             msg, env = cc.group_recvmsg(nonblock=False, timeout=WAIT_S)
-            _say(f"Zenoh put -> msgq client (group {env['group']}): {msg}")
+            group = env.get("group", "?") if env else "?"
+            _say(f"Zenoh put -> msgq client (group {group!r}): {msg!r}")
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -178,7 +178,7 @@ interests = st.builds(
 ).map(
     # A Final interest carries no options byte, hence no options.
     lambda i: Interest(i.interest_id, i.mode, qos=i.qos, timestamp=i.timestamp,
-                       node_id=i.node_id, extensions=i.extensions)  # fmt: skip
+                       node_id=i.node_id, extensions=i.extensions)
     if i.mode == InterestMode.FINAL
     else i
 )
@@ -212,38 +212,38 @@ network_messages = st.one_of(
 )
 
 whatamis = st.sampled_from(list(WhatAmI))
-init_fields = dict(
-    zid=zids,
-    whatami=whatamis,
-    version=u8,
-    resolution=st.integers(0, 15),
-    batch_size=u16,
-    qos=st.booleans(),
-    qos_link=st.none() | z64,
-    shm=st.none() | small_bytes,
-    auth=st.none() | small_bytes,
-    multilink=st.none() | small_bytes,
-    lowlatency=st.booleans(),
-    compression=st.booleans(),
-    patch=st.none() | z64,
-    region_name=st.none() | small_bytes,
-    extensions=unknown_exts({0x01, 0x21, 0x42, 0x43, 0x44, 0x05, 0x06, 0x27, 0x48}),
-)
+init_fields = {
+    "zid": zids,
+    "whatami": whatamis,
+    "version": u8,
+    "resolution": st.integers(0, 15),
+    "batch_size": u16,
+    "qos": st.booleans(),
+    "qos_link": st.none() | z64,
+    "shm": st.none() | small_bytes,
+    "auth": st.none() | small_bytes,
+    "multilink": st.none() | small_bytes,
+    "lowlatency": st.booleans(),
+    "compression": st.booleans(),
+    "patch": st.none() | z64,
+    "region_name": st.none() | small_bytes,
+    "extensions": unknown_exts({0x01, 0x21, 0x42, 0x43, 0x44, 0x05, 0x06, 0x27, 0x48}),
+}
 init_syns = st.builds(InitSyn, **init_fields)
 init_acks = st.builds(InitAck, cookie=small_bytes, **init_fields)
 lease = st.one_of(st.integers(0, 2**40), st.integers(0, 2**30).map(lambda s: s * 1000))
-open_fields = dict(
-    lease_ms=lease,
-    initial_sn=u32,
-    qos=st.booleans(),
-    shm=st.none() | small_bytes,
-    auth=st.none() | small_bytes,
-    multilink=st.none() | small_bytes,
-    lowlatency=st.booleans(),
-    compression=st.booleans(),
-    remote_bound=st.none() | z64,
-    extensions=unknown_exts({0x01, 0x42, 0x43, 0x44, 0x04, 0x05, 0x06, 0x27}),
-)
+open_fields = {
+    "lease_ms": lease,
+    "initial_sn": u32,
+    "qos": st.booleans(),
+    "shm": st.none() | small_bytes,
+    "auth": st.none() | small_bytes,
+    "multilink": st.none() | small_bytes,
+    "lowlatency": st.booleans(),
+    "compression": st.booleans(),
+    "remote_bound": st.none() | z64,
+    "extensions": unknown_exts({0x01, 0x42, 0x43, 0x44, 0x04, 0x05, 0x06, 0x27}),
+}
 open_syns = st.builds(OpenSyn, cookie=small_bytes, **open_fields)
 open_acks = st.builds(OpenAck, multilink_ack=st.booleans(), **open_fields)
 closes = st.builds(Close, u8, st.booleans(), unknown_exts(set()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -80,7 +81,7 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProc]:
         assert r.proc.poll() is None, r.log.read_text()
 
 
-def zenoh_config(endpoint: str, mode: str = "client", lease_ms: int | None = None) -> "zenoh.Config":
+def zenoh_config(endpoint: str, mode: str = "client", lease_ms: int | None = None) -> zenoh.Config:
     conf = zenoh.Config()
     conf.insert_json5("mode", f'"{mode}"')
     conf.insert_json5("connect/endpoints", f'["{endpoint}"]')
@@ -97,14 +98,12 @@ def zenoh_config(endpoint: str, mode: str = "client", lease_ms: int | None = Non
 def open_session(router: RouterProc) -> Iterator:  # type: ignore[type-arg]
     opened: list = []  # type: ignore[type-arg]
 
-    def _open(mode: str = "client", endpoint: str | None = None) -> "zenoh.Session":
+    def _open(mode: str = "client", endpoint: str | None = None) -> zenoh.Session:
         s = zenoh.open(zenoh_config(endpoint or router.endpoint, mode))
         opened.append(s)
         return s
 
     yield _open
     for s in opened:
-        try:
+        with contextlib.suppress(Exception):  # a test may have closed it already
             s.close()
-        except Exception:  # noqa: BLE001 - a test may have closed it already
-            pass

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from pyzenoh.errors import UsageError
-from pyzenoh.router.config import DEFAULT_LISTEN, RouterConfig, config_from_dict, load_config
+from pyzenoh.router.config import (
+    DEFAULT_LISTEN,
+    RouterConfig,
+    config_from_dict,
+    load_config,
+)
 
 
 def test_defaults_are_zenohd_defaults() -> None:

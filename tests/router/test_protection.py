@@ -7,13 +7,20 @@ import queue
 import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pyzenoh.codec import Declare, DeclareSubscriber, Push, Put, WhatAmI, WireExpr, ZenohId
-from pyzenoh.transport.link import Link, Received, LinkClosed, LinkConfig, Role
+from pyzenoh.codec import (
+    Declare,
+    DeclareSubscriber,
+    Push,
+    Put,
+    WhatAmI,
+    WireExpr,
+    ZenohId,
+)
+from pyzenoh.transport.link import Link, LinkClosed, LinkConfig, Received, Role
 from tests.router.conftest import RouterProc, run_router, zenoh, zenoh_config
 
 pytestmark = pytest.mark.interop

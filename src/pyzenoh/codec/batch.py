@@ -52,7 +52,7 @@ class BatchReader:
     a longer declared batch raises DecodeError (the link must close).
     """
 
-    __slots__ = ("_buf", "max_payload", "consumed")
+    __slots__ = ("_buf", "consumed", "max_payload")
 
     def __init__(self, max_batch_size: int = MAX_BATCH_PAYLOAD + LENGTH_PREFIX) -> None:
         self._buf = bytearray()

@@ -125,6 +125,7 @@ class InterestOptions(IntFlag):
     TOKENS = 0x08
 
 
+NO_OPTIONS = InterestOptions(0)
 OPT_RESTRICTED = 0x10
 OPT_NAMED = 0x20
 OPT_MAPPING = 0x40
@@ -421,7 +422,7 @@ def _read_common(r: Reader, header: int) -> tuple[int, Timestamp | None, int | N
 class Interest:
     interest_id: int
     mode: InterestMode
-    options: InterestOptions = InterestOptions(0)
+    options: InterestOptions = NO_OPTIONS
     wire_expr: WireExpr | None = None  # None: not restricted (all keys)
     aggregate: bool = False
     qos: int = QOS_DEFAULT

@@ -35,7 +35,7 @@ ZID_MAX_LEN = 16
 class Reader:
     """A cursor over an immutable byte buffer, raising DecodeError on every problem."""
 
-    __slots__ = ("buf", "pos", "end")
+    __slots__ = ("buf", "end", "pos")
 
     def __init__(self, buf: bytes, pos: int = 0, end: int | None = None) -> None:
         self.buf = buf

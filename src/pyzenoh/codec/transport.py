@@ -203,14 +203,14 @@ def _read_init(r: Reader, header: int) -> InitSyn | InitAck:
         batch_size = r.u16_le()
     cookie = r.zbytes(MAX_COOKIE_LEN) if header & FLAG_A else None
     e = _Exts(r, header, _INIT_EXTS)
-    fields = dict(
-        zid=zid, whatami=whatami, version=version, resolution=resolution,
-        batch_size=batch_size, qos=e.flag(EXT_QOS), qos_link=e.z64(EXT_QOS_LINK),
-        shm=e.zbuf(EXT_SHM), auth=e.zbuf(EXT_AUTH), multilink=e.zbuf(EXT_MULTILINK),
-        lowlatency=e.flag(EXT_LOWLATENCY), compression=e.flag(EXT_COMPRESSION),
-        patch=e.z64(EXT_PATCH), region_name=e.zbuf(EXT_REGION_NAME),
-        extensions=tuple(e.others),
-    )  # fmt: skip
+    fields = {
+        "zid": zid, "whatami": whatami, "version": version, "resolution": resolution,
+        "batch_size": batch_size, "qos": e.flag(EXT_QOS), "qos_link": e.z64(EXT_QOS_LINK),
+        "shm": e.zbuf(EXT_SHM), "auth": e.zbuf(EXT_AUTH), "multilink": e.zbuf(EXT_MULTILINK),
+        "lowlatency": e.flag(EXT_LOWLATENCY), "compression": e.flag(EXT_COMPRESSION),
+        "patch": e.z64(EXT_PATCH), "region_name": e.zbuf(EXT_REGION_NAME),
+        "extensions": tuple(e.others),
+    }  # fmt: skip
     if cookie is None:
         return InitSyn(**fields)  # type: ignore[arg-type]
     return InitAck(cookie=cookie, **fields)  # type: ignore[arg-type]
@@ -297,12 +297,12 @@ def _read_open(r: Reader, header: int) -> OpenSyn | OpenAck:
     ack = bool(header & FLAG_A)
     cookie = b"" if ack else r.zbytes(MAX_COOKIE_LEN)
     e = _Exts(r, header, _OPEN_EXTS)
-    fields = dict(
-        lease_ms=lease, initial_sn=initial_sn, qos=e.flag(EXT_QOS), shm=e.zbuf(EXT_SHM),
-        auth=e.zbuf(EXT_AUTH), multilink=e.zbuf(EXT_MULTILINK),
-        lowlatency=e.flag(EXT_LOWLATENCY), compression=e.flag(EXT_COMPRESSION),
-        remote_bound=e.z64(EXT_REMOTE_BOUND), extensions=tuple(e.others),
-    )  # fmt: skip
+    fields = {
+        "lease_ms": lease, "initial_sn": initial_sn, "qos": e.flag(EXT_QOS), "shm": e.zbuf(EXT_SHM),
+        "auth": e.zbuf(EXT_AUTH), "multilink": e.zbuf(EXT_MULTILINK),
+        "lowlatency": e.flag(EXT_LOWLATENCY), "compression": e.flag(EXT_COMPRESSION),
+        "remote_bound": e.z64(EXT_REMOTE_BOUND), "extensions": tuple(e.others),
+    }  # fmt: skip
     if ack:
         return OpenAck(multilink_ack=e.flag(EXT_MULTILINK_ACK), **fields)  # type: ignore[arg-type]
     return OpenSyn(cookie=cookie, **fields)  # type: ignore[arg-type]

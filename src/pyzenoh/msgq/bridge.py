@@ -136,8 +136,8 @@ class MsgqZenohBridge:
 
     def on_zenoh(self, message: Any) -> None:
         if isinstance(message, Declare) and isinstance(message.body, DeclareKeyExpr):
-            body = message.body
-            self._scopes[body.expr_id] = self._resolve(body.wire_expr) or ""
+            decl = message.body
+            self._scopes[decl.expr_id] = self._resolve(decl.wire_expr) or ""
             return
         if not isinstance(message, Push) or not isinstance(message.body, Put):
             return
@@ -156,13 +156,13 @@ class MsgqZenohBridge:
             except SkanError:
                 log.debug("attachment on %s is not a Skan header; using defaults", key)
         header["group"], header["instance"], header["type"] = group, instance, "send"
-        body = put.payload
+        payload = put.payload
         try:
-            decode(body)
+            decode(payload)
         except SkanError:
-            body = encode({"zenoh_payload": bytes(body)})
+            payload = encode({"zenoh_payload": bytes(payload)})
         try:
-            self.daemon.inject(header, body)
+            self.daemon.inject(header, payload)
             self.from_zenoh += 1
         except PyZenohError as exc:
             self.rejected += 1

@@ -46,8 +46,8 @@ from pyzenoh.codec.primitives import (
     WireExpr,
     ZenohId,
 )
-from pyzenoh.recording import Recorder
 from pyzenoh.keyexpr import intersects
+from pyzenoh.recording import Recorder
 
 MS = 1_000_000
 ROUTER_ZID = ZenohId(0xA1A2A3A4A5A6A7A8)

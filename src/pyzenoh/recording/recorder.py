@@ -40,8 +40,8 @@ from mcap.records import (
 )
 
 from pyzenoh.errors import UsageError
-from pyzenoh.recording import format as fmt
 from pyzenoh.keyexpr import intersects, validate
+from pyzenoh.recording import format as fmt
 from pyzenoh.recording.reader import resume_point
 
 # A chunk is written when it holds this many bytes, or when this much router time has

@@ -30,7 +30,14 @@ from pyzenoh.codec import (
 )
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.router.config import RouterConfig
-from pyzenoh.routing import PushRouted, QueryRouted, RoutingConfig, RoutingCore, RoutingEvent, Send
+from pyzenoh.routing import (
+    PushRouted,
+    QueryRouted,
+    RoutingConfig,
+    RoutingCore,
+    RoutingEvent,
+    Send,
+)
 from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
 from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
 
