@@ -27,6 +27,7 @@ from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExpr
 from pyzenoh.session import types as t
 from pyzenoh.session.api import (
+    PublisherSettings,
     PublisherState,
     SessionInfo,
     block_of,
@@ -124,22 +125,10 @@ class AsyncLivelinessToken(_AsyncEntity):
         await self.undeclare()
 
 
-class AsyncPublisher(_AsyncEntity):
+class AsyncPublisher(PublisherSettings, _AsyncEntity):
     def __init__(self, rt: Runtime, state: PublisherState) -> None:
         super().__init__(rt, state.key_expr, functools.partial(rt.core.undeclare_publisher, state.local))
         self._state = state
-
-    @property
-    def encoding(self) -> t.Encoding:
-        return self._state.encoding
-
-    @property
-    def priority(self) -> t.Priority:
-        return t.Priority(self._state.priority)
-
-    @property
-    def congestion_control(self) -> t.CongestionControl:
-        return t.CongestionControl.BLOCK if self._state.block else t.CongestionControl.DROP
 
     @property
     def matching_status(self) -> bool:

@@ -248,8 +248,6 @@ class _Receiver(_Entity, Generic[H]):
     def __iter__(self) -> Any:
         return iter(self._channel())
 
-
-class Subscriber(_Receiver[H]):
     def undeclare(self) -> None:
         self._undeclare()
 
@@ -258,28 +256,18 @@ class Subscriber(_Receiver[H]):
 
     def __exit__(self, *exc: object) -> None:
         self.undeclare()
+
+
+class Subscriber(_Receiver[H]):
+    """Samples matching a key expression, to a callback or a channel."""
 
 
 class Queryable(_Receiver[H]):
-    def undeclare(self) -> None:
-        self._undeclare()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.undeclare()
+    """Queries matching a key expression, to a callback or a channel."""
 
 
 class MatchingListener(_Receiver[H]):
-    def undeclare(self) -> None:
-        self._undeclare()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.undeclare()
+    """Changes of a publisher's matching status, to a callback or a channel."""
 
 
 class LivelinessToken(_Entity):
@@ -293,10 +281,10 @@ class LivelinessToken(_Entity):
         self.undeclare()
 
 
-class Publisher(_Entity):
-    def __init__(self, rt: Runtime, state: PublisherState) -> None:
-        super().__init__(rt, state.key_expr, functools.partial(rt.core.undeclare_publisher, state.local))
-        self._state = state
+class PublisherSettings:
+    """What a publisher (sync or asyncio) was declared with, read from its state."""
+
+    _state: PublisherState
 
     @property
     def encoding(self) -> t.Encoding:
@@ -313,6 +301,12 @@ class Publisher(_Entity):
     @property
     def reliability(self) -> t.Reliability:
         return t.Reliability.RELIABLE if self._state.reliable else t.Reliability.BEST_EFFORT
+
+
+class Publisher(PublisherSettings, _Entity):
+    def __init__(self, rt: Runtime, state: PublisherState) -> None:
+        super().__init__(rt, state.key_expr, functools.partial(rt.core.undeclare_publisher, state.local))
+        self._state = state
 
     @property
     def matching_status(self) -> bool:
