@@ -5,8 +5,10 @@ These are the bodies carried by PUSH, REQUEST and RESPONSE.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from pyzenoh.codec.extensions import (
     Extension,
@@ -326,32 +328,32 @@ class Err:
         return cls(payload, encoding, source_info, shm, tuple(others))
 
 
-def read_push_body(r: Reader) -> Put | Del:
-    """PUSH and REPLY carry a PUT or a DEL."""
+def _read_one_of(r: Reader, readers: dict[int, Callable[[Reader, int], Any]], what: str) -> Any:
+    """Read a body whose header id must be one of ``readers``."""
     start = r.pos
     header = r.u8()
-    mid = header & 0x1F
-    if mid == ID_PUT:
-        return Put.read(r, header)
-    if mid == ID_DEL:
-        return Del.read(r, header)
-    raise DecodeError(f"expected PUT or DEL, found id 0x{mid:02x}", start)
+    reader = readers.get(header & 0x1F)
+    if reader is None:
+        raise DecodeError(f"expected {what}, found id 0x{header & 0x1F:02x}", start)
+    return reader(r, header)
+
+
+_PUSH_BODIES: dict[int, Callable[[Reader, int], Any]] = {ID_PUT: Put.read, ID_DEL: Del.read}
+_REQUEST_BODIES: dict[int, Callable[[Reader, int], Any]] = {ID_QUERY: Query.read}
+_RESPONSE_BODIES: dict[int, Callable[[Reader, int], Any]] = {ID_REPLY: Reply.read, ID_ERR: Err.read}
+
+
+def read_push_body(r: Reader) -> Put | Del:
+    """PUSH and REPLY carry a PUT or a DEL."""
+    body: Put | Del = _read_one_of(r, _PUSH_BODIES, "PUT or DEL")
+    return body
 
 
 def read_request_body(r: Reader) -> Query:
-    start = r.pos
-    header = r.u8()
-    if header & 0x1F != ID_QUERY:
-        raise DecodeError(f"expected QUERY, found id 0x{header & 0x1F:02x}", start)
-    return Query.read(r, header)
+    query: Query = _read_one_of(r, _REQUEST_BODIES, "QUERY")
+    return query
 
 
 def read_response_body(r: Reader) -> Reply | Err:
-    start = r.pos
-    header = r.u8()
-    mid = header & 0x1F
-    if mid == ID_REPLY:
-        return Reply.read(r, header)
-    if mid == ID_ERR:
-        return Err.read(r, header)
-    raise DecodeError(f"expected REPLY or ERR, found id 0x{mid:02x}", start)
+    body: Reply | Err = _read_one_of(r, _RESPONSE_BODIES, "REPLY or ERR")
+    return body

@@ -26,6 +26,7 @@ from pyzenoh.codec.extensions import (
     ENC_ZBUF,
     Extension,
     expect_end,
+    ext_bytes,
     ext_int,
     ext_reader,
     read_extensions,
@@ -222,26 +223,11 @@ class Push:
     def read(cls, r: Reader, header: int) -> Push:
         start = r.pos - 1  # the header byte was read by the dispatcher
         wire_expr = _read_wire_expr(r, header)
-        qos = QOS_DEFAULT
-        timestamp = node_id = ts_stack = None
-        others: list[Extension] = []
-        if header & FLAG_Z:
-            for ext in read_extensions(r):
-                i = ext.id
-                if i == EXT_QOS:
-                    qos = ext_int(ext)
-                elif i == EXT_TIMESTAMP:
-                    timestamp = _timestamp_ext(ext)
-                elif i == EXT_NODE_ID:
-                    node_id = ext_int(ext)
-                elif i == EXT_TS_STACK:
-                    ts_stack = ext.value
-                else:
-                    others.append(unknown_extension(ext, r))
+        e = _NetExts(r, header, _PUSH_EXTS)
         body_offset = r.pos - start
         body = read_push_body(r)
-        return cls(wire_expr, body, qos, timestamp, node_id, ts_stack, tuple(others),  # type: ignore[arg-type]
-                   body_offset)  # fmt: skip
+        return cls(wire_expr, body, e.qos, e.timestamp, e.z64(EXT_NODE_ID), e.zbuf(EXT_TS_STACK),
+                   tuple(e.others), body_offset)  # fmt: skip
 
 
 # --- REQUEST / RESPONSE / RESPONSE_FINAL ------------------------------------------------------
@@ -286,35 +272,14 @@ class Request:
     def read(cls, r: Reader, header: int) -> Request:
         request_id = r.vle(U32_MAX)
         wire_expr = _read_wire_expr(r, header)
-        qos = QOS_DEFAULT
-        timestamp = budget = timeout_ms = node_id = None
-        ts_stack: bytes | None = None
-        target = 0
-        others: list[Extension] = []
-        if header & FLAG_Z:
-            for ext in read_extensions(r):
-                i = ext.id
-                if i == EXT_QOS:
-                    qos = ext_int(ext)
-                elif i == EXT_TIMESTAMP:
-                    timestamp = _timestamp_ext(ext)
-                elif i == EXT_TARGET:
-                    target = ext_int(ext)
-                    if target > QueryTarget.ALL_COMPLETE:
-                        raise DecodeError(f"unknown query target {target}", r.pos)
-                elif i == EXT_BUDGET:
-                    budget = ext_int(ext)
-                elif i == EXT_TIMEOUT:
-                    timeout_ms = ext_int(ext)
-                elif i == EXT_NODE_ID:
-                    node_id = ext_int(ext)
-                elif i == EXT_TS_STACK:
-                    ts_stack = ext.value  # type: ignore[assignment]
-                else:
-                    others.append(unknown_extension(ext, r))
+        e = _NetExts(r, header, _REQUEST_EXTS)
+        target = e.z64(EXT_TARGET) or 0
+        if target > QueryTarget.ALL_COMPLETE:
+            raise DecodeError(f"unknown query target {target}", r.pos)
         body = read_request_body(r)
-        return cls(request_id, wire_expr, body, qos, timestamp, target, budget, timeout_ms,
-                   node_id, ts_stack, tuple(others))  # fmt: skip
+        return cls(request_id, wire_expr, body, e.qos, e.timestamp, target, e.z64(EXT_BUDGET),
+                   e.z64(EXT_TIMEOUT), e.z64(EXT_NODE_ID), e.zbuf(EXT_TS_STACK),
+                   tuple(e.others))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,27 +314,16 @@ class Response:
     def read(cls, r: Reader, header: int) -> Response:
         request_id = r.vle(U32_MAX)
         wire_expr = _read_wire_expr(r, header)
-        qos = QOS_DEFAULT
-        timestamp = responder = None
-        ts_stack: bytes | None = None
-        others: list[Extension] = []
-        if header & FLAG_Z:
-            for ext in read_extensions(r):
-                i = ext.id
-                if i == EXT_QOS:
-                    qos = ext_int(ext)
-                elif i == EXT_TIMESTAMP:
-                    timestamp = _timestamp_ext(ext)
-                elif i == EXT_RESPONDER_ID:
-                    inner = ext_reader(ext)
-                    responder = EntityGlobalId.read(inner)
-                    expect_end(inner, "ResponderId")
-                elif i == EXT_TS_STACK:
-                    ts_stack = ext.value  # type: ignore[assignment]
-                else:
-                    others.append(unknown_extension(ext, r))
+        e = _NetExts(r, header, _RESPONSE_EXTS)
+        responder = None
+        responder_raw = e.zbuf(EXT_RESPONDER_ID)
+        if responder_raw is not None:
+            inner = Reader(responder_raw)
+            responder = EntityGlobalId.read(inner)
+            expect_end(inner, "ResponderId")
         body = read_response_body(r)
-        return cls(request_id, wire_expr, body, qos, timestamp, responder, ts_stack, tuple(others))
+        return cls(request_id, wire_expr, body, e.qos, e.timestamp, responder,
+                   e.zbuf(EXT_TS_STACK), tuple(e.others))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,28 +345,48 @@ class ResponseFinal:
     @classmethod
     def read(cls, r: Reader, header: int) -> ResponseFinal:
         request_id = r.vle(U32_MAX)
-        qos, timestamp, _, others = _read_common(r, header)
-        return cls(request_id, qos, timestamp, tuple(others))
+        e = _NetExts(r, header, _NO_EXTS)
+        return cls(request_id, e.qos, e.timestamp, tuple(e.others))
 
 
-def _read_common(r: Reader, header: int) -> tuple[int, Timestamp | None, int | None, list[Extension]]:
-    """QoS, Timestamp and NodeId: the extensions DECLARE, INTEREST, OAM and FINAL share."""
-    qos = QOS_DEFAULT
-    timestamp = None
-    node_id = None
-    others: list[Extension] = []
-    if header & FLAG_Z:
-        for ext in read_extensions(r):
-            i = ext.id
-            if i == EXT_QOS:
-                qos = ext_int(ext)
-            elif i == EXT_TIMESTAMP:
-                timestamp = _timestamp_ext(ext)
-            elif i == EXT_NODE_ID:
-                node_id = ext_int(ext)
-            else:
-                others.append(unknown_extension(ext, r))
-    return qos, timestamp, node_id, others
+class _NetExts:
+    """A network message's extensions: QoS and Timestamp (every message has them), the
+    ids in ``known`` kept by id, anything else kept in arrival order (or refused when
+    mandatory)."""
+
+    __slots__ = ("known", "others", "qos", "timestamp")
+
+    def __init__(self, r: Reader, header: int, known: frozenset[int]) -> None:
+        self.qos = QOS_DEFAULT
+        self.timestamp: Timestamp | None = None
+        self.known: dict[int, Extension] = {}
+        self.others: list[Extension] = []
+        if header & FLAG_Z:
+            for ext in read_extensions(r):
+                i = ext.id
+                if i == EXT_QOS:
+                    self.qos = ext_int(ext)
+                elif i == EXT_TIMESTAMP:
+                    self.timestamp = _timestamp_ext(ext)
+                elif i in known:
+                    self.known[i] = ext
+                else:
+                    self.others.append(unknown_extension(ext, r))
+
+    def z64(self, ext_id: int) -> int | None:
+        ext = self.known.get(ext_id)
+        return None if ext is None else ext_int(ext)
+
+    def zbuf(self, ext_id: int) -> bytes | None:
+        ext = self.known.get(ext_id)
+        return None if ext is None else ext_bytes(ext)
+
+
+_NO_EXTS: frozenset[int] = frozenset()
+_NODE_EXTS = frozenset({EXT_NODE_ID})
+_PUSH_EXTS = frozenset({EXT_NODE_ID, EXT_TS_STACK})
+_REQUEST_EXTS = frozenset({EXT_TARGET, EXT_BUDGET, EXT_TIMEOUT, EXT_NODE_ID, EXT_TS_STACK})
+_RESPONSE_EXTS = frozenset({EXT_RESPONDER_ID, EXT_TS_STACK})
 
 
 # --- INTEREST ------------------------------------------------------------------------------
@@ -467,9 +441,9 @@ class Interest:
             aggregate = bool(raw & OPT_AGGREGATE)
             if raw & OPT_RESTRICTED:
                 wire_expr = WireExpr.read(r, bool(raw & OPT_NAMED), bool(raw & OPT_MAPPING))
-        qos, timestamp, node_id, others = _read_common(r, header)
-        return cls(interest_id, mode, options, wire_expr, aggregate, qos, timestamp, node_id,
-                   tuple(others))  # fmt: skip
+        e = _NetExts(r, header, _NODE_EXTS)
+        return cls(interest_id, mode, options, wire_expr, aggregate, e.qos, e.timestamp,
+                   e.z64(EXT_NODE_ID), tuple(e.others))  # fmt: skip
 
 
 # --- DECLARE and its bodies ----------------------------------------------------------------
@@ -751,14 +725,14 @@ class Declare:
     @classmethod
     def read(cls, r: Reader, header: int) -> Declare:
         interest_id = r.vle(U32_MAX) if header & FLAG_I else None
-        qos, timestamp, node_id, others = _read_common(r, header)
+        e = _NetExts(r, header, _NODE_EXTS)
         start = r.pos
         body_header = r.u8()
         reader = _BODY_READERS.get(body_header & 0x1F)
         if reader is None:
             raise DecodeError(f"unknown declaration body 0x{body_header & 0x1F:02x}", start)
         body = reader(r, body_header)
-        return cls(body, interest_id, qos, timestamp, node_id, tuple(others))  # type: ignore[arg-type]
+        return cls(body, interest_id, e.qos, e.timestamp, e.z64(EXT_NODE_ID), tuple(e.others))  # type: ignore[arg-type]
 
 
 # --- Network OAM ---------------------------------------------------------------------------
@@ -787,9 +761,9 @@ class NetworkOam:
     @classmethod
     def read(cls, r: Reader, header: int) -> NetworkOam:
         oam_id = r.vle(U16_MAX)
-        qos, timestamp, _, others = _read_common(r, header)
+        e = _NetExts(r, header, _NO_EXTS)
         body = read_oam_body(r, header)
-        return cls(oam_id, body, qos, timestamp, tuple(others))
+        return cls(oam_id, body, e.qos, e.timestamp, tuple(e.others))
 
 
 def _oam_encoding(body: None | int | bytes) -> int:
