@@ -104,6 +104,9 @@ class NoopRecorder:
     def message(self, *a):
         self.seq += 1
         return self.seq
+    def messages(self, now_ns, direction, key, sends, cause=-1):
+        self.seq += len(sends)
+        return self.seq
 
 
 endpoint, mode, directory = sys.argv[1:4]

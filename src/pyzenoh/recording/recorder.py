@@ -21,7 +21,7 @@ import os
 import struct
 import zlib
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Self
@@ -77,6 +77,14 @@ _NO_KEY_ENTRY: _KeyEntry = (_net_packer(0), b"", fmt.NO_KEY, 0)
 _ROUTE_PACKERS = [
     struct.Struct(fmt.ROUTE_RECORD.format + "I" * n).pack for n in range(17)
 ]
+
+
+def _direction(direction: str) -> int:
+    if direction == "rx":
+        return 0
+    if direction == "tx":
+        return 1
+    raise UsageError(f"direction must be 'rx' or 'tx', not {direction!r}")
 
 
 def _record(rec: object) -> bytes:
@@ -179,53 +187,69 @@ class Recorder:
         """
         if self._closed:
             raise UsageError("recorder is closed")
-        if direction == "rx":
-            d = 0
-        elif direction == "tx":
-            d = 1
-        else:
-            raise UsageError(f"direction must be 'rx' or 'tx', not {direction!r}")
+        d = _direction(direction)
+        entry = self._entry(key)
+        if entry is None:
+            return -1
+        return self._append(now_ns, d, entry, ((link_id, raw),), cause)
+
+    def messages(
+        self,
+        now_ns: int,
+        direction: str,
+        key: str | None,
+        sends: Sequence[tuple[int, bytes]],
+        cause: int = -1,
+    ) -> int:
+        """Record several messages sharing time, direction, key and cause in one call,
+        e.g. the copies of one routed PUSH sent to each face: ``sends`` holds
+        ``(link_id, raw)`` pairs. Returns the first seq (-1 when filtered out)."""
+        if self._closed:
+            raise UsageError("recorder is closed")
+        entry = self._entry(key)
+        if entry is None or not sends:
+            return -1
+        return self._append(now_ns, _direction(direction), entry, sends, cause)
+
+    def _entry(self, key: str | None) -> _KeyEntry | None:
+        """The packer and encoded key for ``key``; None when the key filter drops it.
+
+        Messages without a key (RESPONSE_FINAL, undeclarations, D_FINAL, ...) are always
+        kept: the pipeline needs them to close queries and entities.
+        """
         if key is None:
-            pack, kb, klen, kblen = _NO_KEY_ENTRY
-        else:
-            if self._filter is not None and not self._accept(key):
-                return -1
-            entry = self._keys.get(key)
-            if entry is None:
-                entry = self._key_entry(key)
-            pack, kb, klen, kblen = entry
-        if type(raw) is not bytes:
-            raw = bytes(raw)  # never keep a view of a buffer the caller may reuse
-        seq = self._seq
-        self._seq = seq + 1
+            return _NO_KEY_ENTRY
+        if self._filter is not None and not self._accept(key):
+            return None
+        entry = self._keys.get(key)
+        return entry if entry is not None else self._key_entry(key)
+
+    def _append(
+        self, now_ns: int, d: int, entry: _KeyEntry, sends: Sequence[tuple[int, bytes]], cause: int
+    ) -> int:
+        pack, kb, klen, kblen = entry
+        first = seq = self._seq
         size = self._size
         idx = self._net_idx
-        idx.append(now_ns)
-        idx.append(size)
-        length = _NET_FIXED + kblen + len(raw)
         parts = self._parts
-        parts.append(
-            pack(
-                _OP_MESSAGE,
-                length,
-                _CH_NET,
-                seq & _M32,
-                now_ns,
-                now_ns,
-                seq,
-                cause,
-                link_id,
-                d,
-                klen,
-                kb,
+        for link_id, raw in sends:
+            if type(raw) is not bytes:
+                raw = bytes(raw)  # never keep a view of a buffer the caller may reuse
+            idx.append(now_ns)
+            idx.append(size)
+            length = _NET_FIXED + kblen + len(raw)
+            parts.append(
+                pack(_OP_MESSAGE, length, _CH_NET, seq & _M32, now_ns, now_ns, seq, cause,
+                     link_id, d, klen, kb)
             )
-        )
-        parts.append(raw)
-        size += length + 9
+            parts.append(raw)
+            size += length + 9
+            seq += 1
+        self._seq = seq
         self._size = size
         if size >= self._chunk_limit or now_ns - self._chunk_t0 >= self._chunk_ns:
             self._flush(now_ns)
-        return seq
+        return first
 
     def route(
         self, now_ns: int, cause: int, key: str, expected_links: list[int]

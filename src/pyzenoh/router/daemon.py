@@ -310,6 +310,8 @@ class RouterDaemon:
         hard_cap = self.config.send_queue_max_bytes * HARD_CAP_FACTOR
         rec = self.recorder
         encoded: dict[int, bytes] = {}  # one encoding per message object, however many faces
+        # Copies of the message being routed share key, time and cause: one recorder call.
+        forwarded: list[tuple[int, bytes]] = []
         for send in sends:
             face = faces.get(send.face)
             if face is None:
@@ -317,7 +319,7 @@ class RouterDaemon:
             if face.sink is not None:
                 face.sink(send)
                 if rec is not None:
-                    self._record_tx(send, send.raw or encode_network_message(send.message))
+                    self._record_tx(send, send.raw or encode_network_message(send.message), forwarded)
                 continue
             link = face.link
             assert link is not None
@@ -337,23 +339,23 @@ class RouterDaemon:
                          drop_if_full=not send.block, express=send.express):  # fmt: skip
                 self.stats.messages_out += 1
                 if rec is not None:
-                    self._record_tx(send, data)
+                    self._record_tx(send, data, forwarded)
             else:
                 self.stats.dropped += 1
                 route = self._route
                 if rec is not None and route is not None:
                     rec.route(self._rx_ns, self._cause, route.key, list(route.destinations))
                     self._route = None  # one route record per routed message
+        if forwarded:
+            rec.messages(self._rx_ns, "tx", self._rx_key, forwarded, self._cause)
         self._rearm()
 
-    def _record_tx(self, send: Send, data: bytes) -> None:
+    def _record_tx(self, send: Send, data: bytes, forwarded: list[tuple[int, bytes]]) -> None:
         if self._cause >= 0 and type(send.message) is self._rx_kind and self._rx_kind in _SAME_KEY_KINDS:
-            key = self._rx_key  # a forwarded PUSH/REQUEST names the key it arrived with
-            now_ns = self._rx_ns
-        else:
-            key = self.core.key_of(send.face, send.message, incoming=False)
-            now_ns = time.time_ns()
-        self.recorder.message(now_ns, send.face, "tx", key, data, self._cause)
+            forwarded.append((send.face, data))  # a forwarded PUSH/REQUEST keeps its key
+            return
+        key = self.core.key_of(send.face, send.message, incoming=False)
+        self.recorder.message(time.time_ns(), send.face, "tx", key, data, self._cause)
 
     def _close_face(self, face_id: int, reason: int) -> None:
         face = self._faces.get(face_id)
