@@ -1055,18 +1055,28 @@ class RoutingCore:
 
     # subscribers
 
-    def _on_declare_subscriber(self, f: _Face, body: DeclareSubscriber, msg: Declare) -> None:
+    def _new_entity(
+        self, f: _Face, table: dict[int, str], body: DeclareSubscriber | DeclareToken, msg: Declare,
+        kind: str,
+    ) -> str | None:  # fmt: skip
+        """The key of a newly declared subscriber or token, recorded in ``table``; None
+        when the declaration is dropped or repeats one already held under that id."""
         key = self._resolve_key(f, body.wire_expr, msg)
         if key is None:
-            return
-        old = f.subs.get(body.entity_id)
+            return None
+        old = table.get(body.entity_id)
         if old is not None:
             if old != key:
-                self._drop(f.fid, "duplicate subscriber id", msg)
-            return
+                self._drop(f.fid, f"duplicate {kind} id", msg)
+            return None
         self._check_declaration_cap(f)
-        f.subs[body.entity_id] = key
-        self._change_sub_holder(f, key, +1)
+        table[body.entity_id] = key
+        return key
+
+    def _on_declare_subscriber(self, f: _Face, body: DeclareSubscriber, msg: Declare) -> None:
+        key = self._new_entity(f, f.subs, body, msg, "subscriber")
+        if key is not None:
+            self._change_sub_holder(f, key, +1)
 
     def _sub_visible(self, d: _Face, holders: dict[int, int]) -> bool:
         return any(self._sees(d, self._faces[h]) for h in holders if h in self._faces)
@@ -1234,17 +1244,9 @@ class RoutingCore:
     # tokens
 
     def _on_declare_token(self, f: _Face, body: DeclareToken, msg: Declare) -> None:
-        key = self._resolve_key(f, body.wire_expr, msg)
-        if key is None:
-            return
-        old = f.tokens.get(body.entity_id)
-        if old is not None:
-            if old != key:
-                self._drop(f.fid, "duplicate token id", msg)
-            return
-        self._check_declaration_cap(f)
-        f.tokens[body.entity_id] = key
-        self._change_token_holder(f, key, +1)
+        key = self._new_entity(f, f.tokens, body, msg, "token")
+        if key is not None:
+            self._change_token_holder(f, key, +1)
 
     def _token_visible(self, d: _Face, holders: dict[int, int]) -> bool:
         for h in holders:
