@@ -18,11 +18,12 @@ import os
 import platform
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
 from typing import Any
+
+from pyzenoh.localnet import free_port
 
 KEY = "bench/pubsub"
 #: Bound on the number of messages a publisher sends, whatever the duration.
@@ -43,10 +44,6 @@ sys.stdin.read()
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spawn(args: list[str]) -> subprocess.Popen[str]:

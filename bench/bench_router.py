@@ -16,13 +16,14 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+from pyzenoh.localnet import free_port, wait_listening
 
 ZENOH_ROUTER = textwrap.dedent(
     """
@@ -82,21 +83,8 @@ DRIVER = textwrap.dedent(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
-def wait_port(port: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listening on {port}")
 
 
 def start_router(kind: str, port: int, record_dir: Path | None) -> subprocess.Popen[bytes]:
@@ -110,7 +98,7 @@ def start_router(kind: str, port: int, record_dir: Path | None) -> subprocess.Po
         if record_dir is not None:
             cmd += ["--record", str(record_dir)]
         proc = subprocess.Popen(cmd)
-    wait_port(port)
+    wait_listening(port)
     return proc
 
 

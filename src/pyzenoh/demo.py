@@ -16,7 +16,6 @@ import argparse
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,26 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pyzenoh.localnet import free_port, wait_listening
+
 WAIT_S = 10.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
-def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("the router exited during start-up")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("the router did not start listening")
 
 
 def _say(text: str) -> None:
@@ -117,7 +103,7 @@ def _demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     recording = out / "recording"
     tables = out / "tables"
-    port = _free_port()
+    port = free_port()
     endpoint = f"tcp/127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="pzdemo") as tmp:
         msgq_socket = str(Path(tmp) / "msgq.sock")
@@ -126,7 +112,7 @@ def _demo(args: argparse.Namespace) -> int:
         _say(f"starting: {' '.join(cmd[1:])}")
         router = subprocess.Popen(cmd, env=os.environ.copy())
         try:
-            _wait_listening(port, router)
+            wait_listening(port, router)
             _say(f"router listening on {endpoint}, msgq on {msgq_socket}, recording to {recording}")
             _drive(endpoint, msgq_socket)
         finally:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.pipeline.zenoh_helpers import Collector, client, free_port
+from pyzenoh.localnet import free_port
+from tests.pipeline.zenoh_helpers import Collector, client
 
 pytest.importorskip("zenoh")
 pytestmark = [pytest.mark.spark, pytest.mark.interop]

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from pyzenoh.localnet import free_port
 from pyzenoh.recording import Recorder
-from tests.pipeline.zenoh_helpers import WAIT_S, Collector, client, free_port
+from tests.pipeline.zenoh_helpers import WAIT_S, Collector, client
 
 zenoh = pytest.importorskip("zenoh")
 pytestmark = [pytest.mark.spark, pytest.mark.interop]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from typing import Any
@@ -11,10 +10,6 @@ from typing import Any
 WAIT_S = 60.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def client(endpoint: str) -> Any:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,28 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from pyzenoh.localnet import free_port, wait_listening
+
 zenoh = pytest.importorskip("zenoh")
 
 STARTUP_TIMEOUT = 20.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = STARTUP_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"router exited early with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"router did not listen on {port} within {timeout}s")
 
 
 @dataclass
@@ -68,7 +53,7 @@ def run_router(tmp: Path, *extra: str) -> Iterator[RouterProc]:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy())
     router = RouterProc(proc, f"tcp/127.0.0.1:{port}", port, log)
     try:
-        wait_for_port(port, proc)
+        wait_listening(port, proc, STARTUP_TIMEOUT)
         yield router
     finally:
         router.stop()

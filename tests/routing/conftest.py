@@ -17,13 +17,11 @@ from typing import Any
 
 import pytest
 
+from pyzenoh.localnet import free_port
+
 STARTUP_TIMEOUT = 20.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
