@@ -13,6 +13,7 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.routing import QueryRouted, RoutingConfig, RoutingEvent
+from pyzenoh.routing.core import REQUEST_TIMEOUT_GRACE
 from tests.routing.support import (
     QOS_REQ,
     Harness,
@@ -111,7 +112,7 @@ def test_timeout_sends_err_with_the_responder_then_the_final() -> None:
     h = queryables((1, "q", False), (2, "q", False))
     t0 = h.now
     reqs = requests(h.send(0, request(5, "q", timeout_ms=2000)))
-    assert h.core.next_deadline() == t0 + 2.0
+    assert h.core.next_deadline() == t0 + 2.0 + REQUEST_TIMEOUT_GRACE
     h.send(2, final(reqs[2].request_id))
     assert h.tick(1.9) == []
     out = h.tick(0.2)

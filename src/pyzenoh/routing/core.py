@@ -73,6 +73,8 @@ from pyzenoh.routing.declared import (
 from pyzenoh.routing.hlc import DEFAULT_MAX_DELTA, Hlc
 
 #: Longest full key (prefix chain + suffix) accepted from a face, in characters.
+#: Seconds added to a REQUEST's own Timeout before the router gives up on a destination.
+REQUEST_TIMEOUT_GRACE = 0.05
 MAX_KEY_LEN = 65_535
 #: Entries kept in each route cache before it is flushed (bounds memory under key floods).
 MAX_ROUTE_CACHE = 4_096
@@ -910,7 +912,12 @@ class RoutingCore:
             return
         q = _Query(next(self._qids), f.fid, msg.request_id, msg.qos, msg.budget)
         f.outgoing[q.qid] = q
-        timeout = self.config.query_timeout if msg.timeout_ms is None else msg.timeout_ms / 1000.0
+        if msg.timeout_ms is None:
+            timeout = self.config.query_timeout
+        else:
+            # The querier runs its own timer of the same length, started a little earlier:
+            # the grace lets it end its query first, so it never sees two "Timeout"s.
+            timeout = msg.timeout_ms / 1000.0 + REQUEST_TIMEOUT_GRACE
         deadline = self._now + timeout
         for fid in dests:
             d = self._faces[fid]
