@@ -12,9 +12,9 @@ from typing import Any
 
 from pyzenoh.codec.extensions import (
     Extension,
+    KnownExtensions,
+    add_optional,
     expect_end,
-    ext_bytes,
-    ext_reader,
     read_extensions,
     unknown_extension,
     write_extensions,
@@ -53,6 +53,11 @@ EXT_QUERY_BODY = 0x43
 EXT_QUERY_BODY_SHM = 0x04
 EXT_QUERY_ATTACHMENT = 0x45
 
+_PUT_EXTS = frozenset({EXT_SOURCE_INFO, EXT_SHM, EXT_PUT_ATTACHMENT})
+_DEL_EXTS = frozenset({EXT_SOURCE_INFO, EXT_DEL_ATTACHMENT})
+_QUERY_EXTS = frozenset({EXT_SOURCE_INFO, EXT_QUERY_BODY, EXT_QUERY_BODY_SHM, EXT_QUERY_ATTACHMENT})
+_ERR_EXTS = frozenset({EXT_SOURCE_INFO, EXT_SHM})
+
 #: Query parameters are a usize on the wire; we bound them like a payload.
 MAX_PARAMETERS_LEN = MAX_PAYLOAD_LEN
 
@@ -64,8 +69,11 @@ class Consolidation(IntEnum):
     LATEST = 3
 
 
-def _source_info_ext(ext: Extension) -> SourceInfo:
-    r = ext_reader(ext)
+def _source_info(e: KnownExtensions) -> SourceInfo | None:
+    raw = e.zbuf(EXT_SOURCE_INFO)
+    if raw is None:
+        return None
+    r = Reader(raw)
     info = SourceInfo.read(r)
     expect_end(r, "SourceInfo")
     return info
@@ -101,10 +109,8 @@ class Put:
         exts = []
         if self.source_info is not None:
             exts.append(Extension(EXT_SOURCE_INFO, _source_info_bytes(self.source_info)))
-        if self.shm:
-            exts.append(Extension(EXT_SHM))
-        if self.attachment is not None:
-            exts.append(Extension(EXT_PUT_ATTACHMENT, self.attachment))
+        add_optional(exts, EXT_SHM, self.shm)
+        add_optional(exts, EXT_PUT_ATTACHMENT, self.attachment)
         exts.extend(self.extensions)
         if exts:
             header |= FLAG_Z
@@ -121,22 +127,10 @@ class Put:
     def read(cls, r: Reader, header: int) -> Put:
         timestamp = Timestamp.read(r) if header & FLAG_T else None
         encoding = Encoding.read(r) if header & FLAG_E else Encoding.DEFAULT
-        source_info = None
-        attachment = None
-        shm = False
-        others: list[Extension] = []
-        if header & FLAG_Z:
-            for ext in read_extensions(r):
-                if ext.id == EXT_SOURCE_INFO:
-                    source_info = _source_info_ext(ext)
-                elif ext.id == EXT_SHM:
-                    shm = True
-                elif ext.id == EXT_PUT_ATTACHMENT:
-                    attachment = ext_bytes(ext)
-                else:
-                    others.append(unknown_extension(ext, r))
+        e = KnownExtensions(r, header, _PUT_EXTS)
         payload = r.zbytes(MAX_PAYLOAD_LEN)
-        return cls(payload, encoding, timestamp, source_info, attachment, shm, tuple(others))
+        return cls(payload, encoding, timestamp, _source_info(e), e.zbuf(EXT_PUT_ATTACHMENT),
+                   e.flag(EXT_SHM), tuple(e.others))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +147,7 @@ class Del:
         exts = []
         if self.source_info is not None:
             exts.append(Extension(EXT_SOURCE_INFO, _source_info_bytes(self.source_info)))
-        if self.attachment is not None:
-            exts.append(Extension(EXT_DEL_ATTACHMENT, self.attachment))
+        add_optional(exts, EXT_DEL_ATTACHMENT, self.attachment)
         exts.extend(self.extensions)
         if exts:
             header |= FLAG_Z
@@ -167,18 +160,8 @@ class Del:
     @classmethod
     def read(cls, r: Reader, header: int) -> Del:
         timestamp = Timestamp.read(r) if header & FLAG_T else None
-        source_info = None
-        attachment = None
-        others: list[Extension] = []
-        if header & FLAG_Z:
-            for ext in read_extensions(r):
-                if ext.id == EXT_SOURCE_INFO:
-                    source_info = _source_info_ext(ext)
-                elif ext.id == EXT_DEL_ATTACHMENT:
-                    attachment = ext_bytes(ext)
-                else:
-                    others.append(unknown_extension(ext, r))
-        return cls(timestamp, source_info, attachment, tuple(others))
+        e = KnownExtensions(r, header, _DEL_EXTS)
+        return cls(timestamp, _source_info(e), e.zbuf(EXT_DEL_ATTACHMENT), tuple(e.others))
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,15 +191,13 @@ class Query:
         exts = []
         if self.source_info is not None:
             exts.append(Extension(EXT_SOURCE_INFO, _source_info_bytes(self.source_info)))
-        if self.body_shm:
-            exts.append(Extension(EXT_QUERY_BODY_SHM))
+        add_optional(exts, EXT_QUERY_BODY_SHM, self.body_shm)
         if self.body is not None:
             inner = bytearray()
             self.body.encoding.write(inner)
             inner += self.body.payload
             exts.append(Extension(EXT_QUERY_BODY, bytes(inner)))
-        if self.attachment is not None:
-            exts.append(Extension(EXT_QUERY_ATTACHMENT, self.attachment))
+        add_optional(exts, EXT_QUERY_ATTACHMENT, self.attachment)
         exts.extend(self.extensions)
         if exts:
             header |= FLAG_Z
@@ -233,26 +214,15 @@ class Query:
     def read(cls, r: Reader, header: int) -> Query:
         consolidation = r.vle(U64_MAX) if header & FLAG_C else None
         parameters = r.zstr(MAX_PARAMETERS_LEN) if header & FLAG_P else ""
-        source_info = None
+        e = KnownExtensions(r, header, _QUERY_EXTS)
         body = None
-        attachment = None
-        body_shm = False
-        others: list[Extension] = []
-        if header & FLAG_Z:
-            for ext in read_extensions(r):
-                if ext.id == EXT_SOURCE_INFO:
-                    source_info = _source_info_ext(ext)
-                elif ext.id == EXT_QUERY_BODY:
-                    inner = ext_reader(ext)
-                    encoding = Encoding.read(inner)
-                    body = QueryBody(inner.rest(), encoding)
-                elif ext.id == EXT_QUERY_BODY_SHM:
-                    body_shm = True
-                elif ext.id == EXT_QUERY_ATTACHMENT:
-                    attachment = ext_bytes(ext)
-                else:
-                    others.append(unknown_extension(ext, r))
-        return cls(consolidation, parameters, body, source_info, attachment, body_shm, tuple(others))
+        raw_body = e.zbuf(EXT_QUERY_BODY)
+        if raw_body is not None:
+            inner = Reader(raw_body)
+            encoding = Encoding.read(inner)
+            body = QueryBody(inner.rest(), encoding)
+        return cls(consolidation, parameters, body, _source_info(e), e.zbuf(EXT_QUERY_ATTACHMENT),
+                   e.flag(EXT_QUERY_BODY_SHM), tuple(e.others))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,8 +268,7 @@ class Err:
         exts = []
         if self.source_info is not None:
             exts.append(Extension(EXT_SOURCE_INFO, _source_info_bytes(self.source_info)))
-        if self.shm:
-            exts.append(Extension(EXT_SHM))
+        add_optional(exts, EXT_SHM, self.shm)
         exts.extend(self.extensions)
         if exts:
             header |= FLAG_Z
@@ -313,19 +282,9 @@ class Err:
     @classmethod
     def read(cls, r: Reader, header: int) -> Err:
         encoding = Encoding.read(r) if header & FLAG_E else Encoding.DEFAULT
-        source_info = None
-        shm = False
-        others: list[Extension] = []
-        if header & FLAG_Z:
-            for ext in read_extensions(r):
-                if ext.id == EXT_SOURCE_INFO:
-                    source_info = _source_info_ext(ext)
-                elif ext.id == EXT_SHM:
-                    shm = True
-                else:
-                    others.append(unknown_extension(ext, r))
+        e = KnownExtensions(r, header, _ERR_EXTS)
         payload = r.zbytes(MAX_PAYLOAD_LEN)
-        return cls(payload, encoding, source_info, shm, tuple(others))
+        return cls(payload, encoding, _source_info(e), e.flag(EXT_SHM), tuple(e.others))
 
 
 def _read_one_of(r: Reader, readers: dict[int, Callable[[Reader, int], Any]], what: str) -> Any:

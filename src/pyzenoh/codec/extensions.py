@@ -128,3 +128,39 @@ def expect_end(r: Reader, what: str) -> None:
     """Structured bodies must be consumed exactly; trailing bytes are malformed."""
     if not r.at_end():
         raise DecodeError(f"{r.remaining()} trailing bytes in {what}", r.pos)
+
+
+class KnownExtensions:
+    """A message's extension chain: the ids in ``known`` kept by id (the last wins), any
+    other kept in arrival order, or refused when mandatory (:func:`unknown_extension`)."""
+
+    __slots__ = ("known", "others")
+
+    def __init__(self, r: Reader, header: int, known: frozenset[int]) -> None:
+        self.known: dict[int, Extension] = {}
+        self.others: list[Extension] = []
+        if header & FLAG_Z:
+            for ext in read_extensions(r):
+                if ext.id in known:
+                    self.known[ext.id] = ext
+                else:
+                    self.others.append(unknown_extension(ext, r))
+
+    def flag(self, ext_id: int) -> bool:
+        return ext_id in self.known
+
+    def z64(self, ext_id: int) -> int | None:
+        ext = self.known.get(ext_id)
+        return None if ext is None else ext_int(ext)
+
+    def zbuf(self, ext_id: int) -> bytes | None:
+        ext = self.known.get(ext_id)
+        return None if ext is None else ext_bytes(ext)
+
+
+def add_optional(exts: list[Extension], ext_id: int, value: None | bool | int | bytes) -> None:
+    """Append an optional extension: a Unit one when ``value`` is True, a valued one when
+    it is an int or bytes; nothing for None or False."""
+    if value is None or value is False:
+        return
+    exts.append(Extension(ext_id, None if value is True else value))

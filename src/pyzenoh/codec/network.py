@@ -25,8 +25,9 @@ from pyzenoh.codec.extensions import (
     ENC_Z64,
     ENC_ZBUF,
     Extension,
+    KnownExtensions,
+    add_optional,
     expect_end,
-    ext_bytes,
     ext_int,
     ext_reader,
     read_extensions,
@@ -205,10 +206,8 @@ class Push:
     def write_head(self, out: bytearray) -> None:
         """Everything but the body: header, key and extensions."""
         exts = _common_exts(self.qos, self.timestamp)
-        if self.node_id is not None:
-            exts.append(Extension(EXT_NODE_ID, self.node_id))
-        if self.ts_stack is not None:
-            exts.append(Extension(EXT_TS_STACK, self.ts_stack))
+        add_optional(exts, EXT_NODE_ID, self.node_id)
+        add_optional(exts, EXT_TS_STACK, self.ts_stack)
         exts.extend(self.extensions)
         _finish(out, ID_PUSH | _wire_expr_flags(self.wire_expr), exts)
         self.wire_expr.write(out)
@@ -252,14 +251,10 @@ class Request:
         exts = _common_exts(self.qos, self.timestamp)
         if self.target != QueryTarget.BEST_MATCHING:
             exts.append(Extension(EXT_TARGET, int(self.target)))
-        if self.budget is not None:
-            exts.append(Extension(EXT_BUDGET, self.budget))
-        if self.timeout_ms is not None:
-            exts.append(Extension(EXT_TIMEOUT, self.timeout_ms))
-        if self.node_id is not None:
-            exts.append(Extension(EXT_NODE_ID, self.node_id))
-        if self.ts_stack is not None:
-            exts.append(Extension(EXT_TS_STACK, self.ts_stack))
+        add_optional(exts, EXT_BUDGET, self.budget)
+        add_optional(exts, EXT_TIMEOUT, self.timeout_ms)
+        add_optional(exts, EXT_NODE_ID, self.node_id)
+        add_optional(exts, EXT_TS_STACK, self.ts_stack)
         exts.extend(self.extensions)
         _finish(out, ID_REQUEST | _wire_expr_flags(self.wire_expr), exts)
         write_vle(out, self.request_id)
@@ -300,8 +295,7 @@ class Response:
             inner = bytearray()
             self.responder.write(inner)
             exts.append(Extension(EXT_RESPONDER_ID, bytes(inner)))
-        if self.ts_stack is not None:
-            exts.append(Extension(EXT_TS_STACK, self.ts_stack))
+        add_optional(exts, EXT_TS_STACK, self.ts_stack)
         exts.extend(self.extensions)
         _finish(out, ID_RESPONSE | _wire_expr_flags(self.wire_expr), exts)
         write_vle(out, self.request_id)
@@ -349,39 +343,21 @@ class ResponseFinal:
         return cls(request_id, e.qos, e.timestamp, tuple(e.others))
 
 
-class _NetExts:
-    """A network message's extensions: QoS and Timestamp (every message has them), the
-    ids in ``known`` kept by id, anything else kept in arrival order (or refused when
-    mandatory)."""
+class _NetExts(KnownExtensions):
+    """A network message's extensions: QoS and Timestamp (every network message may carry
+    them) decoded, plus the ids in ``known``."""
 
-    __slots__ = ("known", "others", "qos", "timestamp")
+    __slots__ = ("qos", "timestamp")
 
     def __init__(self, r: Reader, header: int, known: frozenset[int]) -> None:
-        self.qos = QOS_DEFAULT
-        self.timestamp: Timestamp | None = None
-        self.known: dict[int, Extension] = {}
-        self.others: list[Extension] = []
-        if header & FLAG_Z:
-            for ext in read_extensions(r):
-                i = ext.id
-                if i == EXT_QOS:
-                    self.qos = ext_int(ext)
-                elif i == EXT_TIMESTAMP:
-                    self.timestamp = _timestamp_ext(ext)
-                elif i in known:
-                    self.known[i] = ext
-                else:
-                    self.others.append(unknown_extension(ext, r))
-
-    def z64(self, ext_id: int) -> int | None:
-        ext = self.known.get(ext_id)
-        return None if ext is None else ext_int(ext)
-
-    def zbuf(self, ext_id: int) -> bytes | None:
-        ext = self.known.get(ext_id)
-        return None if ext is None else ext_bytes(ext)
+        super().__init__(r, header, known | _COMMON_EXTS)
+        qos = self.z64(EXT_QOS)
+        self.qos = QOS_DEFAULT if qos is None else qos
+        ts = self.known.get(EXT_TIMESTAMP)
+        self.timestamp: Timestamp | None = None if ts is None else _timestamp_ext(ts)
 
 
+_COMMON_EXTS = frozenset({EXT_QOS, EXT_TIMESTAMP})
 _NO_EXTS: frozenset[int] = frozenset()
 _NODE_EXTS = frozenset({EXT_NODE_ID})
 _PUSH_EXTS = frozenset({EXT_NODE_ID, EXT_TS_STACK})
@@ -407,8 +383,7 @@ class Interest:
     def write(self, out: bytearray) -> None:
         check_bound(self.interest_id, U32_MAX, "interest id")
         exts = _common_exts(self.qos, self.timestamp)
-        if self.node_id is not None:
-            exts.append(Extension(EXT_NODE_ID, self.node_id))
+        add_optional(exts, EXT_NODE_ID, self.node_id)
         exts.extend(self.extensions)
         _finish(out, ID_INTEREST | (int(self.mode) << 5), exts)
         write_vle(out, self.interest_id)
@@ -711,8 +686,7 @@ class Declare:
 
     def write(self, out: bytearray) -> None:
         exts = _common_exts(self.qos, self.timestamp)
-        if self.node_id is not None:
-            exts.append(Extension(EXT_NODE_ID, self.node_id))
+        add_optional(exts, EXT_NODE_ID, self.node_id)
         exts.extend(self.extensions)
         _finish(out, ID_DECLARE | (FLAG_I if self.interest_id is not None else 0), exts)
         if self.interest_id is not None:

@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 
 from pyzenoh.codec.extensions import (
     Extension,
-    ext_bytes,
-    ext_int,
-    read_extensions,
-    unknown_extension,
+    KnownExtensions,
+    add_optional,
     write_extensions,
 )
 from pyzenoh.codec.network import (
@@ -88,40 +86,6 @@ EXT_JOIN_SHM = 0x52
 PRIORITY_DATA = 5
 
 
-class _Exts:
-    """Collects a message's extensions by id, keeping unknown ones in arrival order."""
-
-    __slots__ = ("known", "others")
-
-    def __init__(self, r: Reader, header: int, known: frozenset[int]) -> None:
-        self.known: dict[int, Extension] = {}
-        self.others: list[Extension] = []
-        if header & FLAG_Z:
-            for ext in read_extensions(r):
-                if ext.id in known:
-                    self.known[ext.id] = ext
-                else:
-                    self.others.append(unknown_extension(ext, r))
-
-    def flag(self, ext_id: int) -> bool:
-        return ext_id in self.known
-
-    def z64(self, ext_id: int) -> int | None:
-        ext = self.known.get(ext_id)
-        return None if ext is None else ext_int(ext)
-
-    def zbuf(self, ext_id: int) -> bytes | None:
-        ext = self.known.get(ext_id)
-        return None if ext is None else ext_bytes(ext)
-
-
-def _opt(exts: list[Extension], ext_id: int, value: None | bool | int | bytes) -> None:
-    """Append an optional handshake extension: flags when True, values when not None."""
-    if value is None or value is False:
-        return
-    exts.append(Extension(ext_id, None if value is True else value))
-
-
 # --- INIT ---------------------------------------------------------------------------------
 
 _INIT_EXTS = frozenset(
@@ -157,15 +121,15 @@ class InitSyn:
         check_bound(self.resolution, 0x0F, "resolution")
         check_bound(self.batch_size, U16_MAX, "batch size")
         exts: list[Extension] = []
-        _opt(exts, EXT_QOS, self.qos)
-        _opt(exts, EXT_QOS_LINK, self.qos_link)
-        _opt(exts, EXT_SHM, self.shm)
-        _opt(exts, EXT_AUTH, self.auth)
-        _opt(exts, EXT_MULTILINK, self.multilink)
-        _opt(exts, EXT_LOWLATENCY, self.lowlatency)
-        _opt(exts, EXT_COMPRESSION, self.compression)
-        _opt(exts, EXT_PATCH, self.patch)
-        _opt(exts, EXT_REGION_NAME, self.region_name)
+        add_optional(exts, EXT_QOS, self.qos)
+        add_optional(exts, EXT_QOS_LINK, self.qos_link)
+        add_optional(exts, EXT_SHM, self.shm)
+        add_optional(exts, EXT_AUTH, self.auth)
+        add_optional(exts, EXT_MULTILINK, self.multilink)
+        add_optional(exts, EXT_LOWLATENCY, self.lowlatency)
+        add_optional(exts, EXT_COMPRESSION, self.compression)
+        add_optional(exts, EXT_PATCH, self.patch)
+        add_optional(exts, EXT_REGION_NAME, self.region_name)
         exts.extend(self.extensions)
         sized = self.resolution != DEFAULT_RESOLUTION or self.batch_size != DEFAULT_BATCH_SIZE
         header = ID_INIT | (FLAG_A if self.ACK else 0) | (FLAG_S if sized else 0)
@@ -202,7 +166,7 @@ def _read_init(r: Reader, header: int) -> InitSyn | InitAck:
             raise DecodeError(f"reserved bits set in resolution 0x{resolution:02x}", r.pos - 1)
         batch_size = r.u16_le()
     cookie = r.zbytes(MAX_COOKIE_LEN) if header & FLAG_A else None
-    e = _Exts(r, header, _INIT_EXTS)
+    e = KnownExtensions(r, header, _INIT_EXTS)
     fields = {
         "zid": zid, "whatami": whatami, "version": version, "resolution": resolution,
         "batch_size": batch_size, "qos": e.flag(EXT_QOS), "qos_link": e.z64(EXT_QOS_LINK),
@@ -254,14 +218,14 @@ class OpenSyn:
         check_bound(self.lease_ms, U64_MAX, "lease")
         check_bound(self.initial_sn, U32_MAX, "initial SN")
         exts: list[Extension] = []
-        _opt(exts, EXT_QOS, self.qos)
-        _opt(exts, EXT_SHM, self.shm)
-        _opt(exts, EXT_AUTH, self.auth)
-        _opt(exts, EXT_MULTILINK, self.multilink)
+        add_optional(exts, EXT_QOS, self.qos)
+        add_optional(exts, EXT_SHM, self.shm)
+        add_optional(exts, EXT_AUTH, self.auth)
+        add_optional(exts, EXT_MULTILINK, self.multilink)
         self._ack_exts(exts)
-        _opt(exts, EXT_LOWLATENCY, self.lowlatency)
-        _opt(exts, EXT_COMPRESSION, self.compression)
-        _opt(exts, EXT_REMOTE_BOUND, self.remote_bound)
+        add_optional(exts, EXT_LOWLATENCY, self.lowlatency)
+        add_optional(exts, EXT_COMPRESSION, self.compression)
+        add_optional(exts, EXT_REMOTE_BOUND, self.remote_bound)
         exts.extend(self.extensions)
         in_seconds = self.lease_ms % 1000 == 0
         header = ID_OPEN | (FLAG_A if self.ACK else 0) | (FLAG_T if in_seconds else 0)
@@ -284,7 +248,7 @@ class OpenAck(OpenSyn):
     ACK = True
 
     def _ack_exts(self, exts: list[Extension]) -> None:
-        _opt(exts, EXT_MULTILINK_ACK, self.multilink_ack)
+        add_optional(exts, EXT_MULTILINK_ACK, self.multilink_ack)
 
 
 def _read_open(r: Reader, header: int) -> OpenSyn | OpenAck:
@@ -296,7 +260,7 @@ def _read_open(r: Reader, header: int) -> OpenSyn | OpenAck:
     initial_sn = r.vle(U32_MAX)
     ack = bool(header & FLAG_A)
     cookie = b"" if ack else r.zbytes(MAX_COOKIE_LEN)
-    e = _Exts(r, header, _OPEN_EXTS)
+    e = KnownExtensions(r, header, _OPEN_EXTS)
     fields = {
         "lease_ms": lease, "initial_sn": initial_sn, "qos": e.flag(EXT_QOS), "shm": e.zbuf(EXT_SHM),
         "auth": e.zbuf(EXT_AUTH), "multilink": e.zbuf(EXT_MULTILINK),
@@ -328,7 +292,7 @@ class Close:
     @classmethod
     def read(cls, r: Reader, header: int) -> Close:
         reason = r.u8()
-        e = _Exts(r, header, frozenset())
+        e = KnownExtensions(r, header, frozenset())
         return cls(reason, bool(header & FLAG_CLOSE_SESSION), tuple(e.others))
 
 
@@ -343,7 +307,7 @@ class KeepAlive:
 
     @classmethod
     def read(cls, r: Reader, header: int) -> KeepAlive:
-        return cls(tuple(_Exts(r, header, frozenset()).others))
+        return cls(tuple(KnownExtensions(r, header, frozenset()).others))
 
 
 # --- FRAME / FRAGMENT ---------------------------------------------------------------------
@@ -354,7 +318,7 @@ def _priority_ext(priority: int) -> list[Extension]:
     return [] if priority == PRIORITY_DATA else [Extension(EXT_FRAME_QOS, priority)]
 
 
-def _read_priority(e: _Exts, r: Reader) -> int:
+def _read_priority(e: KnownExtensions, r: Reader) -> int:
     value = e.z64(EXT_FRAME_QOS)
     if value is None:
         return PRIORITY_DATA
@@ -391,7 +355,7 @@ class Frame:
     @classmethod
     def read(cls, r: Reader, header: int, keep_raw: bool = False) -> Frame:
         sn = r.vle(U32_MAX)
-        e = _Exts(r, header, frozenset({EXT_FRAME_QOS}))
+        e = KnownExtensions(r, header, frozenset({EXT_FRAME_QOS}))
         priority = _read_priority(e, r)
         messages: list[NetworkMessage] = []
         raw: list[bytes] = []
@@ -419,8 +383,8 @@ class Fragment:
     def write(self, out: bytearray) -> None:
         check_bound(self.sn, U32_MAX, "sequence number")
         exts = _priority_ext(self.priority)
-        _opt(exts, EXT_FRAGMENT_FIRST, self.first)
-        _opt(exts, EXT_FRAGMENT_DROP, self.drop)
+        add_optional(exts, EXT_FRAGMENT_FIRST, self.first)
+        add_optional(exts, EXT_FRAGMENT_DROP, self.drop)
         exts.extend(self.extensions)
         header = ID_FRAGMENT | (FLAG_R if self.reliable else 0) | (FLAG_M if self.more else 0)
         out.append(header | (FLAG_Z if exts else 0))
@@ -432,7 +396,7 @@ class Fragment:
     @classmethod
     def read(cls, r: Reader, header: int) -> Fragment:
         sn = r.vle(U32_MAX)
-        e = _Exts(r, header, frozenset({EXT_FRAME_QOS, EXT_FRAGMENT_FIRST, EXT_FRAGMENT_DROP}))
+        e = KnownExtensions(r, header, frozenset({EXT_FRAME_QOS, EXT_FRAGMENT_FIRST, EXT_FRAGMENT_DROP}))
         priority = _read_priority(e, r)
         payload = r.rest()  # a fragment runs to the end of its batch
         return cls(bool(header & FLAG_R), sn, payload, bool(header & FLAG_M), priority,
@@ -459,9 +423,9 @@ class Join:
 
     def write(self, out: bytearray) -> None:
         exts: list[Extension] = []
-        _opt(exts, EXT_JOIN_QOS, self.qos)
-        _opt(exts, EXT_JOIN_SHM, self.shm)
-        _opt(exts, EXT_PATCH, self.patch)
+        add_optional(exts, EXT_JOIN_QOS, self.qos)
+        add_optional(exts, EXT_JOIN_SHM, self.shm)
+        add_optional(exts, EXT_PATCH, self.patch)
         exts.extend(self.extensions)
         sized = self.resolution != DEFAULT_RESOLUTION or self.batch_size != DEFAULT_BATCH_SIZE
         in_seconds = self.lease_ms % 1000 == 0
@@ -499,7 +463,7 @@ class Join:
             lease *= 1000
         reliable = r.vle(U32_MAX)
         best_effort = r.vle(U32_MAX)
-        e = _Exts(r, header, frozenset({EXT_JOIN_QOS, EXT_JOIN_SHM, EXT_PATCH}))
+        e = KnownExtensions(r, header, frozenset({EXT_JOIN_QOS, EXT_JOIN_SHM, EXT_PATCH}))
         return cls(zid, whatami, lease, reliable, best_effort, version, resolution, batch_size,
                    e.zbuf(EXT_JOIN_QOS), e.zbuf(EXT_JOIN_SHM), e.z64(EXT_PATCH),
                    tuple(e.others))  # fmt: skip
@@ -524,7 +488,7 @@ class TransportOam:
     @classmethod
     def read(cls, r: Reader, header: int) -> TransportOam:
         oam_id = r.vle(U16_MAX)
-        e = _Exts(r, header, frozenset({EXT_FRAME_QOS}))
+        e = KnownExtensions(r, header, frozenset({EXT_FRAME_QOS}))
         priority = _read_priority(e, r)
         return cls(oam_id, read_oam_body(r, header), priority, tuple(e.others))
 
