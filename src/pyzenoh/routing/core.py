@@ -1088,24 +1088,35 @@ class RoutingCore:
     def _sub_visible(self, d: _Face, holders: dict[int, int]) -> bool:
         return any(self._sees(d, self._faces[h]) for h in holders if h in self._faces)
 
-    def _change_sub_holder(self, f: _Face, key: str, delta: int) -> None:
-        holders = self._sub_holders.setdefault(key, {})
+    @staticmethod
+    def _count_holder(
+        table: dict[str, dict[int, int]], tree: KeyExprTree[int], f: _Face, key: str, delta: int
+    ) -> tuple[dict[int, int], dict[int, int]] | None:
+        """Add ``delta`` to ``f``'s count of entities on ``key``; when ``f`` starts or stops
+        holding the key, update ``tree`` and return the holders (before, after), else None
+        (the face already held / still holds this key: nothing visible changes)."""
+        holders = table.setdefault(key, {})
         before = dict(holders)
         count = holders.get(f.fid, 0) + delta
         if count > 0:
             holders[f.fid] = count
         else:
             holders.pop(f.fid, None)
-        if (f.fid in before) == (f.fid in holders):
-            if not holders:
-                del self._sub_holders[key]
-            return  # the face already held / still holds this key: nothing visible changes
-        if f.fid in holders:
-            self._sub_tree.insert(key, f.fid)
-        else:
-            self._sub_tree.remove(key, f.fid)
+        changed = (f.fid in before) != (f.fid in holders)
+        if changed:
+            if f.fid in holders:
+                tree.insert(key, f.fid)
+            else:
+                tree.remove(key, f.fid)
         if not holders:
-            del self._sub_holders[key]
+            del table[key]
+        return (before, holders) if changed else None
+
+    def _change_sub_holder(self, f: _Face, key: str, delta: int) -> None:
+        counted = self._count_holder(self._sub_holders, self._sub_tree, f, key, delta)
+        if counted is None:
+            return
+        before, holders = counted
         self._invalidate_routes()
         for d in self._live_faces():
             was = self._sub_visible(d, before)
@@ -1265,23 +1276,10 @@ class RoutingCore:
         return False
 
     def _change_token_holder(self, f: _Face, key: str, delta: int) -> None:
-        holders = self._token_holders.setdefault(key, {})
-        before = dict(holders)
-        count = holders.get(f.fid, 0) + delta
-        if count > 0:
-            holders[f.fid] = count
-        else:
-            holders.pop(f.fid, None)
-        if (f.fid in before) == (f.fid in holders):
-            if not holders:
-                del self._token_holders[key]
+        counted = self._count_holder(self._token_holders, self._token_tree, f, key, delta)
+        if counted is None:
             return
-        if f.fid in holders:
-            self._token_tree.insert(key, f.fid)
-        else:
-            self._token_tree.remove(key, f.fid)
-        if not holders:
-            del self._token_holders[key]
+        before, holders = counted
         declared = f.fid in holders
         for d in self._live_faces():
             now = self._token_visible(d, holders)
