@@ -85,8 +85,9 @@ class Sink:
     on_space: Callable[[], None] | None = None
 
 
-class Handler(Sink, Generic[T]):
-    """A bounded FIFO (or ring) receiver read from any thread: ``recv``, ``try_recv``, iteration."""
+class _BoundedSink(Sink, Generic[T]):
+    """The queue both channel kinds share: bounded FIFO (or ring), back-pressure signalled
+    by :attr:`full` and released through :attr:`on_space` once half drained."""
 
     def __init__(self, capacity: int = DEFAULT_CHANNEL_CAPACITY, ring: bool = False) -> None:
         if capacity < 1:
@@ -94,11 +95,36 @@ class Handler(Sink, Generic[T]):
         self.capacity = capacity
         self.ring = ring
         self._items: deque[T] = deque()
-        self._cond = threading.Condition(threading.Lock())
         self._closed = False
         self._was_full = False
         self.dropped = 0
         self.on_space: Callable[[], None] | None = None
+
+    @property
+    def full(self) -> bool:
+        if self.ring:
+            return False
+        if len(self._items) >= self.capacity:
+            self._was_full = True
+            return True
+        return False
+
+    def _pop(self) -> T:
+        item = self._items.popleft()
+        if self._was_full and len(self._items) < max(self.capacity // 2, 1):
+            self._was_full = False
+            cb = self.on_space
+            if cb is not None:
+                cb()
+        return item
+
+
+class Handler(_BoundedSink[T]):
+    """A bounded FIFO (or ring) receiver read from any thread: ``recv``, ``try_recv``, iteration."""
+
+    def __init__(self, capacity: int = DEFAULT_CHANNEL_CAPACITY, ring: bool = False) -> None:
+        super().__init__(capacity, ring)
+        self._cond = threading.Condition(threading.Lock())
 
     # producer side
     def push(self, item: T) -> None:
@@ -116,25 +142,7 @@ class Handler(Sink, Generic[T]):
             self._closed = True
             self._cond.notify_all()
 
-    @property
-    def full(self) -> bool:
-        if self.ring:
-            return False
-        if len(self._items) >= self.capacity:
-            self._was_full = True
-            return True
-        return False
-
     # consumer side
-    def _pop(self) -> T:
-        item = self._items.popleft()
-        if self._was_full and len(self._items) < max(self.capacity // 2, 1):
-            self._was_full = False
-            cb = self.on_space
-            if cb is not None:
-                cb()
-        return item
-
     def try_recv(self) -> T | None:
         with self._cond:
             return self._pop() if self._items else None
@@ -169,20 +177,12 @@ class Handler(Sink, Generic[T]):
             raise StopIteration from None
 
 
-class AsyncHandler(Sink, Generic[T]):
+class AsyncHandler(_BoundedSink[T]):
     """A bounded FIFO (or ring) receiver for asyncio code in the session's own loop."""
 
     def __init__(self, capacity: int = DEFAULT_CHANNEL_CAPACITY, ring: bool = False) -> None:
-        if capacity < 1:
-            raise UsageError("channel capacity must be at least 1")
-        self.capacity = capacity
-        self.ring = ring
-        self._items: deque[T] = deque()
+        super().__init__(capacity, ring)
         self._event = asyncio.Event()
-        self._closed = False
-        self._was_full = False
-        self.dropped = 0
-        self.on_space: Callable[[], None] | None = None
 
     def push(self, item: T) -> None:
         if self._closed:
@@ -196,24 +196,6 @@ class AsyncHandler(Sink, Generic[T]):
     def close(self) -> None:
         self._closed = True
         self._event.set()
-
-    @property
-    def full(self) -> bool:
-        if self.ring:
-            return False
-        if len(self._items) >= self.capacity:
-            self._was_full = True
-            return True
-        return False
-
-    def _pop(self) -> T:
-        item = self._items.popleft()
-        if self._was_full and len(self._items) < max(self.capacity // 2, 1):
-            self._was_full = False
-            cb = self.on_space
-            if cb is not None:
-                cb()
-        return item
 
     def try_recv(self) -> T | None:
         return self._pop() if self._items else None
