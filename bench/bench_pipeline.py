@@ -244,6 +244,11 @@ def bench_spark(tmp: Path, messages: int, master: str) -> dict[str, Any]:
     ).save()
     source_s = time.perf_counter() - t0
     rows = spark.read.format("pyzenoh").load(str(rec_dir)).count()
+    t0 = time.perf_counter()
+    spark.read.format("pyzenoh").load(str(rec_dir)).write.mode("overwrite").parquet(
+        str(tmp / "messages.parquet")
+    )
+    parquet_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     result = run_pipeline(rec_dir, tmp / "out", progress=True)
@@ -257,6 +262,8 @@ def bench_spark(tmp: Path, messages: int, master: str) -> dict[str, Any]:
         "source_first_read_s": round(cold_s, 2),
         "source_read_s": round(source_s, 2),
         "source_rows_per_s": rows / source_s,
+        "to_parquet_s": round(parquet_s, 2),
+        "to_parquet_rows_per_s": rows / parquet_s,
         "pipeline_s": round(pipeline_s, 2),
         "pipeline_rows_per_s": rows / pipeline_s,
         "audit": result["audit"]["text"],
@@ -322,6 +329,9 @@ def main() -> None:
             )
             print(
                 f"source decode -> noop:  {sp['source_rows_per_s']:>10,.0f} rows/s ({sp['source_read_s']} s)"
+            )
+            print(
+                f"recording -> messages Parquet: {sp['to_parquet_rows_per_s']:>10,.0f} rows/s ({sp['to_parquet_s']} s)"
             )
             print(
                 f"run_pipeline (all tables + report): {sp['pipeline_rows_per_s']:>10,.0f} rows/s ({sp['pipeline_s']} s)"

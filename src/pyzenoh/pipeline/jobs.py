@@ -376,6 +376,7 @@ def match_keys_batches(
     import pyarrow as pa
 
     from pyzenoh.keyexpr import intersects
+
     for batch in batches:
         left: list[str] = []
         right: list[str] = []
@@ -396,10 +397,10 @@ def match_keys_batches(
         )
 
 
-def delivery_tables(
+def delivery_audit(
     messages: DataFrame, routes: DataFrame, declarations: DataFrame
-) -> tuple[DataFrame, DataFrame]:
-    """The routing audit and the list of its differences."""
+) -> DataFrame:
+    """The routing audit: per data message, where it went against where it should have."""
     from pyspark.sql import functions as F
 
     data = messages.where(
@@ -499,7 +500,14 @@ def delivery_tables(
         & (F.size("unexpected_vs_route") == 0)
         & (F.size("route_vs_declarations") == 0)
     )
-    audit = audit.withColumn("ok", ok).orderBy("seq")
+    return audit.withColumn("ok", ok).orderBy("seq")
+
+
+def delivery_differences(audit: DataFrame) -> DataFrame:
+    """One row per difference the audit found (read it from the saved audit: building it
+    from the audit's plan would compute the audit again)."""
+    from pyspark.sql import functions as F
+
     diff_cols = [
         ("missing", "declarations", "subscribed face did not receive it"),
         (
@@ -541,7 +549,7 @@ def delivery_tables(
     diffs = parts[0]
     for p in parts[1:]:
         diffs = diffs.unionByName(p)
-    return audit, diffs.orderBy("seq", "kind", "face")
+    return diffs.orderBy("seq", "kind", "face")
 
 
 # --- the job ------------------------------------------------------------------------------
@@ -603,9 +611,8 @@ def run_pipeline(
     declarations = spark.read.parquet(str(out_dir / "declarations"))
 
     prog.stage("delivery audit")
-    audit, diffs = delivery_tables(messages, routes, declarations)
-    audit = save("delivery", audit)
-    save("delivery_differences", diffs)
+    audit = save("delivery", delivery_audit(messages, routes, declarations))
+    save("delivery_differences", delivery_differences(audit))
     verdict = audit_verdict(audit)
     prog.done(verdict["text"])
 

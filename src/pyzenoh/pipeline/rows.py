@@ -36,6 +36,7 @@ from pyzenoh.codec.network import (
 )
 from pyzenoh.codec.primitives import Encoding, Timestamp, WireExpr
 from pyzenoh.errors import DecodeError
+from pyzenoh.transport.fastpath import ID_DEL, ID_PUSH, scan_push
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
@@ -84,7 +85,7 @@ def ddl_columns(ddl: str) -> list[str]:
 
 
 MESSAGE_COLUMNS = ddl_columns(MESSAGES_DDL)
-_N = len(MESSAGE_COLUMNS)
+N_COLUMNS = _N = len(MESSAGE_COLUMNS)
 _I = {name: i for i, name in enumerate(MESSAGE_COLUMNS)}
 # Column positions used when filling a row (plain ints: the loop below is hot).
 (
@@ -277,14 +278,7 @@ def message_row(
     raw: bytes | memoryview,
 ) -> tuple[Any, ...]:
     """One ``messages`` row for a recorded network message (decoded with pyzenoh's codec)."""
-    raw = bytes(raw)
-    template = _DECODED.get(raw)
-    if template is None:
-        template = _decode_template(raw)
-        if len(_DECODED) >= DECODE_CACHE_SIZE:
-            _DECODED.clear()
-        _DECODED[raw] = template
-    row = list(template)
+    row = list(decode_template(bytes(raw)))
     row[0] = seg
     row[1] = rec
     row[2] = run
@@ -307,7 +301,55 @@ DECODE_CACHE_SIZE = 4096
 _DECODED: dict[bytes, tuple[Any, ...]] = {}
 
 
+def decode_template(raw: bytes) -> tuple[Any, ...]:
+    """A full-width row holding only what the message bytes determine (from ``msg_type``
+    on, plus ``key`` for an unscoped wire key); the rest is None. Cached by bytes."""
+    template = _DECODED.get(raw)
+    if template is None:
+        template = _decode_template(raw)
+        if len(_DECODED) >= DECODE_CACHE_SIZE:
+            _DECODED.clear()
+        _DECODED[raw] = template
+    return template
+
+
+def _push_template(raw: bytes) -> tuple[Any, ...] | None:
+    """The template of a common-shape PUSH(PUT/DEL) read field by field, without building
+    codec objects; None for any other shape. Equal to the codec path's (tests check)."""
+    f = scan_push(raw, 0, len(raw))
+    if f is None or f[0] != len(raw):
+        return None
+    _, scope, suffix, mapping, qos, _, kind, ts, enc, a, b = f
+    row: list[Any] = [None] * _N
+    row[C_RAWSIZE] = len(raw)
+    row[C_MSG] = "push"
+    row[C_SCOPE] = scope
+    row[C_SUFFIX] = suffix
+    row[C_MAPPING] = mapping
+    _qos(row, qos)
+    if kind == ID_DEL:
+        row[C_BODY] = "del"
+        row[C_PSIZE] = 0
+    else:
+        row[C_BODY] = "put"
+        row[C_PAYLOAD] = raw[a:b]
+        row[C_PSIZE] = b - a
+        row[C_ENC] = _encoding(enc)
+    _timestamp(row, ts)
+    if scope == 0 and suffix:
+        row[C_KEY] = suffix
+    return tuple(row)
+
+
 def _decode_template(raw: bytes) -> tuple[Any, ...]:
+    if raw and raw[0] & 0x1F == ID_PUSH:
+        fast = _push_template(raw)
+        if fast is not None:
+            return fast
+    return _codec_template(raw)
+
+
+def _codec_template(raw: bytes) -> tuple[Any, ...]:
     row: list[Any] = [None] * _N
     row[C_RAWSIZE] = len(raw)
     try:

@@ -26,12 +26,14 @@ implemented (see the project's Spark notes: it corrupts later queries in 4.3.0).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -51,6 +53,7 @@ from pyspark.sql.types import StructType
 
 from pyzenoh.errors import DecodeError, UsageError
 from pyzenoh.pipeline import rows as R
+from pyzenoh.pipeline.columnar import index_offsets, message_batch
 from pyzenoh.recording import format as fmt
 from pyzenoh.recording.reader import (
     SegmentInfo,
@@ -248,8 +251,9 @@ class SegmentSlice(InputPartition):
     channel: int
     start: int
     stop: int
-    # (records file offset, records length, ordinal of the chunk's first channel record)
-    chunks: tuple[tuple[int, int, int], ...]
+    # (records file offset, records length, ordinal of the chunk's first channel record,
+    #  file offset after the group's MessageIndex records, the chunk's CRC)
+    chunks: tuple[tuple[int, int, int, int, int], ...]
     links: LinkState
 
 
@@ -280,7 +284,7 @@ def plan_slices(
 def _slice(
     catalog: SegmentCatalog, info: SegmentInfo, channel: int, a: int, b: int
 ) -> SegmentSlice:
-    chunks: list[tuple[int, int, int]] = []
+    chunks: list[tuple[int, int, int, int, int]] = []
     first_index = -1
     ordinal = 0
     for k, chunk in enumerate(info.chunks):
@@ -288,7 +292,9 @@ def _slice(
         if first_index < 0 and n > 0 and ordinal + n > a:
             first_index = k
         if first_index >= 0:  # later chunks too, even without our records: link events
-            chunks.append((chunk.records_at, chunk.records_len, ordinal))
+            chunks.append(
+                (chunk.records_at, chunk.records_len, ordinal, chunk.end, chunk.crc)
+            )
         ordinal += n
         if ordinal >= b:
             break
@@ -305,100 +311,135 @@ def read_slice(
     part: SegmentSlice, schema: pa.Schema, batch_rows: int = R.BATCH_ROWS
 ) -> Iterator[pa.RecordBatch]:
     """Decode one slice into Arrow batches of ``schema``."""
+    if part.channel == fmt.CH_NET and schema == _messages_schema():
+        return _message_batches(part, schema, batch_rows)
     return R.rows_to_batches(slice_rows(part), schema, batch_rows)
 
 
+@functools.cache
+def _messages_schema() -> pa.Schema:
+    return R.arrow_schema(R.MESSAGES_DDL)
+
+
+def _read_group(f: BinaryIO, path: str, records_at: int, group_end: int) -> bytes:
+    f.seek(records_at)
+    data = f.read(group_end - records_at)
+    if len(data) != group_end - records_at:
+        raise DecodeError(f"segment {path} shrank while being read", records_at)
+    return data
+
+
+def _message_batches(
+    part: SegmentSlice, schema: pa.Schema, batch_rows: int
+) -> Iterator[pa.RecordBatch]:
+    """The ``messages`` slice, chunk by chunk: columnar where the chunk is intact and its
+    index agrees (:mod:`.columnar`), record by record otherwise."""
+    links = dict(_links(part))
+    with open(part.path, "rb") as f:
+        for records_at, records_len, first, group_end, crc in part.chunks:
+            if first >= part.stop:
+                return
+            data = memoryview(_read_group(f, part.path, records_at, group_end))
+            records = data[:records_len]
+            batch = None
+            offsets = index_offsets(data[records_len:])
+            if offsets is not None and (crc == 0 or zlib.crc32(records) == crc):
+                n = len(offsets.get(fmt.CH_NET, ()))
+                k0 = max(part.start - first, 0)
+                k1 = max(min(part.stop - first, n), k0)
+                batch = message_batch(
+                    records,
+                    offsets,
+                    k0,
+                    k1,
+                    part.seg,
+                    first + k0,
+                    part.run,
+                    links,
+                    schema,
+                )
+            if batch is None:
+                rows = _chunk_rows(part, records, first, links)
+                yield from R.rows_to_batches(rows, schema, batch_rows)
+            elif batch.num_rows:
+                yield batch
+
+
+def _links(part: SegmentSlice) -> dict[int, tuple[str | None, str | None, str | None]]:
+    return {lid: (z, w, r) for lid, z, w, r in part.links}
+
+
 def slice_rows(part: SegmentSlice) -> Iterator[tuple[Any, ...]]:
-    links: dict[int, tuple[str | None, str | None, str | None]] = {
-        lid: (z, w, r) for lid, z, w, r in part.links
-    }
+    """The slice's rows as tuples, record by record (any table)."""
+    links = _links(part)
+    with open(part.path, "rb") as f:
+        for records_at, records_len, first, _, _ in part.chunks:
+            if first >= part.stop:
+                return
+            data = _read_group(f, part.path, records_at, records_at + records_len)
+            yield from _chunk_rows(part, memoryview(data), first, links)
+
+
+def _chunk_rows(
+    part: SegmentSlice,
+    mv: memoryview,
+    first: int,
+    links: dict[int, tuple[str | None, str | None, str | None]],
+) -> Iterator[tuple[Any, ...]]:
+    """Rows of one chunk's records for the slice's channel; ``links`` follows the chunk's
+    link events."""
     want = part.channel
     seg, run, start, stop = part.seg, part.run, part.start, part.stop
-    with open(part.path, "rb") as f:
-        for records_at, records_len, first in part.chunks:
-            f.seek(records_at)
-            data = f.read(records_len)
-            if len(data) != records_len:
-                raise DecodeError(
-                    f"segment {part.path} shrank while being read", records_at
-                )
-            mv = memoryview(data)
-            ordinal = first
+    ordinal = first
+    try:
+        entries = fmt.iter_chunk_messages(mv)
+    except DecodeError as exc:
+        if want == fmt.CH_NET and start <= ordinal < stop:
+            yield R.invalid_row(
+                seg, ordinal, run, -1, 0, -1, f"corrupt chunk: {exc}", bytes(mv[:256])
+            )
+        return
+    for channel, log_time, a, b in entries:
+        lrec = None
+        if channel == fmt.CH_LINK:
             try:
-                entries = fmt.iter_chunk_messages(mv)
+                lrec = fmt.parse_link(mv[a:b], log_time)
+            except DecodeError:
+                lrec = None
+            if lrec is not None:
+                if lrec.event == "open":
+                    links[lrec.link] = (lrec.zid, lrec.whatami, lrec.remote)
+                else:
+                    links.pop(lrec.link, None)
+        if channel != want:
+            continue
+        o = ordinal
+        ordinal += 1
+        if o < start or o >= stop:
+            continue
+        if want == fmt.CH_NET:
+            try:
+                n = fmt.parse_net(mv[a:b], log_time)
             except DecodeError as exc:
-                if want == fmt.CH_NET:
-                    yield R.invalid_row(
-                        seg,
-                        ordinal,
-                        run,
-                        -1,
-                        0,
-                        -1,
-                        f"corrupt chunk: {exc}",
-                        data[:256],
-                    )
+                yield R.invalid_row(
+                    seg, o, run, -1, log_time, -1, f"bad record: {exc}", bytes(mv[a:b])
+                )
                 continue
-            for channel, log_time, a, b in entries:
-                if channel == fmt.CH_LINK:
-                    try:
-                        lrec = fmt.parse_link(mv[a:b], log_time)
-                    except DecodeError:
-                        lrec = None
-                    if lrec is not None:
-                        if lrec.event == "open":
-                            links[lrec.link] = (lrec.zid, lrec.whatami, lrec.remote)
-                        else:
-                            links.pop(lrec.link, None)
-                if channel != want:
-                    continue
-                o = ordinal
-                ordinal += 1
-                if o < start:
-                    continue
-                if o >= stop:
-                    return
-                if want == fmt.CH_NET:
-                    try:
-                        n = fmt.parse_net(mv[a:b], log_time)
-                    except DecodeError as exc:
-                        yield R.invalid_row(
-                            seg,
-                            o,
-                            run,
-                            -1,
-                            log_time,
-                            -1,
-                            f"bad record: {exc}",
-                            bytes(mv[a:b]),
-                        )
-                        continue
-                    yield R.message_row(
-                        seg,
-                        o,
-                        run,
-                        n.seq,
-                        log_time,
-                        n.link,
-                        links.get(n.link),
-                        n.direction,
-                        n.cause,
-                        n.key,
-                        n.raw,
-                    )
-                elif want == fmt.CH_ROUTE:
-                    try:
-                        r = fmt.parse_route(mv[a:b], log_time)
-                    except DecodeError:
-                        continue
-                    yield R.route_row(
-                        seg, o, run, r.seq, log_time, r.cause, r.key, r.links
-                    )
-                elif lrec is not None:
-                    yield R.link_row(
-                        seg, o, run, lrec.seq, log_time, lrec.event, lrec.link, lrec.zid, lrec.whatami,
-                        lrec.remote, lrec.reason, lrec.carried,
-                    )  # fmt: skip
+            yield R.message_row(
+                seg, o, run, n.seq, log_time, n.link, links.get(n.link), n.direction,
+                n.cause, n.key, n.raw,
+            )  # fmt: skip
+        elif want == fmt.CH_ROUTE:
+            try:
+                r = fmt.parse_route(mv[a:b], log_time)
+            except DecodeError:
+                continue
+            yield R.route_row(seg, o, run, r.seq, log_time, r.cause, r.key, r.links)
+        elif lrec is not None:
+            yield R.link_row(
+                seg, o, run, lrec.seq, log_time, lrec.event, lrec.link, lrec.zid, lrec.whatami,
+                lrec.remote, lrec.reason, lrec.carried,
+            )  # fmt: skip
 
 
 # --- the Spark classes ------------------------------------------------------------------------

@@ -55,8 +55,19 @@ def _zid(raw: bytes) -> ZenohId | None:
     return zid
 
 
-def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
-    """The PUSH at ``buf[pos]`` and the offset after it, or None: "let the codec do it"."""
+#: What :func:`scan_push` finds: (offset after the PUSH, scope, suffix, mapping sender,
+#: qos, body offset, body id (PUT or DEL), timestamp, encoding, payload start, payload end).
+PushFields = tuple[
+    int, int, str, bool, int, int, int, "Timestamp | None", Encoding, int, int
+]
+
+
+def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
+    """The fields of the common-shape PUSH at ``buf[pos]``, or None: "let the codec do it".
+
+    Nothing is built but the timestamp and encoding (both cached): the router wraps the
+    fields into codec objects (:func:`decode_push`), the Spark source into table columns.
+    """
     h = buf[pos]
     p = pos + 1
     if p >= end:
@@ -124,45 +135,67 @@ def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
             return None
         p += n
         ts = Timestamp(time, zid)
-    body: Put | Del
+    enc = Encoding.DEFAULT
     if kind == ID_DEL:
         if bh & 0x40:
             return None
-        body = Del(ts)
+        return p, scope, suffix, bool(h & 0x40), qos, body_offset, kind, ts, enc, p, p
+    if bh & 0x40:  # E: a one-byte encoding without schema
+        if p >= end:
+            return None
+        e = buf[p]
+        if e >= 0x80 or e & 1:
+            return None
+        p += 1
+        cached = _encodings.get(e >> 1)
+        if cached is None:
+            cached = _encodings[e >> 1] = Encoding(e >> 1)
+        enc = cached
+    n = 0
+    shift = 0
+    for _ in range(5):  # payload length: z32
+        if p >= end:
+            return None
+        b = buf[p]
+        p += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
     else:
-        enc = Encoding.DEFAULT
-        if bh & 0x40:  # E: a one-byte encoding without schema
-            if p >= end:
-                return None
-            e = buf[p]
-            if e >= 0x80 or e & 1:
-                return None
-            p += 1
-            cached = _encodings.get(e >> 1)
-            if cached is None:
-                cached = _encodings[e >> 1] = Encoding(e >> 1)
-            enc = cached
-        n = 0
-        shift = 0
-        for _ in range(5):  # payload length: z32
-            if p >= end:
-                return None
-            b = buf[p]
-            p += 1
-            n |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-        else:
-            return None
-        if n > 0xFFFF_FFFF or p + n > end:
-            return None
-        body = Put(buf[p : p + n], enc, ts)
-        p += n
-    return Push(WireExpr(scope, suffix, bool(h & 0x40)), body, qos, body_offset=body_offset), p
+        return None
+    if n > 0xFFFF_FFFF or p + n > end:
+        return None
+    return (
+        p + n,
+        scope,
+        suffix,
+        bool(h & 0x40),
+        qos,
+        body_offset,
+        kind,
+        ts,
+        enc,
+        p,
+        p + n,
+    )
 
 
-def _frame(buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool) -> tuple[Frame, int] | None:
+def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
+    """The PUSH at ``buf[pos]`` and the offset after it, or None: "let the codec do it"."""
+    f = scan_push(buf, pos, end)
+    if f is None:
+        return None
+    after, scope, suffix, mapping, qos, body_offset, kind, ts, enc, a, b = f
+    body = Del(ts) if kind == ID_DEL else Put(buf[a:b], enc, ts)
+    return Push(
+        WireExpr(scope, suffix, mapping), body, qos, body_offset=body_offset
+    ), after
+
+
+def _frame(
+    buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool
+) -> tuple[Frame, int] | None:
     """A FRAME with no extension other than its priority, decoded message by message."""
     h = buf[pos]
     p = pos + 1
@@ -214,7 +247,11 @@ def decode_batch(payload: bytes, keep_raw: bool = False) -> list[TransportMessag
     out: list[TransportMessage] = []
     pos = 0
     while pos < end:
-        res = _frame(payload, pos, end, r, keep_raw) if payload[pos] & 0x1F == ID_FRAME else None
+        res = (
+            _frame(payload, pos, end, r, keep_raw)
+            if payload[pos] & 0x1F == ID_FRAME
+            else None
+        )
         if res is None:
             r.pos = pos
             out.append(read_transport_message(r, keep_raw))

@@ -1,0 +1,304 @@
+"""Decoding a chunk's network records straight into Arrow columns (the source's hot path).
+
+Per-row Python is what limits a Python data source (the project's Spark notes), so a
+chunk of ``messages`` rows is built column by column:
+
+* the chunk group's own MessageIndex gives the offset of every record, so numpy gathers
+  the fixed fields of all records at once, and the key and raw byte ranges in one pass;
+* Arrow dictionary-encodes the raw messages: a router sends the very same bytes to every
+  subscriber of a PUSH, so each distinct message is decoded once (by
+  :func:`pyzenoh.pipeline.rows.decode_template`, the one definition of the columns) and
+  its columns are spread to the rows with ``take``;
+* link details (zid, whatami, remote) come from the link events of the chunk, applied in
+  record order, and are spread the same way.
+
+Anything unexpected (an index that disagrees with the records, a bad header, a key that
+is not UTF-8) returns None and the caller decodes that chunk record by record, which
+turns each bad record into an ``invalid`` row. Offsets and lengths are all checked
+against the chunk before anything is gathered.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
+
+from pyzenoh.errors import DecodeError
+from pyzenoh.pipeline import rows as R
+from pyzenoh.recording import format as fmt
+
+LinkInfo = tuple[str | None, str | None, str | None]
+
+# A net record's Message header and the fixed part of its data, as numpy reads them.
+NET_HEAD = np.dtype(
+    [
+        ("op", "u1"),
+        ("length", "<u8"),
+        ("channel", "<u2"),
+        ("seq32", "<u4"),
+        ("log_time", "<u8"),
+        ("publish_time", "<u8"),
+        ("seq", "<u8"),
+        ("cause", "<i8"),
+        ("link", "<u4"),
+        ("direction", "u1"),
+        ("key_len", "<u4"),
+    ]
+)
+_HEAD_LEN = NET_HEAD.itemsize
+assert _HEAD_LEN == fmt.MESSAGE_HEAD.size + fmt.NET_DATA.size
+# Smallest Message length field of a net record: Message fields + net data, no key or raw.
+_MIN_NET_LENGTH = _HEAD_LEN - fmt.RECORD_HEAD.size
+_INDEX_FIELDS = struct.Struct("<HI")  # MessageIndex: channel, entries length
+_INDEX_HEAD_LEN = fmt.RECORD_HEAD.size + _INDEX_FIELDS.size
+_I32_MAX = 0x7FFF_FFFF
+_DIRECTIONS = pa.array(list(fmt.DIRECTIONS), pa.string())
+# Template columns spread with take: everything the decoded message determines.
+_TEMPLATE_COLUMNS = [c for c in range(R.C_MSG, R.N_COLUMNS) if c != R.C_KEY]
+
+
+def index_offsets(tail: bytes | memoryview) -> dict[int, np.ndarray] | None:
+    """Record offsets per channel from a chunk group's MessageIndex records (the bytes
+    after the chunk's records); None when they are not exactly what the recorder writes."""
+    out: dict[int, np.ndarray] = {}
+    at, end = 0, len(tail)
+    for _ in range(fmt.CHANNEL_COUNT):
+        if at + _INDEX_HEAD_LEN > end:
+            return None
+        op, length = fmt.RECORD_HEAD.unpack_from(tail, at)
+        channel, entries = _INDEX_FIELDS.unpack_from(tail, at + fmt.RECORD_HEAD.size)
+        body = at + _INDEX_HEAD_LEN
+        if op != fmt.OP_MESSAGE_INDEX or length != 6 + entries or entries % 16:
+            return None
+        if body + entries > end or channel in out:
+            return None
+        pairs = np.frombuffer(tail, dtype="<u8", count=entries // 8, offset=body)
+        out[channel] = pairs[1::2].astype(np.int64)
+        at = body + entries
+    return out
+
+
+def _index_tiles(buf: np.ndarray, offsets: dict[int, np.ndarray]) -> bool:
+    """Whether the indexed records, in offset order, exactly tile the chunk: then every
+    record is where the index says and each channel's ordinals are the records' order."""
+    starts = np.sort(np.concatenate(list(offsets.values())))
+    size = len(buf)
+    if len(starts) == 0:
+        return size == 0
+    if starts[0] != 0 or starts[-1] + fmt.RECORD_HEAD.size > size:
+        return False
+    head = buf[starts[:, None] + np.arange(fmt.RECORD_HEAD.size)]
+    op = head[:, 0]
+    length = head[:, 1:].copy().view("<u8").reshape(len(starts))
+    if (
+        np.any(op != fmt.OP_MESSAGE)
+        or np.any(length > size)
+        or np.any(length < fmt.MESSAGE_FIXED_LEN)
+    ):
+        return False
+    ends = starts + fmt.RECORD_HEAD.size + length.astype(np.int64)
+    if np.any(ends[:-1] != starts[1:]) or ends[-1] != size:
+        return False
+    for channel, where in offsets.items():  # sorted within their channel, as written
+        if len(where) > 1 and np.any(np.diff(where) <= 0):
+            return False
+        if len(where) and np.any(
+            buf[where[:, None] + np.arange(9, 11)].copy().view("<u2") != channel
+        ):
+            return False
+    return True
+
+
+def _ranges(
+    buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Arrow-style (offsets, data) of the byte ranges ``buf[starts[i]:starts[i]+lengths[i]]``."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    total = int(offsets[-1])
+    if total == 0:
+        return offsets.astype(np.int32), np.zeros(0, dtype=np.uint8)
+    index = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1] - starts, lengths)
+    return offsets, buf[index]
+
+
+def _binary(
+    buf: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    valid: np.ndarray | None,
+    typ: pa.DataType,
+) -> pa.Array:
+    offsets, data = _ranges(buf, starts, lengths)
+    if offsets[-1] > _I32_MAX:
+        typ = pa.large_binary() if typ == pa.binary() else pa.large_string()
+        offsets = offsets.astype(np.int64)
+    else:
+        offsets = offsets.astype(np.int32)
+    n = len(lengths)
+    validity = None
+    nulls = 0
+    if valid is not None and not valid.all():
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        nulls = int(n - valid.sum())
+    return pa.Array.from_buffers(
+        typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls
+    )
+
+
+def _link_columns(
+    records: memoryview,
+    link_offsets: np.ndarray,
+    row_offsets: np.ndarray,
+    row_links: np.ndarray,
+    links: dict[int, LinkInfo],
+) -> list[pa.Array]:
+    """zid, whatami and remote of every row, applying the chunk's link events in order
+    (``links`` is updated to the state after the whole chunk)."""
+    states = [dict(links)]
+    for at in link_offsets.tolist():
+        _, length = fmt.RECORD_HEAD.unpack_from(records, at)  # checked by _index_tiles
+        try:
+            if length < fmt.MESSAGE_FIXED_LEN:
+                raise DecodeError("link record too short", at)
+            rec = fmt.parse_link(
+                records[
+                    at + fmt.MESSAGE_HEAD.size : at + fmt.RECORD_HEAD.size + length
+                ],
+                0,
+            )
+        except DecodeError:
+            continue  # as the per-record path does: a bad link event changes nothing
+        if rec.event == "open":
+            links[rec.link] = (rec.zid, rec.whatami, rec.remote)
+        else:
+            links.pop(rec.link, None)
+        states.append(dict(links))
+    epoch = np.searchsorted(link_offsets, row_offsets) if len(states) > 1 else 0
+    combined = (np.asarray(epoch, dtype=np.int64) << 32) | row_links.astype(np.int64)
+    uniq, inverse = np.unique(combined, return_inverse=True)
+    infos = [states[int(u) >> 32].get(int(u) & 0xFFFF_FFFF) for u in uniq.tolist()]
+    take = pa.array(inverse.astype(np.int32))
+    out = []
+    for i in range(3):
+        values = pa.array([None if x is None else x[i] for x in infos], pa.string())
+        out.append(values.take(take))
+    return out
+
+
+def _template_columns(
+    raw: pa.Array, types: list[pa.DataType]
+) -> tuple[dict[int, pa.Array], pa.Array | None]:
+    """The decoded columns of every row (by column position), and the template's key."""
+    encoded = pc.dictionary_encode(raw)
+    indices = encoded.indices
+    templates = [R.decode_template(m) for m in encoded.dictionary.to_pylist()]
+    out: dict[int, pa.Array] = {}
+    n = len(raw)
+    for c in _TEMPLATE_COLUMNS:
+        values = [t[c] for t in templates]
+        if any(v is not None for v in values):
+            out[c] = pa.array(values, types[c]).take(indices)
+        else:
+            out[c] = pa.nulls(n, types[c])
+    keys = [t[R.C_KEY] for t in templates]
+    key = None
+    if any(k is not None for k in keys):
+        key = pa.array(keys, pa.string()).take(indices)
+    return out, key
+
+
+def message_batch(
+    records: bytes | memoryview,
+    offsets: dict[int, np.ndarray],
+    k0: int,
+    k1: int,
+    seg: int,
+    rec0: int,
+    run: int,
+    links: dict[int, LinkInfo],
+    schema: pa.Schema,
+) -> pa.RecordBatch | None:
+    """``messages`` rows for net records ``k0 .. k1-1`` of one chunk (``rec0`` is the
+    ordinal of record ``k0``); None when the chunk needs the per-record path.
+
+    ``links`` (link id -> details at the chunk's start) is advanced past the whole chunk,
+    but only when a batch is returned.
+    """
+    net = offsets.get(fmt.CH_NET)
+    link_offsets = offsets.get(fmt.CH_LINK)
+    if net is None or link_offsets is None or len(offsets) != fmt.CHANNEL_COUNT:
+        return None
+    buf = np.frombuffer(records, dtype=np.uint8)
+    if not _index_tiles(buf, offsets):
+        return None
+    size = len(records)
+    rows = net[k0:k1]
+    n = len(rows)
+    if n and rows[-1] + _HEAD_LEN > size:
+        return None  # a last record shorter than a net record's fixed part
+    head = buf[rows[:, None] + np.arange(_HEAD_LEN)].view(NET_HEAD).reshape(n)
+    length = head["length"].astype(np.int64)
+    record_end = rows + fmt.RECORD_HEAD.size + length
+    key_len = head["key_len"].astype(np.int64)
+    has_key = key_len != fmt.NO_KEY
+    key_len = np.where(has_key, key_len, 0)
+    if n and (
+        np.any(head["op"] != fmt.OP_MESSAGE)
+        or np.any(head["channel"] != fmt.CH_NET)
+        or np.any(length < _MIN_NET_LENGTH)
+        or np.any(head["direction"] > fmt.DIR_TX)
+        or np.any(key_len > np.minimum(length - _MIN_NET_LENGTH, fmt.MAX_KEY_BYTES))
+        or np.any(head["link"] > _I32_MAX)
+    ):
+        return None
+    key_at = rows + _HEAD_LEN
+    raw_at = key_at + key_len
+    key = _binary(buf, key_at, key_len, has_key, pa.string())
+    try:
+        key.validate(full=True)  # UTF-8
+    except pa.ArrowInvalid:
+        return None
+    raw = _binary(buf, raw_at, record_end - raw_at, None, pa.binary())
+
+    types = [f.type for f in schema]
+    new_links = dict(links)
+    zid, whatami, remote = _link_columns(
+        memoryview(records), link_offsets, rows, head["link"], new_links
+    )
+    decoded, template_key = _template_columns(raw, types)
+    if template_key is not None:
+        key = pc.coalesce(key, template_key)  # the record's key wins
+    time_ns = head["log_time"].astype(np.int64)
+    columns: list[Any] = [
+        np.full(n, seg, dtype=np.int32),
+        np.arange(rec0, rec0 + n, dtype=np.int64),
+        np.full(n, run, dtype=np.int32),
+        head["seq"].astype(np.int64),
+        time_ns,
+        pa.array(time_ns // 1000, pa.int64()).cast(types[5]),
+        head["link"].astype(np.int32),
+        zid,
+        whatami,
+        remote,
+        _DIRECTIONS.take(pa.array(head["direction"].astype(np.int32))),
+        head["cause"].astype(np.int64),
+    ]
+    columns += [None] * (R.N_COLUMNS - len(columns))
+    columns[R.C_KEY] = key
+    for c, arr in decoded.items():
+        columns[c] = arr
+    arrays = [
+        col if isinstance(col, pa.Array) else pa.array(col, typ)
+        for col, typ in zip(columns, types, strict=True)
+    ]
+    arrays = [
+        a if a.type == t else a.cast(t) for a, t in zip(arrays, types, strict=True)
+    ]
+    links.clear()
+    links.update(new_links)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
