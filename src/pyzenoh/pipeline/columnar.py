@@ -159,23 +159,17 @@ def _link_columns(
 ) -> list[pa.Array]:
     """zid, whatami and remote of every row, applying the chunk's link events in order
     (``links`` is updated to the state after the whole chunk)."""
-    states = [dict(links)]
+    states = [dict(links)]  # states[i]: after the first i link events
     for at in link_offsets.tolist():
         _, length = fmt.RECORD_HEAD.unpack_from(records, at)  # checked by _index_tiles
+        data = records[at + fmt.MESSAGE_HEAD.size : at + fmt.RECORD_HEAD.size + length]
         try:
-            if length < fmt.MESSAGE_FIXED_LEN:
-                raise DecodeError("link record too short", at)
-            rec = fmt.parse_link(
-                records[
-                    at + fmt.MESSAGE_HEAD.size : at + fmt.RECORD_HEAD.size + length
-                ],
-                0,
-            )
+            rec = fmt.parse_link(data, 0)
         except DecodeError:
-            continue  # as the per-record path does: a bad link event changes nothing
-        if rec.event == "open":
+            rec = None  # as the per-record path does: a bad link event changes nothing
+        if rec is not None and rec.event == "open":
             links[rec.link] = (rec.zid, rec.whatami, rec.remote)
-        else:
+        elif rec is not None:
             links.pop(rec.link, None)
         states.append(dict(links))
     epoch = np.searchsorted(link_offsets, row_offsets) if len(states) > 1 else 0
@@ -253,7 +247,9 @@ def message_batch(
         or np.any(length < _MIN_NET_LENGTH)
         or np.any(head["direction"] > fmt.DIR_TX)
         or np.any(key_len > np.minimum(length - _MIN_NET_LENGTH, fmt.MAX_KEY_BYTES))
-        or np.any(head["link"] > _I32_MAX)
+        or np.any(head["link"] > fmt.MAX_LINK_ID)
+        or np.any(head["seq"] > fmt.MAX_SEQ)
+        or np.any(head["log_time"] > fmt.MAX_TIME_NS)
     ):
         return None
     key_at = rows + _HEAD_LEN

@@ -417,8 +417,13 @@ def _chunk_rows(
         ordinal += 1
         if o < start or o >= stop:
             continue
+        if log_time > fmt.MAX_TIME_NS and want != fmt.CH_NET:
+            continue  # a damaged time: the row cannot be placed (net records: invalid row)
         if want == fmt.CH_NET:
             try:
+                if log_time > fmt.MAX_TIME_NS:
+                    log_time = 0
+                    raise DecodeError("log time out of range", a)
                 n = fmt.parse_net(mv[a:b], log_time)
             except DecodeError as exc:
                 yield R.invalid_row(

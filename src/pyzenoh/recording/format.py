@@ -97,6 +97,9 @@ MAX_RECORD_BYTES = 1 << 31
 MAX_KEY_BYTES = 1 << 20
 MAX_ROUTE_LINKS = 1 << 20
 MAX_JSON_BYTES = 1 << 16
+# Largest values the tables can hold (signed 64-bit times and seqs, 32-bit link ids).
+MAX_TIME_NS = MAX_SEQ = (1 << 63) - 1
+MAX_LINK_ID = (1 << 31) - 1
 
 LITTLE_ENDIAN = sys.byteorder == "little"
 # array typecode holding exactly 4 bytes (C's unsigned int nearly everywhere).
@@ -193,6 +196,8 @@ def parse_net(data: memoryview, time_ns: int) -> NetRecord:
     seq, cause, link, direction, klen = NET_DATA.unpack_from(data, 0)
     if direction > DIR_TX:
         raise DecodeError("bad direction", NET_DATA.size - 5)
+    if seq > MAX_SEQ or link > MAX_LINK_ID:
+        raise DecodeError("seq or link id out of range", 0)
     key, at = _key(data, NET_DATA.size, klen, len(data))
     return NetRecord(
         seq, time_ns, link, DIRECTIONS[direction], key, bytes(data[at:]), cause
@@ -209,6 +214,8 @@ def parse_route(data: memoryview, time_ns: int) -> RouteRecord:
     if n > MAX_ROUTE_LINKS or at + 4 * n > end:
         raise DecodeError("route link count runs past the record", at)
     links = u32_array(data[at : at + 4 * n])
+    if seq > MAX_SEQ or any(link > MAX_LINK_ID for link in links):
+        raise DecodeError("seq or link id out of range", 0)
     key, at = _key(data, at + 4 * n, klen, end)
     if key is None or at != end:
         raise DecodeError("route key does not fill the record", at)
@@ -237,6 +244,8 @@ def parse_link(data: memoryview, time_ns: int) -> LinkRecord:
         or event not in ("open", "close")
     ):
         raise DecodeError("link record lacks seq, link or event", 0)
+    if not (0 <= seq <= MAX_SEQ and 0 <= link <= MAX_LINK_ID):
+        raise DecodeError("seq or link id out of range", 0)
     return LinkRecord(
         seq=seq,
         time_ns=time_ns,
