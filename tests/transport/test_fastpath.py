@@ -21,6 +21,7 @@ from pyzenoh.codec import (
     decode_batch,
     encode_batch,
 )
+from pyzenoh.codec.network import encode_network_message
 from pyzenoh.errors import DecodeError
 from pyzenoh.transport import fastpath
 from tests.codec import strategies as cs
@@ -148,3 +149,14 @@ def test_simple_pushes_take_the_fast_path(push: Push) -> None:
         assert res is not None and res == (push, len(raw))
     else:
         assert res is None
+
+
+@ROUNDTRIP
+@given(st.integers(0, 2**64 - 1), st.integers(1, 2**128 - 1))
+def test_timestamps_of_every_length(time: int, zid: int) -> None:
+    """Nine-byte times (every current NTP64 time) take a word-at-a-time path."""
+    ts = Timestamp(time, ZenohId(zid))
+    raw = encode_network_message(Push(WireExpr(0, "k"), Put(b"v", timestamp=ts)))
+    fields = fastpath.scan_push(raw, 0, len(raw))
+    assert fields is not None and fields[0] == len(raw)
+    assert fields[7] == ts

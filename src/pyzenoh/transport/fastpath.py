@@ -62,6 +62,17 @@ PushFields = tuple[
 ]
 
 
+_CONTINUATION_BITS = 0x8080_8080_8080_8080
+
+
+def _pack_7bit_groups(word: int) -> int:
+    """The low 7 bits of each of the eight bytes of ``word``, packed into 56 bits."""
+    x = word & 0x7F7F_7F7F_7F7F_7F7F
+    x = (x & 0x007F_007F_007F_007F) | ((x & 0x7F00_7F00_7F00_7F00) >> 1)
+    x = (x & 0x0000_3FFF_0000_3FFF) | ((x & 0x3FFF_0000_3FFF_0000) >> 2)
+    return (x & 0x0FFF_FFFF) | ((x & 0x0FFF_FFFF_0000_0000) >> 4)
+
+
 def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
     """The fields of the common-shape PUSH at ``buf[pos]``, or None: "let the codec do it".
 
@@ -112,18 +123,24 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
     if bh & 0x20:  # T: timestamp = z64 NTP64 time, then the id as length + bytes
         time = 0
         shift = 0
-        for i in range(9):
-            if p >= end:
+        # Any current NTP64 time is >= 2**56: nine bytes, the first eight with their
+        # continuation bit set. Those are unpacked in one go, the rest byte by byte.
+        word = int.from_bytes(buf[p : p + 8], "little") if p + 9 <= end else 0
+        if word & _CONTINUATION_BITS == _CONTINUATION_BITS:
+            time = _pack_7bit_groups(word) | buf[p + 8] << 56
+            p += 9
+        else:
+            for _ in range(8):
+                if p >= end:
+                    return None
+                b = buf[p]
+                p += 1
+                time |= (b & 0x7F) << shift
+                if b < 0x80:
+                    break
+                shift += 7
+            else:  # eight continued bytes and no ninth: truncated, the codec says so
                 return None
-            b = buf[p]
-            p += 1
-            if i == 8:  # the 9th byte carries 8 bits
-                time |= b << 56
-                break
-            time |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
         if p >= end:
             return None
         n = buf[p]
