@@ -500,7 +500,9 @@ def delivery_audit(
         & (F.size("unexpected_vs_route") == 0)
         & (F.size("route_vs_declarations") == 0)
     )
-    return audit.withColumn("ok", ok).orderBy("seq")
+    # Each output file in seq order, not one global order: a total sort of every data
+    # message cost about a quarter of the audit (1M-message recording).
+    return audit.withColumn("ok", ok).sortWithinPartitions("seq")
 
 
 def delivery_differences(audit: DataFrame) -> DataFrame:
