@@ -5,26 +5,40 @@ call carries ``now_ns`` from the router, and time-based chunk flushes and segmen
 are decided from those values. It is not thread-safe; the router calls it from its event
 loop.
 
-Cost model: :meth:`Recorder.message` packs the record header and the key with one
-precompiled ``struct`` call, appends it and the raw bytes to the chunk's list of parts and
-notes (time, offset) for the message index; everything else (joining, CRC, the index
-records, the write itself) happens once per chunk. That is about 0.6 us per call.
+Cost model: a record is one precompiled ``struct`` call packing the record header and the
+key, appended with the raw bytes to the chunk's ``bytearray`` (so the raw object is not
+kept, and a chunk is never joined from parts), plus its (time, offset) for the message
+index; everything else (CRC, the index records, the write itself) happens once per
+chunk. :meth:`Recorder.routed` writes a received message and its forwarded copies in one
+call, which is what the router does for every PUSH it routes.
 
 Durability: a chunk is written (one ``writev``) when it reaches its size, or on the first
 call at least a second of router time after the previous one. A router going idle should
 call :meth:`Recorder.tick` now and then so the last records do not wait in memory.
+
+:class:`RecorderProcess` takes the same calls and replays them on a Recorder in a child
+process: the router then pays for queuing its calls (under half a microsecond per routed
+PUSH, batches marshalled and piped included) instead of packing, CRCs and writes (over a
+microsecond, and what the kernel charges for page-cache writes varies with the disk).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
+import marshal
 import os
+import signal
 import struct
+import subprocess
+import sys
 import zlib
 from array import array
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Self
+from typing import BinaryIO, Self
 
 from mcap.data_stream import RecordBuilder
 from mcap.records import (
@@ -39,7 +53,7 @@ from mcap.records import (
     SummaryOffset,
 )
 
-from pyzenoh.errors import UsageError
+from pyzenoh.errors import DecodeError, UsageError
 from pyzenoh.keyexpr import intersects, validate
 from pyzenoh.recording import format as fmt
 from pyzenoh.recording.reader import resume_point
@@ -49,7 +63,7 @@ from pyzenoh.recording.reader import resume_point
 CHUNK_BYTES = 1 << 20
 MIN_CHUNK_BYTES = 4 << 10
 CHUNK_NS = 1_000_000_000
-# Per-key memo of the filter's verdict; cleared when it grows past this.
+# Per-key memo of the filter's verdict and the key's encoding; cleared when it grows past this.
 FILTER_CACHE_SIZE = 4096
 
 _M32 = 0xFFFFFFFF
@@ -61,22 +75,59 @@ _PACK_ROUTE = fmt.ROUTE_RECORD.pack
 _OP_MESSAGE = fmt.OP_MESSAGE
 _CH_NET = fmt.CH_NET
 _CH_ROUTE = fmt.CH_ROUTE
-_NO_KEY = fmt.NO_KEY
-# Per key: the packer of header + key, the key bytes, the key-length field, the length.
-_KeyEntry = tuple[Callable[..., bytes], bytes, int, int]
+# A net record up to its link id; what follows (direction, key length, key) is the same
+# for every record of one key and direction: it is packed as one precomputed "tail".
+_NET_HEAD = "<BQHIQQQqI"
+_NET_TAIL = struct.Struct("<BI")
+assert struct.calcsize(_NET_HEAD) + _NET_TAIL.size == fmt.NET_RECORD.size
+# Per key: the packer of a record's header, its rx and tx tails, the record length
+# without the raw bytes, the encoded key.
+_KeyEntry = tuple[Callable[..., bytes], bytes, bytes, int, bytes]
 
 
 @lru_cache(maxsize=1024)
 def _net_packer(key_len: int) -> Callable[..., bytes]:
-    """Packs a whole net record header followed by a key of ``key_len`` bytes."""
-    return struct.Struct(f"{fmt.NET_RECORD.format}{key_len}s").pack
+    """Packs a net record header and its tail for a key of ``key_len`` bytes: op, length,
+    channel, sequence, log time, publish time, seq, cause, link, tail."""
+    return struct.Struct(f"{_NET_HEAD}{_NET_TAIL.size + key_len}s").pack
 
 
-_NO_KEY_ENTRY: _KeyEntry = (_net_packer(0), b"", fmt.NO_KEY, 0)
+def _key_entry(kb: bytes, klen: int) -> _KeyEntry:
+    return (
+        _net_packer(len(kb)),
+        _NET_TAIL.pack(fmt.DIR_RX, klen) + kb,
+        _NET_TAIL.pack(fmt.DIR_TX, klen) + kb,
+        _NET_FIXED + len(kb),
+        kb,
+    )
+
+
+_NO_KEY_ENTRY = _key_entry(b"", fmt.NO_KEY)
 # Route records with up to this many links are packed by one precompiled Struct.
 _ROUTE_PACKERS = [
     struct.Struct(fmt.ROUTE_RECORD.format + "I" * n).pack for n in range(17)
 ]
+
+
+def _check_options(
+    max_segment_bytes: int, max_segment_seconds: float, key_filter: str | None
+) -> None:
+    if max_segment_bytes <= 0:
+        raise UsageError("max_segment_bytes must be positive")
+    if not max_segment_seconds > 0:
+        raise UsageError("max_segment_seconds must be positive")
+    if key_filter is not None:
+        try:
+            validate(key_filter)
+        except ValueError as exc:
+            raise UsageError(f"key_filter: {exc}") from None
+
+
+def _accepts(key_filter: str, key: str) -> bool:
+    try:
+        return bool(intersects(key_filter, key))
+    except ValueError:
+        return False  # an invalid key cannot intersect anything
 
 
 def _direction(direction: str) -> int:
@@ -104,15 +155,7 @@ class Recorder:
         max_segment_seconds: float = 300.0,
         key_filter: str | None = None,
     ) -> None:
-        if max_segment_bytes <= 0:
-            raise UsageError("max_segment_bytes must be positive")
-        if not max_segment_seconds > 0:
-            raise UsageError("max_segment_seconds must be positive")
-        if key_filter is not None:
-            try:
-                validate(key_filter)
-            except ValueError as exc:
-                raise UsageError(f"key_filter: {exc}") from None
+        _check_options(max_segment_bytes, max_segment_seconds, key_filter)
         self._dir = Path(directory)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._max_bytes = max_segment_bytes
@@ -122,9 +165,8 @@ class Recorder:
         )
         self._chunk_ns = min(CHUNK_NS, self._max_ns)
         self._filter = key_filter
-        self._intersects = intersects if key_filter is not None else None
-        self._verdicts: dict[str, bool] = {}
-        self._keys: dict[str, _KeyEntry] = {}
+        # Per key: its packer and encoding, or None when the key filter drops it.
+        self._entries: dict[str | None, _KeyEntry | None] = {None: _NO_KEY_ENTRY}
         self._links: dict[int, tuple[str, str, str]] = {}
         self._closed = False
 
@@ -133,15 +175,14 @@ class Recorder:
         self._run = last_segment + 1
         self._segment = last_segment  # _open_segment increments
         self._fd = -1
-        # The current chunk's records, as the byte strings to join (cheaper than growing
-        # one bytearray), and their total size.
-        self._parts: list[bytes] = []
-        self._size = 0
+        # The current chunk's records, as written to the file.
+        self._buf = bytearray()
         # Per channel, the chunk's MessageIndex entries as they come: time, offset, ...
         self._net_idx: list[int] = []
         self._link_idx: list[int] = []
         self._route_idx: list[int] = []
-        self._chunk_t0 = 0
+        # Router time at which a call writes the chunk, whatever its size.
+        self._flush_at = self._chunk_ns
         self._pos = 0
         self._counts: dict[int, int] = {}
         self._chunk_indexes: list[ChunkIndex] = []
@@ -177,7 +218,7 @@ class Recorder:
         link_id: int,
         direction: str,
         key: str | None,
-        raw: bytes,
+        raw: bytes | bytearray | memoryview,
         cause: int = -1,
     ) -> int:
         """Record one network message; returns its seq, or -1 when the key filter drops it.
@@ -188,17 +229,21 @@ class Recorder:
         if self._closed:
             raise UsageError("recorder is closed")
         d = _direction(direction)
-        entry = self._entry(key)
+        try:
+            entry = self._entries[key]
+        except KeyError:
+            entry = self._new_entry(key)
         if entry is None:
             return -1
-        return self._append(now_ns, d, entry, ((link_id, raw),), cause)
+        tail = entry[2] if d else entry[1]
+        return self._append(now_ns, entry[0], tail, entry[3], ((link_id, raw),), cause)
 
     def messages(
         self,
         now_ns: int,
         direction: str,
         key: str | None,
-        sends: Sequence[tuple[int, bytes]],
+        sends: Sequence[tuple[int, bytes | bytearray | memoryview]],
         cause: int = -1,
     ) -> int:
         """Record several messages sharing time, direction, key and cause in one call,
@@ -206,50 +251,117 @@ class Recorder:
         ``(link_id, raw)`` pairs. Returns the first seq (-1 when filtered out)."""
         if self._closed:
             raise UsageError("recorder is closed")
-        entry = self._entry(key)
+        d = _direction(direction)
+        try:
+            entry = self._entries[key]
+        except KeyError:
+            entry = self._new_entry(key)
         if entry is None or not sends:
             return -1
-        return self._append(now_ns, _direction(direction), entry, sends, cause)
+        tail = entry[2] if d else entry[1]
+        return self._append(now_ns, entry[0], tail, entry[3], sends, cause)
 
-    def _entry(self, key: str | None) -> _KeyEntry | None:
-        """The packer and encoded key for ``key``; None when the key filter drops it.
+    def routed(
+        self,
+        now_ns: int,
+        link_id: int,
+        key: str | None,
+        raw: bytes | bytearray | memoryview,
+        copies: Sequence[tuple[int, bytes | bytearray | memoryview]],
+    ) -> int:
+        """Record a received message and the copies of it the router sent, in one call.
 
-        Messages without a key (RESPONSE_FINAL, undeclarations, D_FINAL, ...) are always
-        kept: the pipeline needs them to close queries and entities.
+        One rx record of ``raw`` from ``link_id``, then one tx record per ``(link_id,
+        raw)`` pair of ``copies``, all at ``now_ns`` with key ``key``; the tx records'
+        cause is the rx record's seq. The same records as :meth:`message` for the rx
+        followed by :meth:`messages` for the copies. Returns the rx seq, or -1 when the
+        key filter drops them all.
+        """
+        if self._closed:
+            raise UsageError("recorder is closed")
+        try:
+            entry = self._entries[key]
+        except KeyError:
+            entry = self._new_entry(key)
+        if entry is None:
+            return -1
+        pack, rx_tail, tx_tail, fixed, _ = entry
+        buf = self._buf
+        idx = self._net_idx
+        start = len(buf)
+        cause = seq = self._seq
+        try:
+            buf += pack(_OP_MESSAGE, fixed + len(raw), _CH_NET, seq & _M32, now_ns, now_ns,
+                        seq, -1, link_id, rx_tail)  # fmt: skip
+            buf += raw
+            idx += (now_ns, start)
+            for link, data in copies:
+                seq += 1
+                idx += (now_ns, len(buf))
+                buf += pack(_OP_MESSAGE, fixed + len(data), _CH_NET, seq & _M32, now_ns,
+                            now_ns, seq, cause, link, tx_tail)  # fmt: skip
+                buf += data
+        except BaseException:
+            self._undo(idx, start)
+            raise
+        self._seq = seq + 1
+        if len(buf) >= self._chunk_limit or now_ns >= self._flush_at:
+            self._flush(now_ns)
+        return cause
+
+    def _new_entry(self, key: str | None) -> _KeyEntry | None:
+        """The packer and encoded key for a key not in the cache; None when the key
+        filter drops it. Messages without a key are always kept: the pipeline needs
+        them (RESPONSE_FINAL, undeclarations, D_FINAL, ...) to close queries and entities.
         """
         if key is None:
             return _NO_KEY_ENTRY
-        if self._filter is not None and not self._accept(key):
-            return None
-        entry = self._keys.get(key)
-        return entry if entry is not None else self._key_entry(key)
+        entry: _KeyEntry | None = None
+        if self._filter is None or self._accept(key):
+            kb = key.encode("utf-8", "surrogateescape")
+            if len(kb) > fmt.MAX_KEY_BYTES:
+                raise UsageError("key expression too long to record")
+            entry = _key_entry(kb, len(kb))
+        entries = self._entries
+        if len(entries) >= FILTER_CACHE_SIZE:
+            entries.clear()
+            entries[None] = _NO_KEY_ENTRY
+        entries[key] = entry
+        return entry
 
     def _append(
-        self, now_ns: int, d: int, entry: _KeyEntry, sends: Sequence[tuple[int, bytes]], cause: int
+        self,
+        now_ns: int,
+        pack: Callable[..., bytes],
+        tail: bytes,
+        fixed: int,
+        sends: Sequence[tuple[int, bytes | bytearray | memoryview]],
+        cause: int,
     ) -> int:
-        pack, kb, klen, kblen = entry
         first = seq = self._seq
-        size = self._size
+        buf = self._buf
         idx = self._net_idx
-        parts = self._parts
-        for link_id, raw in sends:
-            if type(raw) is not bytes:
-                raw = bytes(raw)  # never keep a view of a buffer the caller may reuse
-            idx.append(now_ns)
-            idx.append(size)
-            length = _NET_FIXED + kblen + len(raw)
-            parts.append(
-                pack(_OP_MESSAGE, length, _CH_NET, seq & _M32, now_ns, now_ns, seq, cause,
-                     link_id, d, klen, kb)
-            )
-            parts.append(raw)
-            size += length + 9
-            seq += 1
+        start = len(buf)
+        try:
+            for link_id, raw in sends:
+                idx += (now_ns, len(buf))
+                buf += pack(_OP_MESSAGE, fixed + len(raw), _CH_NET, seq & _M32, now_ns,
+                            now_ns, seq, cause, link_id, tail)  # fmt: skip
+                buf += raw
+                seq += 1
+        except BaseException:
+            self._undo(idx, start)
+            raise
         self._seq = seq
-        self._size = size
-        if size >= self._chunk_limit or now_ns - self._chunk_t0 >= self._chunk_ns:
+        if len(buf) >= self._chunk_limit or now_ns >= self._flush_at:
             self._flush(now_ns)
         return first
+
+    def _undo(self, idx: list[int], start: int) -> None:
+        """Forget the records of a call that failed half-way (a bad link id, say)."""
+        del self._buf[start:]
+        while idx and idx[-1] >= start:
+            del idx[-2:]
 
     def route(
         self, now_ns: int, cause: int, key: str, expected_links: list[int]
@@ -257,12 +369,14 @@ class Recorder:
         """Record that rx record ``cause`` (key ``key``) had subscribers on ``expected_links``."""
         if self._closed:
             raise UsageError("recorder is closed")
-        if self._filter is not None and not self._accept(key):
-            return
-        entry = self._keys.get(key)
+        try:
+            entry = self._entries[key]
+        except KeyError:
+            entry = self._new_entry(key)
         if entry is None:
-            entry = self._key_entry(key)
-        kb, kblen = entry[1], entry[3]
+            return
+        kb = entry[4]
+        kblen = len(kb)
         n = len(expected_links)
         seq = self._seq
         length = _ROUTE_FIXED + 4 * n + kblen
@@ -294,23 +408,18 @@ class Recorder:
         except (struct.error, OverflowError, TypeError):
             raise UsageError("link ids must be integers in 0..2**32-1") from None
         self._seq = seq + 1
-        size = self._size
-        idx = self._route_idx
-        idx.append(now_ns)
-        idx.append(size)
-        parts = self._parts
-        parts.append(head)
-        parts.append(kb)
-        size += length + 9
-        self._size = size
-        if size >= self._chunk_limit or now_ns - self._chunk_t0 >= self._chunk_ns:
+        buf = self._buf
+        self._route_idx += (now_ns, len(buf))
+        buf += head
+        buf += kb
+        if len(buf) >= self._chunk_limit or now_ns >= self._flush_at:
             self._flush(now_ns)
 
     def tick(self, now_ns: int) -> None:
         """Let time pass without traffic: writes a chunk older than the flush interval and
         rotates a segment older than ``max_segment_seconds``."""
         self._check_open()
-        stale_chunk = self._size > 0 and now_ns - self._chunk_t0 >= self._chunk_ns
+        stale_chunk = len(self._buf) > 0 and now_ns >= self._flush_at
         old_segment = self._seg_t0 is not None and now_ns - self._seg_t0 >= self._max_ns
         if stale_chunk or old_segment:
             self._flush(now_ns)
@@ -349,49 +458,28 @@ class Recorder:
             raise UsageError("recorder is closed")
 
     def _accept(self, key: str) -> bool:
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            assert self._intersects is not None and self._filter is not None
-            try:
-                verdict = bool(self._intersects(self._filter, key))
-            except ValueError:
-                verdict = False  # an invalid key cannot intersect anything
-            if len(self._verdicts) >= FILTER_CACHE_SIZE:
-                self._verdicts.clear()
-            self._verdicts[key] = verdict
-        return verdict
-
-    def _key_entry(self, key: str) -> _KeyEntry:
-        kb = key.encode("utf-8", "surrogateescape")
-        if len(kb) > fmt.MAX_KEY_BYTES:
-            raise UsageError("key expression too long to record")
-        if len(self._keys) >= FILTER_CACHE_SIZE:
-            self._keys.clear()
-        entry = self._keys[key] = (_net_packer(len(kb)), kb, len(kb), len(kb))
-        return entry
+        assert self._filter is not None
+        return _accepts(self._filter, key)
 
     def _add_link(self, now_ns: int, data: bytes) -> None:
         self._append_link(now_ns, data)
-        if self._size >= self._chunk_limit or now_ns - self._chunk_t0 >= self._chunk_ns:
+        if len(self._buf) >= self._chunk_limit or now_ns >= self._flush_at:
             self._flush(now_ns)
 
     def _append_link(self, now_ns: int, data: bytes) -> None:
         seq = self._seq
         self._seq = seq + 1
-        self._link_idx.append(now_ns)
-        self._link_idx.append(self._size)
+        buf = self._buf
+        self._link_idx += (now_ns, len(buf))
         length = _MSG_FIXED + len(data)
-        self._parts.append(
-            fmt.MESSAGE_HEAD.pack(
-                _OP_MESSAGE, length, fmt.CH_LINK, seq & _M32, now_ns, now_ns
-            )
-            + data
+        buf += fmt.MESSAGE_HEAD.pack(
+            _OP_MESSAGE, length, fmt.CH_LINK, seq & _M32, now_ns, now_ns
         )
-        self._size += length + 9
+        buf += data
 
     def _flush(self, now_ns: int) -> None:
         self._write_chunk()
-        self._chunk_t0 = now_ns
+        self._flush_at = now_ns + self._chunk_ns
         if self._seg_t0 is None:
             return
         if self._pos >= self._max_bytes or now_ns - self._seg_t0 >= self._max_ns:
@@ -411,9 +499,9 @@ class Recorder:
         self._pos += total
 
     def _write_chunk(self) -> None:
-        if not self._parts:
+        buf = self._buf
+        if not buf:
             return
-        buf = b"".join(self._parts)
         start, end = -1, 0
         index_parts: list[bytes] = []
         index_offsets: dict[int, int] = {}
@@ -470,8 +558,7 @@ class Recorder:
             self._seg_start = start
         self._seg_start = min(self._seg_start, start)
         self._seg_end = max(self._seg_end, end)
-        self._parts = []
-        self._size = 0
+        self._buf = bytearray()
         self._net_idx = []
         self._link_idx = []
         self._route_idx = []
@@ -510,7 +597,7 @@ class Recorder:
             [fmt.MAGIC, header, meta_bytes, *(_record(c) for c in self._channels)]
         )
         if now_ns is not None:
-            self._chunk_t0 = now_ns
+            self._flush_at = now_ns + self._chunk_ns
             for link_id, (zid, whatami, remote) in self._links.items():
                 data = fmt.link_json(
                     self._seq,
@@ -575,3 +662,365 @@ class Recorder:
         self._write_all(
             [data_end, summary, footer_wo_crc, fmt.U32.pack(crc), fmt.MAGIC]
         )
+
+
+# -- the recorder in a process of its own ---------------------------------------------------
+
+# The calls a RecorderProcess forwards, as (op, now_ns, ...) tuples.
+(
+    _CALL_OPEN,
+    _CALL_CLOSE,
+    _CALL_MESSAGE,
+    _CALL_MESSAGES,
+    _CALL_ROUTED,
+    _CALL_ROUTE,
+    _CALL_TICK,
+) = range(7)
+# The router sends its queued calls when it holds this many, or on the first call at
+# least this much router time after the previous batch (and on every tick).
+BATCH_CALLS = 512
+BATCH_NS = 50_000_000
+# Seconds close() waits for the recorder process to write its last chunk and summary.
+CLOSE_TIMEOUT_S = 60.0
+_BATCH_HEAD = struct.Struct("<Q")  # length of the marshalled batch that follows
+_MARSHAL_VERSION = 2  # no object references: the fastest to write for these tuples
+_F_SETPIPE_SZ = 1031  # Linux fcntl
+_PIPE_BYTES = 1 << 20
+_REF_MEMO = 1 << 16
+
+log = logging.getLogger(__name__)
+
+_CHILD = "import sys; from pyzenoh.recording.recorder import serve; sys.exit(serve(sys.argv[1]))"
+
+
+class RecorderProcess:
+    """A :class:`Recorder` in a child process, fed by the router in batches.
+
+    Same calls as :class:`Recorder`; each costs the router only its queuing (a tuple),
+    plus one ``marshal`` and one pipe write per batch of :data:`BATCH_CALLS` calls:
+    packing records, CRCs, indexes and file writes happen in the child, which replays
+    the calls in order on a :class:`Recorder` and so writes exactly the files the router
+    would have written itself.
+
+    The child assigns seqs, so :meth:`message`, :meth:`messages` and :meth:`routed`
+    return a *reference* to their first record instead of its seq: pass it as the
+    ``cause`` of later calls, like a seq (-1 still means "filtered out", "no cause").
+
+    Durability: the child writes chunks on the router's time (the ``now_ns`` of the
+    calls), like a Recorder in process. A batch waits in the router at most
+    :data:`BATCH_NS` of router time while calls come, and until the next :meth:`tick`
+    when they stop. If the router dies, the child writes what it received and closes the
+    segment cleanly. If the child dies, recording stops (logged) and routing goes on.
+    Bad calls (a key too long to record, link ids out of range) are logged and skipped
+    by the child instead of raising here.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        max_segment_bytes: int = 64 << 20,
+        max_segment_seconds: float = 300.0,
+        key_filter: str | None = None,
+    ) -> None:
+        _check_options(max_segment_bytes, max_segment_seconds, key_filter)
+        options = {
+            "directory": os.fspath(directory),
+            "max_segment_bytes": max_segment_bytes,
+            "max_segment_seconds": max_segment_seconds,
+            "key_filter": key_filter,
+        }
+        # A session of its own: a Ctrl-C meant for the router does not cut the child
+        # short; it ends when the router closes the pipe (or dies).
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, json.dumps(options)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        status = self._proc.stdout.readline()
+        self._proc.stdout.close()
+        if status != b"ok\n":
+            self._proc.stdin.close()
+            self._proc.wait()
+            detail = status.decode("utf-8", "replace").strip() or "exited"
+            raise UsageError(f"recorder process: {detail}")
+        self._pipe = self._proc.stdin
+        self._fd = self._pipe.fileno()
+        with contextlib.suppress(OSError, ImportError):  # a bigger pipe, on Linux
+            import fcntl
+
+            fcntl.fcntl(self._fd, _F_SETPIPE_SZ, _PIPE_BYTES)
+        self._filter = key_filter
+        self._verdicts: dict[str, bool] = {}
+        self._calls: list[tuple[object, ...]] = []
+        self._base = 0  # reference of the first queued call
+        self._send_at = 0
+        self._closed = False
+        self._failed = False
+
+    # -- the router's API ----------------------------------------------------------------
+
+    def link_opened(
+        self, now_ns: int, link_id: int, zid: str, whatami: str, remote: str
+    ) -> None:
+        self._queue(now_ns, (_CALL_OPEN, now_ns, link_id, zid, whatami, remote))
+
+    def link_closed(self, now_ns: int, link_id: int, reason: str) -> None:
+        self._queue(now_ns, (_CALL_CLOSE, now_ns, link_id, reason))
+
+    def message(
+        self,
+        now_ns: int,
+        link_id: int,
+        direction: str,
+        key: str | None,
+        raw: bytes | bytearray | memoryview,
+        cause: int = -1,
+    ) -> int:
+        """Record one network message; returns its reference (-1: filtered out)."""
+        if self._closed:
+            raise UsageError("recorder is closed")
+        d = _direction(direction)
+        if key is not None and self._filter is not None and not self._accept(key):
+            return -1
+        if type(raw) is not bytes:
+            raw = bytes(raw)  # the caller may reuse its buffer before the batch goes
+        return self._queue(now_ns, (_CALL_MESSAGE, now_ns, link_id, d, key, raw, cause))
+
+    def messages(
+        self,
+        now_ns: int,
+        direction: str,
+        key: str | None,
+        sends: Sequence[tuple[int, bytes | bytearray | memoryview]],
+        cause: int = -1,
+    ) -> int:
+        """:meth:`Recorder.messages`; returns a reference to the first record."""
+        if self._closed:
+            raise UsageError("recorder is closed")
+        d = _direction(direction)
+        if key is not None and self._filter is not None and not self._accept(key):
+            return -1
+        if not sends:
+            return -1
+        return self._queue(
+            now_ns, (_CALL_MESSAGES, now_ns, d, key, _frozen(sends), cause)
+        )
+
+    def routed(
+        self,
+        now_ns: int,
+        link_id: int,
+        key: str | None,
+        raw: bytes,
+        copies: Sequence[tuple[int, bytes]],
+    ) -> int:
+        """:meth:`Recorder.routed`; returns a reference to the rx record.
+
+        The router's hot path: ``raw`` and the copies' raw bytes must be ``bytes`` (they
+        are kept until the batch is sent), and ``copies`` must not change afterwards.
+        """
+        if self._closed:
+            raise UsageError("recorder is closed")
+        if key is not None and self._filter is not None and not self._accept(key):
+            return -1
+        calls = self._calls
+        ref = self._base + len(calls)
+        calls.append((_CALL_ROUTED, now_ns, link_id, key, raw, copies))
+        if len(calls) >= BATCH_CALLS or now_ns >= self._send_at:
+            self._send(now_ns)
+        return ref
+
+    def route(
+        self, now_ns: int, cause: int, key: str, expected_links: list[int]
+    ) -> None:
+        self._check_open()
+        if self._filter is not None and not self._accept(key):
+            return
+        self._queue(now_ns, (_CALL_ROUTE, now_ns, cause, key, list(expected_links)))
+
+    def tick(self, now_ns: int) -> None:
+        """Send the queued calls and let the child's recorder see the time pass."""
+        self._check_open()
+        self._calls.append((_CALL_TICK, now_ns))
+        self._send(now_ns)
+
+    def close(self) -> None:
+        """Send the queued calls and wait for the child to close its last segment."""
+        if self._closed:
+            return
+        self._send(0)
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._pipe.close()
+        try:
+            code = self._proc.wait(timeout=CLOSE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            log.error(
+                "recorder process did not finish in %.0f s; killing it", CLOSE_TIMEOUT_S
+            )
+            self._proc.kill()
+            code = self._proc.wait()
+        if code != 0:
+            log.error("recorder process exited with status %s", code)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int:
+        """The recorder process's id."""
+        return self._proc.pid
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError("recorder is closed")
+
+    def _accept(self, key: str) -> bool:
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            assert self._filter is not None
+            if len(self._verdicts) >= FILTER_CACHE_SIZE:
+                self._verdicts.clear()
+            verdict = self._verdicts[key] = _accepts(self._filter, key)
+        return verdict
+
+    def _queue(self, now_ns: int, call: tuple[object, ...]) -> int:
+        self._check_open()
+        calls = self._calls
+        ref = self._base + len(calls)
+        calls.append(call)
+        if len(calls) >= BATCH_CALLS or now_ns >= self._send_at:
+            self._send(now_ns)
+        return ref
+
+    def _send(self, now_ns: int) -> None:
+        self._send_at = now_ns + BATCH_NS
+        calls = self._calls
+        if not calls:
+            return
+        self._calls = []
+        self._base += len(calls)
+        if self._failed:
+            return
+        body = marshal.dumps(calls, _MARSHAL_VERSION)
+        try:
+            _write_all(self._fd, [_BATCH_HEAD.pack(len(body)), body])
+        except OSError as exc:
+            self._failed = True
+            log.error("recorder process gone (%s): recording stopped", exc)
+
+
+def _frozen(
+    sends: Sequence[tuple[int, bytes | bytearray | memoryview]],
+) -> Sequence[tuple[int, bytes | bytearray | memoryview]]:
+    """``sends`` as they are now: raw bytes that are not ``bytes`` are copied (the
+    caller may reuse its buffers before the batch is sent)."""
+    for _, raw in sends:
+        if type(raw) is not bytes:
+            return [(link, bytes(data)) for link, data in sends]
+    return sends
+
+
+def _write_all(fd: int, parts: list[bytes]) -> None:
+    total = sum(len(p) for p in parts)
+    written = os.writev(fd, parts)
+    if written != total:
+        rest = memoryview(b"".join(parts))[written:]
+        while rest:
+            rest = rest[os.write(fd, rest) :]
+
+
+def serve(options_json: str) -> int:
+    """The recorder process: replays the batches of calls read on stdin on a Recorder.
+
+    Prints ``ok`` (or the error) once the Recorder is open; returns when stdin closes,
+    after closing the Recorder.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=logging.WARNING, format="recorder process: %(message)s")
+    opts = json.loads(options_json)
+    try:
+        rec = Recorder(
+            opts["directory"],
+            max_segment_bytes=opts["max_segment_bytes"],
+            max_segment_seconds=opts["max_segment_seconds"],
+            key_filter=opts["key_filter"],
+        )
+    except (UsageError, OSError, DecodeError) as exc:
+        sys.stdout.write(f"{type(exc).__name__}: {exc}\n")
+        return 1
+    sys.stdout.write("ok\n")
+    sys.stdout.close()
+    src = sys.stdin.buffer
+    try:
+        _replay(src, rec)
+    finally:
+        rec.close()
+    return 0
+
+
+def _replay(src: BinaryIO, rec: Recorder) -> None:
+    # Reference of a call -> seq of its (first) record, for the calls' causes.
+    seqs: dict[int, int] = {}
+    older: dict[int, int] = {}
+
+    def seq_of(ref: int) -> int:
+        if ref < 0:
+            return -1
+        seq = seqs.get(ref)
+        return older.get(ref, -1) if seq is None else seq
+
+    routed = rec.routed
+    ref = 0
+    while True:
+        head = src.read(_BATCH_HEAD.size)
+        if len(head) < _BATCH_HEAD.size:
+            return
+        (size,) = _BATCH_HEAD.unpack(head)
+        body = src.read(size)
+        if len(body) < size:
+            return  # the router died while sending: this batch is incomplete
+        for call in marshal.loads(body):
+            op = call[0]
+            try:
+                if op == _CALL_ROUTED:
+                    _, now, link, key, raw, copies = call
+                    seqs[ref] = routed(now, link, key, raw, copies)
+                elif op == _CALL_MESSAGE:
+                    now, link, d, key, raw, cause = call[1:]
+                    seqs[ref] = rec.message(
+                        now, link, fmt.DIRECTIONS[d], key, raw, seq_of(cause)
+                    )
+                elif op == _CALL_MESSAGES:
+                    now, d, key, sends, cause = call[1:]
+                    seqs[ref] = rec.messages(
+                        now, fmt.DIRECTIONS[d], key, sends, seq_of(cause)
+                    )
+                elif op == _CALL_ROUTE:
+                    now, cause, key, links = call[1:]
+                    rec.route(now, seq_of(cause), key, links)
+                elif op == _CALL_OPEN:
+                    rec.link_opened(*call[1:])
+                elif op == _CALL_CLOSE:
+                    rec.link_closed(*call[1:])
+                elif op == _CALL_TICK:
+                    rec.tick(call[1])
+            except (
+                UsageError,
+                struct.error,
+                OverflowError,
+                TypeError,
+                ValueError,
+            ) as exc:
+                log.warning("call %d skipped: %s", op, exc)
+            ref += 1
+        if len(seqs) >= _REF_MEMO:
+            older, seqs = seqs, {}

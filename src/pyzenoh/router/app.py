@@ -1,7 +1,10 @@
 """The whole ``pyzenoh router`` process: routing daemon, recorder, and msgq bridge.
 
-Everything runs in one asyncio loop. SIGINT/SIGTERM close every Zenoh session with CLOSE,
-stop the msgq daemon (unlinking its socket) and close the open recording segment.
+Everything runs in one asyncio loop, but for the recorder's file work: with ``--record``
+the router queues its recording calls to a recorder process of its own
+(:class:`~pyzenoh.recording.recorder.RecorderProcess`). SIGINT/SIGTERM close every Zenoh
+session with CLOSE, stop the msgq daemon (unlinking its socket) and close the open
+recording segment.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ class RouterApp:
         self.config = config
         self.recorder: Any = None
         if config.record.dir:
-            from pyzenoh.recording import Recorder
+            # Recording runs in a process of its own: the router only queues its calls.
+            from pyzenoh.recording.recorder import RecorderProcess
 
-            self.recorder = Recorder(
+            self.recorder = RecorderProcess(
                 config.record.dir,
                 max_segment_bytes=config.record.max_segment_bytes,
                 max_segment_seconds=config.record.max_segment_seconds,

@@ -25,19 +25,13 @@ from pyzenoh.codec import (
     Push,
     Request,
     WhatAmI,
+    WireExpr,
     ZenohId,
     encode_network_message,
 )
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.router.config import RouterConfig
-from pyzenoh.routing import (
-    PushRouted,
-    QueryRouted,
-    RoutingConfig,
-    RoutingCore,
-    RoutingEvent,
-    Send,
-)
+from pyzenoh.routing import RoutingConfig, RoutingCore, Send
 from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
 from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
 
@@ -47,10 +41,11 @@ log = logging.getLogger(__name__)
 HARD_CAP_FACTOR = 4
 #: Seconds between reconnection attempts to a `connect` endpoint.
 RECONNECT_DELAY_S = 1.0
+#: Recording: the memo of received keys is cleared when it holds this many.
+RX_KEY_MEMO_SIZE = 4096
 
 LocalSink = Callable[[Send], None]
-#: Messages that keep their key when routed (a recorder can reuse the received one).
-_SAME_KEY_KINDS = (Push, Request)
+_time_ns = time.time_ns
 
 
 @dataclass(slots=True)
@@ -83,7 +78,6 @@ class RouterDaemon:
         self.core = RoutingCore(
             self.zid,
             whatami=WhatAmI.ROUTER,
-            observer=self._on_routing_event if recorder is not None else None,
             config=RoutingConfig(
                 query_timeout=config.queries_default_timeout_ms / 1000.0,
                 max_declarations_per_face=config.max_declarations_per_face,
@@ -105,14 +99,11 @@ class RouterDaemon:
             max_message_size=config.max_fragmented_message,
         )
         self.recorder = recorder
-        # What the recorder needs about the message being routed, computed once for
-        # every record it causes: its seq, time, kind and resolved key.
-        self._cause = -1
-        self._rx: tuple[int, NetworkMessage, bytes] | None = None  # awaiting its rx record
-        self._rx_ns = 0
-        self._route: PushRouted | None = None  # recorded only if one of its sends is dropped
-        self._rx_kind: type | None = None
-        self._rx_key: str | None = None
+        # Recording: the full key of the (face, scope, suffix, M) wire expressions of the
+        # PUSH/REQUEST received, so that it is not resolved through the core for every
+        # message. Key-expression ids change only when the core handles something else
+        # (a D_KEYEXPR or U_KEYEXPR, a face coming or going): the memo is cleared then.
+        self._rx_keys: dict[tuple[int, int, str, bool], str | None] = {}
         self.stats = RouterStats()
         self.listeners: list[TcpListener] = []
         self._faces: dict[int, _Face] = {}
@@ -192,6 +183,7 @@ class RouterDaemon:
 
     def _on_timer(self) -> None:
         self._timer = None
+        self._rx_keys.clear()
         self._deliver(self.core.handle_timer(self.now()))
         self._rearm()
 
@@ -220,6 +212,7 @@ class RouterDaemon:
         if self.recorder is not None:
             self.recorder.link_opened(time.time_ns(), face_id, str(ev.zid), str(ev.whatami),
                                       _address(link.remote_address))  # fmt: skip
+        self._rx_keys.clear()
         try:
             sends = self.core.add_face(face_id, ev.zid, ev.whatami, self.now())
         except PeerError as exc:
@@ -240,6 +233,7 @@ class RouterDaemon:
         log.info("face %d (%s) closed: %s %s", face_id, face.zid, reason, ev.detail)
         if self.recorder is not None:
             self.recorder.link_closed(time.time_ns(), face_id, f"{reason}: {ev.detail}".strip())
+        self._rx_keys.clear()
         self._deliver(self.core.remove_face(face_id, self.now()))
 
     def _new_face_id(self) -> int:
@@ -257,6 +251,7 @@ class RouterDaemon:
         self._faces[face_id] = _Face(face_id, None, zid, whatami, sink)
         if self.recorder is not None:
             self.recorder.link_opened(time.time_ns(), face_id, str(zid), str(whatami), f"local/{name}")
+        self._rx_keys.clear()
         self._deliver(self.core.add_face(face_id, zid, whatami, self.now()))
         return face_id
 
@@ -271,55 +266,105 @@ class RouterDaemon:
     ) -> None:
         self.stats.messages_in += 1
         rec = self.recorder
-        if rec is not None:
-            # The rx record is written once the key is known: by the routing observer
-            # for PUSH/REQUEST (the core resolved it already), else right after routing.
-            self._rx = (face_id, message, raw if raw is not None else encode_network_message(message))
-            self._rx_ns = time.time_ns()
-            self._rx_kind = type(message)
+        if rec is None:
+            try:
+                sends = self.core.handle(
+                    face_id, message, self.now(), raw=raw, reliable=reliable
+                )
+            except PeerError as exc:
+                self._bad_input(face_id, exc)
+                sends = []
+            self._deliver(sends)
+            return
+        # Recording: one clock read gives the rx record's time and the core's time. The
+        # rx record is written by _deliver, with the copies of a routed PUSH/REQUEST
+        # (one recorder call).
+        rx_ns = _time_ns()
+        if raw is None:
+            raw = encode_network_message(message)
+        core = self.core
         try:
-            sends = self.core.handle(face_id, message, self.now(), raw=raw, reliable=reliable)
+            sends = core.handle(
+                face_id, message, rx_ns / 1e9, raw=raw, reliable=reliable
+            )
         except PeerError as exc:
-            self.stats.faces_closed_bad_input += 1
-            log.warning("face %d sent bad input (%s); closing it", face_id, exc)
-            self._close_face(face_id, exc.close_reason)
-            sends = []
-        if rec is not None and self._rx is not None:
-            self._record_rx(self.core.key_of(face_id, message, incoming=True))
-        self._deliver(sends)
-        self._cause = -1
-        self._rx_kind = None
-        self._route = None
+            # The bad input is recorded before the close it causes.
+            key = core.key_of(face_id, message, incoming=True)
+            rec.message(rx_ns, face_id, "rx", key, raw)
+            self._bad_input(face_id, exc)
+            self._deliver([])
+            return
+        kind = type(message)
+        if kind is Push or kind is Request:
+            # Routing these changes no key table: the key is as it was before routing.
+            we: WireExpr = message.wire_expr  # type: ignore[union-attr,assignment]
+            if we.scope == 0:
+                key = we.suffix or None
+            else:
+                memo = self._rx_keys
+                wk = (face_id, we.scope, we.suffix, we.mapping_sender)
+                try:
+                    key = memo[wk]
+                except KeyError:
+                    key = core.key_of(face_id, message, incoming=True)
+                    if len(memo) >= RX_KEY_MEMO_SIZE:
+                        memo.clear()
+                    memo[wk] = key
+            self._deliver(sends, rx_ns, face_id, key, raw, kind)
+        else:
+            self._rx_keys.clear()  # key tables may have changed
+            key = core.key_of(face_id, message, incoming=True)
+            self._deliver(sends, rx_ns, face_id, key, raw)
 
-    def _record_rx(self, key: str | None) -> None:
-        face_id, _, raw = self._rx  # type: ignore[misc]
-        self._rx = None
-        self._rx_key = key
-        self._cause = self.recorder.message(self._rx_ns, face_id, "rx", key, raw)
+    def _bad_input(self, face_id: int, exc: PeerError) -> None:
+        self.stats.faces_closed_bad_input += 1
+        log.warning("face %d sent bad input (%s); closing it", face_id, exc)
+        self._close_face(face_id, exc.close_reason)
 
-    def _on_routing_event(self, event: RoutingEvent) -> None:
-        if self._rx is not None and isinstance(event, PushRouted | QueryRouted):
-            self._record_rx(event.key)
-        if isinstance(event, PushRouted):
-            # The tx records already say where a PUSH went; the router's route is only
-            # worth a record when it differs from them, i.e. when a send is dropped.
-            self._route = event
+    def _deliver(
+        self,
+        sends: list[Send],
+        rx_ns: int = 0,
+        rx_face: int = -1,
+        rx_key: str | None = None,
+        rx_raw: bytes | None = None,
+        copy_kind: type | None = None,
+    ) -> None:
+        """Hand ``sends`` to their faces (and to the recorder).
 
-    def _deliver(self, sends: list[Send]) -> None:
+        When recording a received message (``rx_raw`` is not None), ``sends`` are what
+        routing it produced: its rx record (time ``rx_ns``, face ``rx_face``, key
+        ``rx_key``) comes first and is every tx record's ``cause``. Sends of
+        ``copy_kind`` (the routed copies of a PUSH or REQUEST, which keep its key) are
+        recorded after the loop, by the same call as the rx record when nothing had to
+        be recorded in between. Before a call that can re-enter the daemon (a local
+        face's sink, closing a face) the rx record is written at once, so it keeps its
+        place ahead of whatever that call records.
+        """
         faces = self._faces
         hard_cap = self.config.send_queue_max_bytes * HARD_CAP_FACTOR
         rec = self.recorder
         encoded: dict[int, bytes] = {}  # one encoding per message object, however many faces
-        # Copies of the message being routed share key, time and cause: one recorder call.
-        forwarded: list[tuple[int, bytes]] = []
+        copies: list[tuple[int, bytes]] = []
+        # The rx record is not written yet:
+        pending = rec is not None and rx_raw is not None
+        cause = -1
+        route_recorded = False
         for send in sends:
             face = faces.get(send.face)
             if face is None:
                 continue
             if face.sink is not None:
+                if pending:
+                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                    pending = False
                 face.sink(send)
                 if rec is not None:
-                    self._record_tx(send, send.raw or encode_network_message(send.message), forwarded)
+                    given = send.raw or encode_network_message(send.message)
+                    if send.message.__class__ is copy_kind:
+                        copies.append((send.face, given))
+                    else:
+                        self._record_tx(send, given, cause)
                 continue
             link = face.link
             assert link is not None
@@ -327,6 +372,9 @@ class RouterDaemon:
                 self.stats.faces_closed_slow += 1
                 log.warning("face %d is not reading (%d bytes queued); closing it",
                             send.face, link.queued_bytes)  # fmt: skip
+                if pending:
+                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                    pending = False
                 self._close_face(send.face, CloseReason.UNRESPONSIVE)
                 continue
             data = send.raw
@@ -339,23 +387,42 @@ class RouterDaemon:
                          drop_if_full=not send.block, express=send.express):  # fmt: skip
                 self.stats.messages_out += 1
                 if rec is not None:
-                    self._record_tx(send, data, forwarded)
+                    if send.message.__class__ is copy_kind:
+                        # A forwarded PUSH/REQUEST keeps its key.
+                        copies.append((send.face, data))
+                    else:
+                        if pending:
+                            cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                            pending = False
+                        self._record_tx(send, data, cause)
             else:
                 self.stats.dropped += 1
-                route = self._route
-                if rec is not None and route is not None:
-                    rec.route(self._rx_ns, self._cause, route.key, list(route.destinations))
-                    self._route = None  # one route record per routed message
-        if forwarded:
-            rec.messages(self._rx_ns, "tx", self._rx_key, forwarded, self._cause)
+                if (
+                    rec is not None
+                    and copy_kind is Push
+                    and rx_key is not None
+                    and not route_recorded
+                ):
+                    # The tx records say where a PUSH went; its route (every face with a
+                    # subscriber, i.e. every send) is only worth a record when a send is
+                    # dropped. One route record per routed message.
+                    if pending:
+                        cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                        pending = False
+                    rec.route(rx_ns, cause, rx_key, sorted({s.face for s in sends}))
+                    route_recorded = True
+        if pending:
+            if copy_kind is None:
+                rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+            else:
+                rec.routed(rx_ns, rx_face, rx_key, rx_raw, copies)
+        elif copies:
+            rec.messages(rx_ns, "tx", rx_key, copies, cause)
         self._rearm()
 
-    def _record_tx(self, send: Send, data: bytes, forwarded: list[tuple[int, bytes]]) -> None:
-        if self._cause >= 0 and type(send.message) is self._rx_kind and self._rx_kind in _SAME_KEY_KINDS:
-            forwarded.append((send.face, data))  # a forwarded PUSH/REQUEST keeps its key
-            return
+    def _record_tx(self, send: Send, data: bytes, cause: int) -> None:
         key = self.core.key_of(send.face, send.message, incoming=False)
-        self.recorder.message(time.time_ns(), send.face, "tx", key, data, self._cause)
+        self.recorder.message(time.time_ns(), send.face, "tx", key, data, cause)
 
     def _close_face(self, face_id: int, reason: int) -> None:
         face = self._faces.get(face_id)

@@ -1,0 +1,294 @@
+"""The router's recording hooks, in process: a RouterDaemon with a real Recorder and fake
+links driven through its event entry point. Checks what ends up in the recording: rx and
+tx records with their keys and ``cause``, route records only for dropped sends, link
+events, the key filter, and the order of records around re-entrant calls (a face closed
+while routing)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from pyzenoh.codec import (
+    Declare,
+    Push,
+    Put,
+    Query,
+    Request,
+    ResponseFinal,
+    WhatAmI,
+    WireExpr,
+    ZenohId,
+    encode_network_message,
+)
+from pyzenoh.codec.network import DeclareKeyExpr, DeclareQueryable, DeclareSubscriber
+from pyzenoh.recording import LinkRecord, NetRecord, Recorder, RouteRecord, read_records
+from pyzenoh.recording.recorder import RecorderProcess
+from pyzenoh.router.config import RouterConfig
+from pyzenoh.router.daemon import RouterDaemon
+from pyzenoh.transport.link import Established, LinkClosed, Received
+
+
+@dataclass(eq=False)
+class FakeLink:
+    """Stands in for a TcpLink: keeps what is sent, can drop, closes re-entrantly."""
+
+    daemon: RouterDaemon
+    port: int
+    sent: list[bytes] = field(default_factory=list)
+    accept: bool = True
+    queued_bytes: int = 0
+    closed: bool = False
+
+    @property
+    def remote_address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    def send(self, data: bytes, **_: object) -> bool:
+        if not self.accept:
+            return False
+        self.sent.append(bytes(data))
+        return True
+
+    def close(self, reason: int = 0) -> None:
+        # Like TcpLink.close: the LinkClosed event is dispatched synchronously.
+        if not self.closed:
+            self.closed = True
+            self.daemon._on_event(self, LinkClosed(reason, False, "test"))  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=["in-process", "process"])
+def recorder_cls(request: pytest.FixtureRequest) -> type:
+    """The hooks must record the same with a Recorder and with a RecorderProcess (whose
+    calls return references, not seqs, as causes)."""
+    return Recorder if request.param == "in-process" else RecorderProcess
+
+
+class Net:
+    def __init__(
+        self,
+        tmp: Path,
+        recorder_cls: type,
+        key_filter: str | None = None,
+        **cfg: object,
+    ) -> None:
+        from dataclasses import replace
+
+        self.dir = tmp / "rec"
+        self.recorder = recorder_cls(self.dir, key_filter=key_filter)
+        self.daemon = RouterDaemon(
+            replace(RouterConfig(), **cfg), recorder=self.recorder
+        )  # type: ignore[arg-type]
+        self.links: dict[int, FakeLink] = {}
+
+    def connect(self, n: int) -> FakeLink:
+        link = FakeLink(self.daemon, 4000 + n)
+        ev = Established(ZenohId(n), WhatAmI.CLIENT, 10_000, 65535, 0, False, 0, 0, 0)
+        self.daemon._on_event(link, ev)  # type: ignore[arg-type]
+        self.links[n] = link
+        return link
+
+    def rx(self, n: int, msg: object) -> bytes:
+        raw = encode_network_message(msg)  # type: ignore[arg-type]
+        self.daemon._on_event(self.links[n], Received(msg, raw, True, 5))  # type: ignore[arg-type]
+        return raw
+
+    def records(self) -> list[object]:
+        self.recorder.close()
+        return list(read_records(self.dir))
+
+    def face(self, n: int) -> int:
+        return self.daemon._face_of_link[id(self.links[n])]
+
+
+def _net(recs: list[object]) -> list[NetRecord]:
+    return [r for r in recs if isinstance(r, NetRecord)]
+
+
+def _setup_pub_sub(net: Net, subs: int = 1) -> None:
+    net.connect(1)
+    for i in range(subs):
+        net.connect(2 + i)
+        net.rx(2 + i, Declare(DeclareSubscriber(1, WireExpr(0, "demo/**", True))))
+    net.rx(1, Declare(DeclareKeyExpr(7, WireExpr(0, "demo/a", True))))
+
+
+def test_routed_push_rx_and_tx_records(tmp_path: Path, recorder_cls: type) -> None:
+    net = Net(tmp_path, recorder_cls)
+    _setup_pub_sub(net, subs=2)
+    raw = net.rx(1, Push(WireExpr(7, "", True), Put(b"hello")))
+    recs = net.records()
+    assert [r.seq for r in recs] == list(range(len(recs)))
+    links = [r for r in recs if isinstance(r, LinkRecord)]
+    assert [(r.event, r.link, r.remote) for r in links] == [
+        ("open", 1, "tcp/127.0.0.1:4001"),
+        ("open", 2, "tcp/127.0.0.1:4002"),
+        ("open", 3, "tcp/127.0.0.1:4003"),
+    ]
+    net_recs = _net(recs)
+    declares = net_recs[:3]
+    assert [(r.direction, r.key, r.cause) for r in declares] == [
+        ("rx", "demo/**", -1),
+        ("rx", "demo/**", -1),
+        ("rx", "demo/a", -1),
+    ]
+    rx, *txs = net_recs[3:]
+    assert (rx.direction, rx.link, rx.key, rx.raw, rx.cause) == (
+        "rx",
+        1,
+        "demo/a",
+        raw,
+        -1,
+    )
+    assert [(t.direction, t.link, t.key, t.cause, t.time_ns) for t in txs] == [
+        ("tx", 2, "demo/a", rx.seq, rx.time_ns),
+        ("tx", 3, "demo/a", rx.seq, rx.time_ns),
+    ]
+    assert [t.raw for t in txs] == [net.links[2].sent[-1], net.links[3].sent[-1]]
+    assert all(t.seq > rx.seq for t in txs)
+    assert not [r for r in recs if isinstance(r, RouteRecord)]
+
+
+def test_dropped_send_writes_one_route_record(
+    tmp_path: Path, recorder_cls: type
+) -> None:
+    net = Net(tmp_path, recorder_cls)
+    _setup_pub_sub(net, subs=3)
+    net.links[2].accept = False
+    net.links[4].accept = False
+    net.rx(1, Push(WireExpr(7, "", True), Put(b"x")))
+    recs = net.records()
+    rx = [r for r in _net(recs) if r.direction == "rx"][-1]  # the PUSH
+    routes = [r for r in recs if isinstance(r, RouteRecord)]
+    assert len(routes) == 1
+    route = routes[0]
+    assert (route.cause, route.key, sorted(route.links)) == (
+        rx.seq,
+        "demo/a",
+        [2, 3, 4],
+    )
+    assert route.seq > rx.seq
+    txs = [r for r in _net(recs) if r.direction == "tx"]
+    assert [(t.link, t.cause) for t in txs] == [(3, rx.seq)]
+
+
+def test_request_without_queryable_answers_final_with_cause(
+    tmp_path: Path, recorder_cls: type
+) -> None:
+    net = Net(tmp_path, recorder_cls)
+    net.connect(1)
+    net.rx(1, Request(5, WireExpr(0, "demo/q", True), Query()))
+    rx, final = _net(net.records())
+    assert (rx.direction, rx.key, rx.link) == ("rx", "demo/q", 1)
+    assert (final.direction, final.key, final.link, final.cause) == (
+        "tx",
+        None,
+        1,
+        rx.seq,
+    )
+    assert final.raw == encode_network_message(ResponseFinal(5))
+
+
+def test_request_to_queryable_keeps_key(tmp_path: Path, recorder_cls: type) -> None:
+    net = Net(tmp_path, recorder_cls)
+    net.connect(1)
+    net.connect(2)
+    net.rx(2, Declare(DeclareQueryable(3, WireExpr(0, "demo/**", True), complete=True)))
+    net.rx(1, Request(5, WireExpr(0, "demo/q", True), Query()))
+    recs = _net(net.records())
+    rx = next(r for r in recs if r.direction == "rx" and r.key == "demo/q")
+    txs = [r for r in recs if r.cause == rx.seq]
+    assert [(t.direction, t.link, t.key) for t in txs] == [("tx", 2, "demo/q")]
+    assert txs[0].raw == net.links[2].sent[-1]
+
+
+def test_key_filter_drops_push_records_keeps_keyless(
+    tmp_path: Path, recorder_cls: type
+) -> None:
+    net = Net(tmp_path, recorder_cls, key_filter="other/**")
+    _setup_pub_sub(net)
+    net.rx(1, Push(WireExpr(7, "", True), Put(b"x")))
+    net.rx(1, Request(5, WireExpr(0, "demo/q", True), Query()))
+    recs = _net(net.records())
+    assert [(r.direction, r.key, r.cause) for r in recs] == [("tx", None, -1)]
+    assert len(net.links[2].sent) == 1  # routed all the same
+
+
+def test_slow_face_closed_while_routing(tmp_path: Path, recorder_cls: type) -> None:
+    net = Net(tmp_path, recorder_cls, send_queue_max_bytes=10)
+    _setup_pub_sub(net, subs=2)
+    net.links[2].queued_bytes = 1000
+    net.rx(1, Push(WireExpr(7, "", True), Put(b"x")))
+    recs = net.records()
+    rx = [r for r in _net(recs) if r.direction == "rx"][-1]  # the PUSH
+    rx_i = recs.index(rx)
+    after = recs[rx_i + 1 :]
+    assert isinstance(after[0], LinkRecord) and (after[0].event, after[0].link) == (
+        "close",
+        2,
+    )
+    assert [(r.link, r.cause) for r in _net(after)] == [(3, rx.seq)]
+    assert net.links[2].closed
+
+
+def test_link_close_and_local_face(tmp_path: Path, recorder_cls: type) -> None:
+    net = Net(tmp_path, recorder_cls)
+    got: list[object] = []
+    net.connect(1)
+    local = net.daemon.add_local_face(
+        ZenohId(99), got.append, WhatAmI.CLIENT, name="bridge"
+    )
+    net.daemon.local_input(
+        local, Declare(DeclareSubscriber(1, WireExpr(0, "demo/**", True)))
+    )
+    net.rx(1, Push(WireExpr(0, "demo/b", True), Put(b"y")))
+    net.links[1].close()
+    recs = net.records()
+    links = [(r.event, r.link, r.remote) for r in recs if isinstance(r, LinkRecord)]
+    assert links == [
+        ("open", 1, "tcp/127.0.0.1:4001"),
+        ("open", 2, "local/bridge"),
+        ("close", 1, None),
+    ]
+    rx = next(r for r in _net(recs) if r.key == "demo/b")
+    tx = [r for r in _net(recs) if r.cause == rx.seq]
+    assert [(t.direction, t.link, t.key) for t in tx] == [("tx", 2, "demo/b")]
+    assert len(got) == 1
+
+
+def test_bad_input_is_recorded_before_the_close(
+    tmp_path: Path, recorder_cls: type
+) -> None:
+    net = Net(tmp_path, recorder_cls, max_declarations_per_face=2)
+    net.connect(1)
+    for i in range(3):
+        net.rx(1, Declare(DeclareSubscriber(i + 1, WireExpr(0, f"demo/{i}", True))))
+    recs = net.records()
+    assert net.links[1].closed
+    kinds = [(type(r).__name__, getattr(r, "key", None)) for r in recs]
+    assert kinds[-2:] == [("NetRecord", "demo/2"), ("LinkRecord", None)]
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_many_pushes_seq_and_cause_consistent(
+    tmp_path: Path, recorder_cls: type, n: int
+) -> None:
+    net = Net(tmp_path, recorder_cls)
+    _setup_pub_sub(net, subs=n)
+    for i in range(500):
+        net.rx(1, Push(WireExpr(7, "", True), Put(bytes([i & 0xFF]) * (i % 40))))
+    recs = _net(net.records())
+    rxs = [r for r in recs if r.direction == "rx" and r.key == "demo/a"][
+        1:
+    ]  # not D_KEYEXPR
+    assert len(rxs) == 500
+    by_cause: dict[int, list[NetRecord]] = {}
+    for r in recs:
+        if r.direction == "tx":
+            by_cause.setdefault(r.cause, []).append(r)
+    for rx in rxs:
+        txs = by_cause[rx.seq]
+        assert [t.link for t in txs] == list(range(2, 2 + n))
+        assert all(t.seq > rx.seq and t.time_ns == rx.time_ns for t in txs)
