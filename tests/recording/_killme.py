@@ -6,10 +6,26 @@ raw bytes are a function of its seq so the parent can check what it reads back.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 from pyzenoh.recording import Recorder
 from pyzenoh.recording.reader import list_segments
+
+
+def start_child(module: str, rec_dir: Path) -> subprocess.Popen[str]:
+    """Run ``python -m module rec_dir`` from the repository root, stdout piped."""
+    root = Path(__file__).parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
+    return subprocess.Popen(
+        [sys.executable, "-m", module, str(rec_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=root,
+    )
 
 
 def raw_for(seq: int) -> bytes:

@@ -3,8 +3,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from pyzenoh.recording import (
 )
 from pyzenoh.recording.reader import list_segments, scan_segment
 from tests.hyp import FUZZ
-from tests.recording._killme import raw_for
+from tests.recording._killme import raw_for, start_child
 
 SEC = 1_000_000_000
 
@@ -187,17 +185,7 @@ def test_kill_9_leaves_closed_segments_intact_and_open_one_readable(
     tmp_path: Path,
 ) -> None:
     rec_dir = tmp_path / "rec"
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), *sys.path]),
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.recording._killme", str(rec_dir)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=Path(__file__).parents[2],
-    )
+    proc = start_child("tests.recording._killme", rec_dir)
     try:
         assert proc.stdout is not None
         # Bounded by the child's own loop and the test timeout.

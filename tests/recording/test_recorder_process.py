@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,7 +14,7 @@ from pyzenoh.errors import UsageError
 from pyzenoh.recording import NetRecord, Recorder, read_records
 from pyzenoh.recording.reader import list_segments, scan_segment
 from pyzenoh.recording.recorder import BATCH_CALLS, RecorderProcess
-from tests.recording._killme import raw_for
+from tests.recording._killme import raw_for, start_child
 from tests.recording.test_recorder import _mcap_messages
 
 SEC = 1_000_000_000
@@ -168,17 +166,7 @@ def _gone(pid: int) -> bool:
 
 def test_router_killed_the_recorder_process_closes_the_segment(tmp_path: Path) -> None:
     rec_dir = tmp_path / "rec"
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), *sys.path]),
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.recording._killme_proc", str(rec_dir)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=Path(__file__).parents[2],
-    )
+    proc = start_child("tests.recording._killme_proc", rec_dir)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
