@@ -191,18 +191,24 @@ def _template_columns(
     encoded = pc.dictionary_encode(raw)
     indices = encoded.indices
     templates = [R.decode_template(m) for m in encoded.dictionary.to_pylist()]
-    out: dict[int, pa.Array] = {}
     n = len(raw)
-    for c in _TEMPLATE_COLUMNS:
-        values = [t[c] for t in templates]
-        if any(v is not None for v in values):
-            out[c] = pa.array(values, types[c]).take(indices)
-        else:
-            out[c] = pa.nulls(n, types[c])
-    keys = [t[R.C_KEY] for t in templates]
+    by_column = list(zip(*templates, strict=True)) if templates else []
+    present = [
+        c for c in _TEMPLATE_COLUMNS if by_column and by_column[c].count(None) < len(templates)
+    ]
+    out: dict[int, pa.Array] = {c: pa.nulls(n, types[c]) for c in _TEMPLATE_COLUMNS}
+    if present:
+        # One take for every column that holds anything: each distinct message's values
+        # are spread to all of its rows at once.
+        distinct = pa.RecordBatch.from_arrays(
+            [pa.array(by_column[c], types[c]) for c in present],
+            names=[str(c) for c in present],
+        )
+        for c, column in zip(present, distinct.take(indices).columns, strict=True):
+            out[c] = column
     key = None
-    if any(k is not None for k in keys):
-        key = pa.array(keys, pa.string()).take(indices)
+    if by_column and by_column[R.C_KEY].count(None) < len(templates):
+        key = pa.array(by_column[R.C_KEY], pa.string()).take(indices)
     return out, key
 
 

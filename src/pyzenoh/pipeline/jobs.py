@@ -2,7 +2,8 @@
 
 Tables written under OUTPUT_DIR (one Parquet directory each):
 
-``messages``      one row per recorded network message (see :mod:`.rows`)
+``messages``      one row per recorded network message (see :mod:`.rows`), written by the
+                  Spark tasks with pyarrow (see :mod:`.export`)
 ``links``         link open/close events (restated ones dropped)
 ``routes``        the router's own routing decisions (``Recorder.route``)
 ``traffic``       per minute and key expression, and per minute/key/link: message counts,
@@ -567,6 +568,7 @@ def run_pipeline(
     from pyspark.sql import functions as F
 
     from pyzenoh.errors import UsageError
+    from pyzenoh.pipeline.export import export_table
     from pyzenoh.pipeline.report import write_report
     from pyzenoh.pipeline.source import register
     from pyzenoh.recording.reader import list_segments
@@ -593,7 +595,9 @@ def run_pipeline(
         return back
 
     prog.stage("decoding messages")
-    messages = save("messages", _load(spark, rec_dir, "messages"))
+    # The Spark tasks write this, the widest table, with pyarrow (see .export).
+    counts["messages"] = export_table(spark, rec_dir, out_dir / "messages")
+    messages = spark.read.parquet(str(out_dir / "messages"))
     prog.done(f"{counts['messages']} rows")
 
     prog.stage("links and routes")

@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
 FORMAT_NAME = "pyzenoh"
 DEFAULT_PARTITION_RECORDS = 200_000
-_TABLE_CHANNEL = {"messages": fmt.CH_NET, "routes": fmt.CH_ROUTE, "links": fmt.CH_LINK}
+TABLE_CHANNEL = {"messages": fmt.CH_NET, "routes": fmt.CH_ROUTE, "links": fmt.CH_LINK}
 
 LinkState = tuple[tuple[int, str | None, str | None, str | None], ...]
 
@@ -459,11 +459,11 @@ class _Options:
             )
         self.path = str(path)
         self.table = str(options.get("table", "messages")).lower()
-        if self.table not in _TABLE_CHANNEL:
+        if self.table not in TABLE_CHANNEL:
             raise UsageError(
-                f"table must be one of {sorted(_TABLE_CHANNEL)}, not {self.table!r}"
+                f"table must be one of {sorted(TABLE_CHANNEL)}, not {self.table!r}"
             )
-        self.channel = _TABLE_CHANNEL[self.table]
+        self.channel = TABLE_CHANNEL[self.table]
         self.max_per_trigger = _positive(
             options.get("maxRecordsPerTrigger"), "maxRecordsPerTrigger"
         )
