@@ -29,6 +29,7 @@ import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
 from pyzenoh.errors import DecodeError
 from pyzenoh.pipeline import rows as R
+from pyzenoh.pipeline.push_vector import push_columns
 from pyzenoh.recording import format as fmt
 
 LinkInfo = tuple[str | None, str | None, str | None]
@@ -187,28 +188,51 @@ def _link_columns(
 def _template_columns(
     raw: pa.Array, types: list[pa.DataType]
 ) -> tuple[dict[int, pa.Array], pa.Array | None]:
-    """The decoded columns of every row (by column position), and the template's key."""
+    """The decoded columns of every row (by column position), and the template's key.
+
+    Each distinct message is decoded once: common-shape PUSHes all together
+    (:func:`.push_vector.push_columns`), the others one by one
+    (:func:`pyzenoh.pipeline.rows.decode_template`)."""
     encoded = pc.dictionary_encode(raw)
-    indices = encoded.indices
-    templates = [R.decode_template(m) for m in encoded.dictionary.to_pylist()]
-    n = len(raw)
-    by_column = list(zip(*templates, strict=True)) if templates else []
-    present = [
-        c for c in _TEMPLATE_COLUMNS if by_column and by_column[c].count(None) < len(templates)
+    distinct = encoded.dictionary
+    fast, fast_columns = push_columns(distinct)
+    slow = np.flatnonzero(~fast)
+    n_fast = len(distinct) - len(slow)
+    templates = [
+        R.decode_template(m) for m in distinct.take(pa.array(slow)).to_pylist()
     ]
+    by_column = list(zip(*templates, strict=True)) if templates else []
+    # Where each distinct message's values sit once fast and slow ones are concatenated.
+    position = np.empty(len(distinct), dtype=np.int32)
+    position[fast] = np.arange(n_fast, dtype=np.int32)
+    position[slow] = np.arange(n_fast, len(distinct), dtype=np.int32)
+    wanted = [*_TEMPLATE_COLUMNS, R.C_KEY]
+    present, arrays = [], []
+    for c in wanted:
+        slow_has = bool(by_column) and by_column[c].count(None) < len(templates)
+        if c not in fast_columns and not slow_has:
+            continue
+        part = fast_columns.get(c)
+        if part is None:
+            part = pa.nulls(n_fast, types[c])
+        elif part.type != types[c]:
+            part = part.cast(types[c])
+        rest = pa.array(by_column[c] if slow_has else [None] * len(slow), types[c])
+        present.append(c)
+        arrays.append(pa.concat_arrays([part, rest]))
+    n = len(raw)
     out: dict[int, pa.Array] = {c: pa.nulls(n, types[c]) for c in _TEMPLATE_COLUMNS}
-    if present:
-        # One take for every column that holds anything: each distinct message's values
-        # are spread to all of its rows at once.
-        distinct = pa.RecordBatch.from_arrays(
-            [pa.array(by_column[c], types[c]) for c in present],
-            names=[str(c) for c in present],
-        )
-        for c, column in zip(present, distinct.take(indices).columns, strict=True):
-            out[c] = column
     key = None
-    if by_column and by_column[R.C_KEY].count(None) < len(templates):
-        key = pa.array(by_column[R.C_KEY], pa.string()).take(indices)
+    if present:
+        # One take spreads every column's distinct values to all of their rows.
+        spread = pa.RecordBatch.from_arrays(
+            arrays, names=[str(c) for c in present]
+        ).take(pa.array(position[encoded.indices.to_numpy()]))
+        for c, column in zip(present, spread.columns, strict=True):
+            if c == R.C_KEY:
+                key = column
+            else:
+                out[c] = column
     return out, key
 
 
