@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 #: Rows per Parquet row group: large enough for good encoding, small enough that a task
 #: holds one group's batches at a time.
 ROW_GROUP_ROWS = 131_072
+#: Tasks per core when the recording is small enough to need cutting finer than the
+#: source's default partitions, and the fewest records worth a task.
+TASKS_PER_CORE = 4
+MIN_TASK_RECORDS = 20_000
 #: What the task reports per slice.
 _REPORT_DDL = "slice INT, rows BIGINT, file STRING"
 # Dictionary-encode the columns with few distinct values, and keep min/max statistics for
@@ -130,6 +134,13 @@ class _SliceWriter:
                 )
 
 
+def _cores(spark: SparkSession) -> int:
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        return 2
+
+
 def export_table(
     spark: SparkSession,
     recording_dir: str | os.PathLike[str],
@@ -138,7 +149,8 @@ def export_table(
     partition_records: int | None = None,
 ) -> int:
     """Decode ``table`` of the whole recording into Parquet at ``output`` (replacing what
-    is there); return the number of rows written."""
+    is there); return the number of rows written. ``partition_records``: records per
+    task (by default cut so that every core gets several tasks)."""
     from pyzenoh.pipeline.source import (
         DEFAULT_PARTITION_RECORDS,
         TABLE_CHANNEL,
@@ -154,13 +166,18 @@ def export_table(
     channel = TABLE_CHANNEL[table]
     catalog = catalog_for(str(Path(recording_dir).resolve()))
     segments = catalog.refresh()
+    if partition_records is None:
+        # At least TASKS_PER_CORE tasks per core, so that no core idles at the end.
+        total = sum(info.count(channel) for info in segments)
+        share = -(-total // (TASKS_PER_CORE * _cores(spark)))
+        partition_records = min(DEFAULT_PARTITION_RECORDS, max(MIN_TASK_RECORDS, share))
     slices = plan_slices(
         catalog,
         segments,
         channel,
         earliest(segments),
         advance(segments, channel, earliest(segments)),
-        partition_records or DEFAULT_PARTITION_RECORDS,
+        partition_records,
     )
     out = Path(output).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
