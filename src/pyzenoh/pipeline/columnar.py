@@ -21,7 +21,7 @@ against the chunk before anything is gathered.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
@@ -236,7 +236,20 @@ def _template_columns(
     return out, key
 
 
-def message_batch(
+@dataclass(frozen=True, slots=True)
+class ChunkRows:
+    """One chunk's ``messages`` rows before their messages are decoded: the columns the
+    record itself gives (``seg`` .. ``cause``), the record's key and the raw messages."""
+
+    columns: tuple[pa.Array, ...]
+    key: pa.Array
+    raw: pa.Array
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+
+def chunk_rows(
     records: bytes | memoryview,
     offsets: dict[int, np.ndarray],
     k0: int,
@@ -246,12 +259,12 @@ def message_batch(
     run: int,
     links: dict[int, LinkInfo],
     schema: pa.Schema,
-) -> pa.RecordBatch | None:
-    """``messages`` rows for net records ``k0 .. k1-1`` of one chunk (``rec0`` is the
-    ordinal of record ``k0``); None when the chunk needs the per-record path.
+) -> ChunkRows | None:
+    """Net records ``k0 .. k1-1`` of one chunk (``rec0`` is the ordinal of record
+    ``k0``); None when the chunk needs the per-record path.
 
     ``links`` (link id -> details at the chunk's start) is advanced past the whole chunk,
-    but only when a batch is returned.
+    but only when rows are returned.
     """
     net = offsets.get(fmt.CH_NET)
     link_offsets = offsets.get(fmt.CH_LINK)
@@ -290,41 +303,73 @@ def message_batch(
     except pa.ArrowInvalid:
         return None
     raw = _binary(buf, raw_at, record_end - raw_at, None, pa.binary())
+    if raw.type != pa.binary() or key.type != pa.string():
+        return None  # over 2 GiB in one chunk: not the recorder's, leave it to the slow path
 
     types = [f.type for f in schema]
     new_links = dict(links)
     zid, whatami, remote = _link_columns(
         memoryview(records), link_offsets, rows, head["link"], new_links
     )
-    decoded, template_key = _template_columns(raw, types)
-    if template_key is not None:
-        key = pc.coalesce(key, template_key)  # the record's key wins
     time_ns = head["log_time"].astype(np.int64)
-    columns: list[Any] = [
-        np.full(n, seg, dtype=np.int32),
-        np.arange(rec0, rec0 + n, dtype=np.int64),
-        np.full(n, run, dtype=np.int32),
-        head["seq"].astype(np.int64),
-        time_ns,
+    columns = (
+        pa.array(np.full(n, seg, dtype=np.int32)),
+        pa.array(np.arange(rec0, rec0 + n, dtype=np.int64)),
+        pa.array(np.full(n, run, dtype=np.int32)),
+        pa.array(head["seq"].astype(np.int64)),
+        pa.array(time_ns),
         pa.array(time_ns // 1000, pa.int64()).cast(types[5]),
-        head["link"].astype(np.int32),
+        pa.array(head["link"].astype(np.int32)),
         zid,
         whatami,
         remote,
         _DIRECTIONS.take(pa.array(head["direction"].astype(np.int32))),
-        head["cause"].astype(np.int64),
-    ]
-    columns += [None] * (R.N_COLUMNS - len(columns))
+        pa.array(head["cause"].astype(np.int64)),
+    )
+    links.clear()
+    links.update(new_links)
+    return ChunkRows(columns, key, raw)
+
+
+def rows_batch(parts: list[ChunkRows], schema: pa.Schema) -> pa.RecordBatch:
+    """One batch of the rows of several chunks: their messages are decoded together, so
+    each distinct message once, and the fixed cost of a decoding pass is paid once."""
+    types = [f.type for f in schema]
+    if len(parts) == 1:
+        (one,) = parts
+        fixed = list(one.columns)
+        key, raw = one.key, one.raw
+    else:
+        fixed = [
+            pa.concat_arrays([p.columns[i] for p in parts])
+            for i in range(len(parts[0].columns))
+        ]
+        key = pa.concat_arrays([p.key for p in parts])
+        raw = pa.concat_arrays([p.raw for p in parts])
+    decoded, template_key = _template_columns(raw, types)
+    if template_key is not None:
+        key = pc.coalesce(key, template_key)  # the record's key wins
+    columns: list[pa.Array | None] = [*fixed, *([None] * (R.N_COLUMNS - len(fixed)))]
     columns[R.C_KEY] = key
     for c, arr in decoded.items():
         columns[c] = arr
     arrays = [
-        col if isinstance(col, pa.Array) else pa.array(col, typ)
-        for col, typ in zip(columns, types, strict=True)
+        a if a.type == t else a.cast(t) for a, t in zip(columns, types, strict=True)
     ]
-    arrays = [
-        a if a.type == t else a.cast(t) for a, t in zip(arrays, types, strict=True)
-    ]
-    links.clear()
-    links.update(new_links)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def message_batch(
+    records: bytes | memoryview,
+    offsets: dict[int, np.ndarray],
+    k0: int,
+    k1: int,
+    seg: int,
+    rec0: int,
+    run: int,
+    links: dict[int, LinkInfo],
+    schema: pa.Schema,
+) -> pa.RecordBatch | None:
+    """:func:`chunk_rows` of one chunk as a batch (None: it needs the per-record path)."""
+    part = chunk_rows(records, offsets, k0, k1, seg, rec0, run, links, schema)
+    return None if part is None else rows_batch([part], schema)

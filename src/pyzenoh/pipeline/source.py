@@ -53,7 +53,7 @@ from pyspark.sql.types import StructType
 
 from pyzenoh.errors import DecodeError, UsageError
 from pyzenoh.pipeline import rows as R
-from pyzenoh.pipeline.columnar import index_offsets, message_batch
+from pyzenoh.pipeline.columnar import ChunkRows, chunk_rows, index_offsets, rows_batch
 from pyzenoh.recording import format as fmt
 from pyzenoh.recording.reader import (
     SegmentInfo,
@@ -333,21 +333,24 @@ def _message_batches(
     part: SegmentSlice, schema: pa.Schema, batch_rows: int
 ) -> Iterator[pa.RecordBatch]:
     """The ``messages`` slice, chunk by chunk: columnar where the chunk is intact and its
-    index agrees (:mod:`.columnar`), record by record otherwise."""
+    index agrees (:mod:`.columnar`, several chunks to a batch), record by record
+    otherwise."""
     links = dict(_links(part))
+    pending: list[ChunkRows] = []
+    held = 0
     with open(part.path, "rb") as f:
         for records_at, records_len, first, group_end, crc in part.chunks:
             if first >= part.stop:
-                return
+                break
             data = memoryview(_read_group(f, part.path, records_at, group_end))
             records = data[:records_len]
-            batch = None
+            rows = None
             offsets = index_offsets(data[records_len:])
             if offsets is not None and (crc == 0 or zlib.crc32(records) == crc):
                 n = len(offsets.get(fmt.CH_NET, ()))
                 k0 = max(part.start - first, 0)
                 k1 = max(min(part.stop - first, n), k0)
-                batch = message_batch(
+                rows = chunk_rows(
                     records,
                     offsets,
                     k0,
@@ -358,11 +361,21 @@ def _message_batches(
                     links,
                     schema,
                 )
-            if batch is None:
-                rows = _chunk_rows(part, records, first, links)
-                yield from R.rows_to_batches(rows, schema, batch_rows)
-            elif batch.num_rows:
-                yield batch
+            if rows is not None:
+                if len(rows):
+                    pending.append(rows)
+                    held += len(rows)
+                if held < batch_rows:
+                    continue
+            if pending:  # in record order: before a chunk that takes the slow path
+                yield rows_batch(pending, schema)
+                pending, held = [], 0
+            if rows is None:
+                yield from R.rows_to_batches(
+                    _chunk_rows(part, records, first, links), schema, batch_rows
+                )
+    if pending:
+        yield rows_batch(pending, schema)
 
 
 def _links(part: SegmentSlice) -> dict[int, tuple[str | None, str | None, str | None]]:
