@@ -21,7 +21,7 @@ from pyzenoh.codec.network import Push, encode_network_message
 from pyzenoh.codec.primitives import WireExpr
 from pyzenoh.errors import DecodeError
 from pyzenoh.pipeline import rows as R
-from pyzenoh.pipeline.columnar import index_offsets, message_batch
+from pyzenoh.pipeline.columnar import chunk_rows, index_offsets
 from pyzenoh.pipeline.source import SegmentCatalog, plan_slices, read_slice, slice_rows
 from pyzenoh.pipeline.synth import generate
 from pyzenoh.recording import Recorder
@@ -155,7 +155,7 @@ def test_damaged_index_with_intact_chunk_falls_back(
         bytes(data[chunk.records_at + chunk.records_len : chunk.end])
     )
     assert offsets is not None
-    assert message_batch(records, offsets, 0, chunk.net, 1, 0, 1, {}, SCHEMA) is None
+    assert chunk_rows(records, offsets, 0, chunk.net, 1, 0, 1, {}, SCHEMA) is None
     fast, slow = both_paths(dst, 1000)
     assert_same(fast, slow)
     original, _ = both_paths(small_recording, 1000)
@@ -226,7 +226,7 @@ def test_a_bad_link_event_in_an_intact_chunk_changes_nothing(tmp_path: Path) -> 
     )
     assert offsets is not None
     assert (
-        message_batch(records, offsets, 0, chunk.net, 1, 0, 1, {}, SCHEMA) is not None
+        chunk_rows(records, offsets, 0, chunk.net, 1, 0, 1, {}, SCHEMA) is not None
     )
     fast, slow = both_paths(tmp_path / "rec", 100)
     assert_same(fast, slow)

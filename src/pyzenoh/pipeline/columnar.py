@@ -1,14 +1,16 @@
 """Decoding a chunk's network records straight into Arrow columns (the source's hot path).
 
-Per-row Python is what limits a Python data source (the project's Spark notes), so a
-chunk of ``messages`` rows is built column by column:
+Per-row Python is what limits a Python data source (the project's Spark notes), so
+``messages`` rows are built column by column:
 
 * the chunk group's own MessageIndex gives the offset of every record, so numpy gathers
-  the fixed fields of all records at once, and the key and raw byte ranges in one pass;
-* Arrow dictionary-encodes the raw messages: a router sends the very same bytes to every
-  subscriber of a PUSH, so each distinct message is decoded once (by
-  :func:`pyzenoh.pipeline.rows.decode_template`, the one definition of the columns) and
-  its columns are spread to the rows with ``take``;
+  the fixed fields of all records at once, and the key and raw byte ranges in one pass
+  (:func:`chunk_rows`, one chunk);
+* the raw messages of several chunks (:func:`rows_batch`, about a batch of rows) are
+  dictionary-encoded: a router sends the very same bytes to every subscriber of a PUSH,
+  so each distinct message is decoded once (common-shape PUSHes all together by
+  :mod:`.push_vector`, the others by :func:`pyzenoh.pipeline.rows.decode_template`, the
+  one definition of the columns) and its columns are spread to the rows with ``take``;
 * link details (zid, whatami, remote) come from the link events of the chunk, applied in
   record order, and are spread the same way.
 
@@ -349,27 +351,12 @@ def rows_batch(parts: list[ChunkRows], schema: pa.Schema) -> pa.RecordBatch:
     decoded, template_key = _template_columns(raw, types)
     if template_key is not None:
         key = pc.coalesce(key, template_key)  # the record's key wins
-    columns: list[pa.Array | None] = [*fixed, *([None] * (R.N_COLUMNS - len(fixed)))]
-    columns[R.C_KEY] = key
-    for c, arr in decoded.items():
-        columns[c] = arr
+    # The record gives the columns before msg_type; the message gives the rest but key.
+    columns = [
+        *fixed,
+        *(key if c == R.C_KEY else decoded[c] for c in range(R.C_MSG, R.N_COLUMNS)),
+    ]
     arrays = [
         a if a.type == t else a.cast(t) for a, t in zip(columns, types, strict=True)
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def message_batch(
-    records: bytes | memoryview,
-    offsets: dict[int, np.ndarray],
-    k0: int,
-    k1: int,
-    seg: int,
-    rec0: int,
-    run: int,
-    links: dict[int, LinkInfo],
-    schema: pa.Schema,
-) -> pa.RecordBatch | None:
-    """:func:`chunk_rows` of one chunk as a batch (None: it needs the per-record path)."""
-    part = chunk_rows(records, offsets, k0, k1, seg, rec0, run, links, schema)
-    return None if part is None else rows_batch([part], schema)
