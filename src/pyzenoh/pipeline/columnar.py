@@ -31,6 +31,7 @@ import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
 from pyzenoh.errors import DecodeError
 from pyzenoh.pipeline import rows as R
+from pyzenoh.pipeline.gather import byte_ranges
 from pyzenoh.pipeline.push_vector import push_columns
 from pyzenoh.recording import format as fmt
 
@@ -58,7 +59,6 @@ assert _HEAD_LEN == fmt.MESSAGE_HEAD.size + fmt.NET_DATA.size
 _MIN_NET_LENGTH = _HEAD_LEN - fmt.RECORD_HEAD.size
 _INDEX_FIELDS = struct.Struct("<HI")  # MessageIndex: channel, entries length
 _INDEX_HEAD_LEN = fmt.RECORD_HEAD.size + _INDEX_FIELDS.size
-_I32_MAX = 0x7FFF_FFFF
 _DIRECTIONS = pa.array(list(fmt.DIRECTIONS), pa.string())
 # Template columns spread with take: everything the decoded message determines.
 _TEMPLATE_COLUMNS = [c for c in range(R.C_MSG, R.N_COLUMNS) if c != R.C_KEY]
@@ -114,43 +114,6 @@ def _index_tiles(buf: np.ndarray, offsets: dict[int, np.ndarray]) -> bool:
         ):
             return False
     return True
-
-
-def _ranges(
-    buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Arrow-style (offsets, data) of the byte ranges ``buf[starts[i]:starts[i]+lengths[i]]``."""
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    if total == 0:
-        return offsets.astype(np.int32), np.zeros(0, dtype=np.uint8)
-    index = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1] - starts, lengths)
-    return offsets, buf[index]
-
-
-def _binary(
-    buf: np.ndarray,
-    starts: np.ndarray,
-    lengths: np.ndarray,
-    valid: np.ndarray | None,
-    typ: pa.DataType,
-) -> pa.Array:
-    offsets, data = _ranges(buf, starts, lengths)
-    if offsets[-1] > _I32_MAX:
-        typ = pa.large_binary() if typ == pa.binary() else pa.large_string()
-        offsets = offsets.astype(np.int64)
-    else:
-        offsets = offsets.astype(np.int32)
-    n = len(lengths)
-    validity = None
-    nulls = 0
-    if valid is not None and not valid.all():
-        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
-        nulls = int(n - valid.sum())
-    return pa.Array.from_buffers(
-        typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls
-    )
 
 
 def _link_columns(
@@ -299,12 +262,12 @@ def chunk_rows(
         return None
     key_at = rows + _HEAD_LEN
     raw_at = key_at + key_len
-    key = _binary(buf, key_at, key_len, has_key, pa.string())
+    key = byte_ranges(buf, key_at, key_len, has_key, pa.string())
     try:
         key.validate(full=True)  # UTF-8
     except pa.ArrowInvalid:
         return None
-    raw = _binary(buf, raw_at, record_end - raw_at, None, pa.binary())
+    raw = byte_ranges(buf, raw_at, record_end - raw_at)
     if raw.type != pa.binary() or key.type != pa.string():
         return None  # over 2 GiB in one chunk: not the recorder's, leave it to the slow path
 

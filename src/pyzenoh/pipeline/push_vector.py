@@ -23,6 +23,7 @@ import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
 from pyzenoh.codec.primitives import Encoding, ZenohId
 from pyzenoh.pipeline import rows as R
+from pyzenoh.pipeline.gather import byte_ranges, with_nulls
 from pyzenoh.transport.fastpath import ID_DEL, ID_PUSH, ID_PUT, NET_QOS_EXT, ZID_MAX_LEN
 
 _DEFAULT_QOS = 5
@@ -36,35 +37,6 @@ _PUT_DEL = pa.array(["del", "put"], pa.string())
 def _encoding_names() -> pa.Array:
     """Names of the encodings a one-byte encoding field can carry (ids 0..63)."""
     return pa.array([str(Encoding(i)) for i in range(64)], pa.string())
-
-
-def _ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """Arrow binary of ``data[starts[i] : starts[i] + lengths[i]]`` (all in bounds)."""
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    index = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1] - starts, lengths)
-    large = total > 0x7FFF_FFFF
-    return pa.Array.from_buffers(
-        pa.large_binary() if large else pa.binary(),
-        len(lengths),
-        [
-            None,
-            pa.py_buffer(offsets if large else offsets.astype(np.int32)),
-            pa.py_buffer(data[index]),
-        ],
-    )
-
-
-def _with_nulls(values: pa.Array, valid: np.ndarray) -> pa.Array:
-    if valid.all():
-        return values
-    return pa.Array.from_buffers(
-        values.type,
-        len(values),
-        [pa.py_buffer(np.packbits(valid, bitorder="little"))] + values.buffers()[1:],
-        null_count=int(len(valid) - valid.sum()),
-    )
 
 
 def push_columns(messages: pa.Array) -> tuple[np.ndarray, dict[int, pa.Array]]:
@@ -165,7 +137,9 @@ def push_columns(messages: pa.Array) -> tuple[np.ndarray, dict[int, pa.Array]]:
     zid_of = np.zeros(count, dtype=np.int32)
     zid_names = pa.nulls(0, pa.string())
     if len(stamped):
-        encoded = pc.dictionary_encode(_ranges(data, zid_at[stamped], zid_len[stamped]))
+        encoded = pc.dictionary_encode(
+            byte_ranges(data, zid_at[stamped], zid_len[stamped])
+        )
         names = []
         for raw in encoded.dictionary.to_pylist():
             value = int.from_bytes(raw, "little")
@@ -180,9 +154,7 @@ def push_columns(messages: pa.Array) -> tuple[np.ndarray, dict[int, pa.Array]]:
     n = len(rows)
     if n == 0:
         return ok, columns
-    suffix = _ranges(data, suffix_at[rows], suffix_len[rows]).cast(
-        pa.string(), safe=False
-    )
+    suffix = byte_ranges(data, suffix_at[rows], suffix_len[rows], typ=pa.string())
     try:
         suffix.validate(full=True)  # UTF-8
     except pa.ArrowInvalid:
@@ -203,7 +175,7 @@ def push_columns(messages: pa.Array) -> tuple[np.ndarray, dict[int, pa.Array]]:
     columns[R.C_PRIO] = pa.array((q & 0x07).astype(np.int32))
     columns[R.C_BLOCK] = pa.array((q & 0x08) != 0)
     columns[R.C_EXPRESS] = pa.array((q & 0x10) != 0)
-    columns[R.C_PAYLOAD] = _with_nulls(_ranges(data, payload_at[rows], plen), put)
+    columns[R.C_PAYLOAD] = byte_ranges(data, payload_at[rows], plen, put)
     columns[R.C_PSIZE] = pa.array(plen.astype(np.int32))
     columns[R.C_ENC] = _encoding_names().take(
         pa.array(enc_id[rows].astype(np.int32), mask=~put)
@@ -214,6 +186,6 @@ def push_columns(messages: pa.Array) -> tuple[np.ndarray, dict[int, pa.Array]]:
         if stamp.any()
         else pa.nulls(n, pa.string())
     )
-    columns[R.C_KEY] = _with_nulls(suffix, (scope[rows] == 0) & (suffix_len[rows] > 0))
+    columns[R.C_KEY] = with_nulls(suffix, (scope[rows] == 0) & (suffix_len[rows] > 0))
     columns[R.C_RAWSIZE] = pa.array((end - start)[rows].astype(np.int32))
     return ok, columns
