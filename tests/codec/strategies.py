@@ -292,3 +292,20 @@ non_fragment_transport = st.one_of(
 batches = st.tuples(
     st.lists(non_fragment_transport, min_size=1, max_size=3), st.none() | fragments
 ).map(lambda t: t[0] + ([t[1]] if t[1] is not None else []))
+
+
+def plain_pushes(
+    wire: st.SearchStrategy[WireExpr],
+    encoding: st.SearchStrategy[Encoding],
+    stamp: st.SearchStrategy[Timestamp],
+) -> st.SearchStrategy[Push]:
+    """PUSH(PUT/DEL) without extensions beyond QoS: the shape the fast paths read."""
+    return st.builds(
+        Push,
+        wire_expr=wire,
+        body=st.one_of(
+            st.builds(Put, st.binary(max_size=300), encoding, st.none() | stamp),
+            st.builds(Del, st.none() | stamp),
+        ),
+        qos=qos,
+    )

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyzenoh.codec.data import Del, Put
+from pyzenoh.codec.data import Put
 from pyzenoh.codec.network import Push, encode_network_message
 from pyzenoh.codec.primitives import WireExpr
 from pyzenoh.errors import DecodeError
@@ -27,7 +27,13 @@ from pyzenoh.pipeline.synth import generate
 from pyzenoh.recording import Recorder
 from pyzenoh.recording import format as fmt
 from pyzenoh.recording.reader import list_segments, scan_segment
-from tests.codec.strategies import encodings, pushes, qos, timestamps, wire_exprs
+from tests.codec.strategies import (
+    encodings,
+    plain_pushes,
+    pushes,
+    timestamps,
+    wire_exprs,
+)
 from tests.hyp import examples
 from tests.pipeline import scenario
 
@@ -162,19 +168,8 @@ def test_damaged_index_with_intact_chunk_falls_back(
     assert_same(fast, original)  # the records themselves are intact
 
 
-plain_pushes = st.builds(
-    Push,
-    wire_expr=wire_exprs,
-    body=st.one_of(
-        st.builds(Put, st.binary(max_size=300), encodings, st.none() | timestamps),
-        st.builds(Del, st.none() | timestamps),
-    ),
-    qos=qos,
-)
-
-
 @examples(2_000, 200)
-@given(msg=st.one_of(plain_pushes, pushes))
+@given(msg=st.one_of(plain_pushes(wire_exprs, encodings, timestamps), pushes))
 def test_push_template_equals_the_codec_template(msg: Push) -> None:
     raw = encode_network_message(msg)
     fast = R._push_template(raw)

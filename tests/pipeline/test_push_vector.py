@@ -15,40 +15,19 @@ from pyzenoh.codec.network import Push, encode_network_message
 from pyzenoh.codec.primitives import Encoding, Timestamp, WireExpr, ZenohId
 from pyzenoh.pipeline import rows as R
 from pyzenoh.pipeline.push_vector import push_columns
-from tests.codec.strategies import encodings, pushes, qos, wire_exprs, zids
+from tests.codec.strategies import encodings, plain_pushes, pushes, wire_exprs, zids
 from tests.hyp import examples
 
 # Current NTP64 times (>= 2**56): the nine-byte form the vector path reads.
 current_times = st.integers(2**56, 2**64 - 1)
 stamps = st.builds(Timestamp, st.one_of(current_times, st.integers(0, 2**64 - 1)), zids)
-plain_pushes = st.builds(
-    Push,
-    wire_expr=wire_exprs,
-    body=st.one_of(
-        st.builds(Put, st.binary(max_size=300), encodings, st.none() | stamps),
-        st.builds(Del, st.none() | stamps),
-    ),
-    qos=qos,
-)
-
-
 # The shape the vector path reads: one-byte scope, plain encoding, a current time.
-shaped_pushes = st.builds(
-    Push,
-    wire_expr=st.builds(
-        WireExpr, st.integers(0, 127), st.text(max_size=150), st.booleans()
-    ),
-    body=st.one_of(
-        st.builds(
-            Put,
-            st.binary(max_size=300),
-            st.builds(Encoding, st.integers(0, 63)),
-            st.none() | st.builds(Timestamp, current_times, zids),
-        ),
-        st.builds(Del, st.none() | st.builds(Timestamp, current_times, zids)),
-    ),
-    qos=qos,
+shaped_pushes = plain_pushes(
+    st.builds(WireExpr, st.integers(0, 127), st.text(max_size=150), st.booleans()),
+    st.builds(Encoding, st.integers(0, 63)),
+    st.builds(Timestamp, current_times, zids),
 )
+any_plain_pushes = plain_pushes(wire_exprs, encodings, stamps)
 
 
 def _mutate(raw: bytes, where: int, value: int) -> bytes:
@@ -60,7 +39,7 @@ def _mutate(raw: bytes, where: int, value: int) -> bytes:
 
 messages = st.one_of(
     shaped_pushes.map(encode_network_message),
-    plain_pushes.map(encode_network_message),
+    any_plain_pushes.map(encode_network_message),
     pushes.map(encode_network_message),
     st.tuples(
         shaped_pushes.map(encode_network_message), st.integers(0), st.integers(0, 255)
