@@ -168,8 +168,8 @@ def export_table(
     segments = catalog.refresh()
     if partition_records is None:
         # At least TASKS_PER_CORE tasks per core, so that no core idles at the end.
-        total = sum(info.count(channel) for info in segments)
-        share = -(-total // (TASKS_PER_CORE * _cores(spark)))
+        records = sum(info.count(channel) for info in segments)
+        share = -(-records // (TASKS_PER_CORE * _cores(spark)))
         partition_records = min(DEFAULT_PARTITION_RECORDS, max(MIN_TASK_RECORDS, share))
     slices = plan_slices(
         catalog,
