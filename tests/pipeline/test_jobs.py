@@ -234,3 +234,56 @@ def test_a_recording_without_data_still_reports(spark: Any, tmp_path: Path) -> N
     assert out["audit"]["passed"] is True
     html = Path(out["report"]).read_text(encoding="utf-8")
     assert "No keyed traffic." in html and "No answered queries." in html
+
+
+@pytest.mark.parametrize("buckets", [3, 256])
+def test_audit_buckets_find_the_same_subscribers_as_the_plain_join(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buckets: int
+) -> None:
+    """Subscribers come and go in a generated recording; whatever the bucket width, the
+    audit's subscribers are the ones a plain (bucket-free) join of every data message
+    with every subscription of an intersecting key finds."""
+    from pyzenoh.keyexpr import intersects
+    from pyzenoh.pipeline import jobs
+    from pyzenoh.pipeline.export import export_table
+    from pyzenoh.pipeline.synth import generate
+
+    generate(tmp_path / "rec", 12_000, seed=buckets)
+    export_table(spark, tmp_path / "rec", tmp_path / "messages")
+    messages = spark.read.parquet(str(tmp_path / "messages"))
+    links = (
+        spark.read.format("pyzenoh")
+        .option("table", "links")
+        .load(str(tmp_path / "rec"))
+    )
+    routes = (
+        spark.read.format("pyzenoh")
+        .option("table", "routes")
+        .load(str(tmp_path / "rec"))
+    )
+    declarations = jobs.declarations_table(messages, links).cache()
+    monkeypatch.setattr(jobs, "AUDIT_BUCKETS", buckets)
+    audit = {
+        r["seq"]: sorted(r["subscribed"])
+        for r in jobs.delivery_audit(messages, routes, declarations)
+        .select("seq", "subscribed")
+        .collect()
+    }
+
+    data = messages.where("msg_type = 'push' AND direction = 'rx'")
+    subs = declarations.where("kind = 'subscriber' AND direction = 'rx'").collect()
+    expected: dict[int, set[int]] = {r["seq"]: set() for r in data.collect()}
+    for d in data.select("seq", "run", "link", "key").collect():
+        for s in subs:
+            if (
+                s["run"] == d["run"]
+                and s["link"] != d["link"]
+                and s["declare_seq"] < d["seq"]
+                and (s["end_seq"] is None or s["end_seq"] > d["seq"])
+                and intersects(d["key"], s["key"])
+            ):
+                expected[d["seq"]].add(s["link"])
+    assert len(audit) == len(expected) > 1_000
+    assert audit == {seq: sorted(links) for seq, links in expected.items()}
+    assert sum(1 for v in audit.values() if v) > 1_000
+    declarations.unpersist()

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 #: A query whose REQUEST carried no Timeout extension uses the router default (10 s).
 DEFAULT_QUERY_TIMEOUT_MS = 10_000
+#: Seq buckets of the delivery audit's subscription join (see ``delivery_audit``).
+AUDIT_BUCKETS = 256
 TABLES = (
     "messages",
     "links",
@@ -446,16 +448,38 @@ def delivery_audit(
         .collect()
     ]
     pairs = _matching_pairs(data.select("key").distinct(), sub_keys)
-    candidates = data.select("seq", "run", "source_link", "key").join(
-        pairs, data.key == pairs.data_key
+    # Subscriptions come and go: joining each data message with every subscription of
+    # its key ever made compared billions of pairs (10M-record recording). Cut the seq
+    # range into AUDIT_BUCKETS buckets, list each subscription under every bucket its
+    # lifetime touches, and join on the bucket too: the same pairs match, far fewer meet.
+    span = data.agg(F.min("seq").alias("lo"), F.max("seq").alias("hi")).first()
+    lo = int(span["lo"]) if span is not None and span["lo"] is not None else 0
+    hi = int(span["hi"]) if span is not None and span["hi"] is not None else 0
+    width = (hi - lo) // AUDIT_BUCKETS + 1
+    first = F.greatest(F.col("s_from") + 1, F.lit(lo))  # the seqs it covers: first..last
+    last = F.least(F.coalesce(F.col("s_to") - 1, F.lit(hi)), F.lit(hi))
+    subs_by_bucket = subs.where(first <= last).withColumn(
+        "s_bucket",
+        F.explode(
+            F.sequence(
+                F.floor((first - lo) / width).cast("long"),
+                F.floor((last - lo) / width).cast("long"),
+            )
+        ),
+    )
+    candidates = (
+        data.select("seq", "run", "source_link", "key")
+        .join(pairs, data.key == pairs.data_key)
+        .withColumn("bucket", F.floor((F.col("seq") - lo) / width).cast("long"))
     )
     active = candidates.join(
-        subs,
-        (subs.s_key == candidates.sub_key)
-        & (subs.s_run == candidates.run)
-        & (subs.s_link != candidates.source_link)
-        & (subs.s_from < candidates.seq)
-        & (subs.s_to.isNull() | (subs.s_to > candidates.seq)),
+        subs_by_bucket,
+        (subs_by_bucket.s_key == candidates.sub_key)
+        & (subs_by_bucket.s_run == candidates.run)
+        & (subs_by_bucket.s_bucket == candidates.bucket)
+        & (subs_by_bucket.s_link != candidates.source_link)
+        & (subs_by_bucket.s_from < candidates.seq)
+        & (subs_by_bucket.s_to.isNull() | (subs_by_bucket.s_to > candidates.seq)),
     )
     recomputed = active.groupBy("seq").agg(
         F.array_sort(F.collect_set("s_link")).alias("subscribed")
