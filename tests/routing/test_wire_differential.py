@@ -37,6 +37,7 @@ zenoh = pytest.importorskip("zenoh")
 pytestmark = pytest.mark.interop
 
 SETTLE = 0.2  # time for a change to reach every session (no assertion depends on it)
+REFERENCE_RETRIES = 2
 # Scenarios make every current answer (the declarations answering an interest) hold at
 # most one entity: real routers list several in hash order, which varies between runs.
 ANY_ZID = ZenohId(1)
@@ -274,4 +275,11 @@ def test_router_sends_what_a_real_router_sends(
     expected = record(zenoh_router_port, scenario, mode)
     got = record(pyzenoh_router_port, scenario, mode)
     assert len(expected) > 5
+    # The real router is the reference, and once in a few full runs it differs from its
+    # usual self (twice seen: an extra ERR "Timeout" on the 2 s liveliness get, peer
+    # mode). Before calling pyzenoh wrong, give the reference REFERENCE_RETRIES more runs.
+    for _ in range(REFERENCE_RETRIES):
+        if got == expected:
+            break
+        expected = record(zenoh_router_port, scenario, mode)
     assert got == expected
