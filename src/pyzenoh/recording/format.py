@@ -20,6 +20,8 @@ Channels (all without an MCAP schema; the layouts below are the contract):
 
 ``CH_ROUTE`` (topic ``pyzenoh/routes``): the router's routing decision for an rx record:
 seq u64, cause i64, link count u32, key length u32, link ids u32 each, then the key.
+``pyzenoh router`` writes one only for a PUSH of which a send was dropped: otherwise the
+tx records caused by the rx record already say where it went.
 
 ``CH_LINK`` (topic ``pyzenoh/links``): JSON object ``{"seq", "event": "open"|"close",
 "link", "zid", "whatami", "remote", "reason", "carried"}``. Every segment starts with one
