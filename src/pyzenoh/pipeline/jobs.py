@@ -5,7 +5,8 @@ Tables written under OUTPUT_DIR (one Parquet directory each):
 ``messages``      one row per recorded network message (see :mod:`.rows`), written by the
                   Spark tasks with pyarrow (see :mod:`.export`)
 ``links``         link open/close events (restated ones dropped)
-``routes``        the router's own routing decisions (``Recorder.route``)
+``routes``        the router's own routing decisions (``Recorder.route``), written like
+                  ``messages``
 ``traffic``       per minute and key expression, and per minute/key/link: message counts,
                   bytes, publishers, subscribers reached
 ``queries``       one row per query received from a face: querier, selector, target,
@@ -619,14 +620,15 @@ def run_pipeline(
         return back
 
     prog.stage("decoding messages")
-    # The Spark tasks write this, the widest table, with pyarrow (see .export).
+    # The Spark tasks write this, the widest table, with pyarrow (see .export); routes too.
     counts["messages"] = export_table(spark, rec_dir, out_dir / "messages")
     messages = spark.read.parquet(str(out_dir / "messages"))
     prog.done(f"{counts['messages']} rows")
 
     prog.stage("links and routes")
     links = save("links", _load(spark, rec_dir, "links").where(~F.col("carried")))
-    routes = save("routes", _load(spark, rec_dir, "routes"))
+    counts["routes"] = export_table(spark, rec_dir, out_dir / "routes", "routes")
+    routes = spark.read.parquet(str(out_dir / "routes"))
     prog.done(f"{counts['links']} link events, {counts['routes']} routes")
 
     steps: list[tuple[str, Callable[[], DataFrame]]] = [
