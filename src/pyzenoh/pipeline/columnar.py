@@ -186,7 +186,7 @@ def _template_columns(
         present.append(c)
         arrays.append(pa.concat_arrays([part, rest]))
     n = len(raw)
-    out: dict[int, pa.Array] = {c: pa.nulls(n, types[c]) for c in _TEMPLATE_COLUMNS}
+    out: dict[int, pa.Array] = {}
     key = None
     if present:
         # One take spreads every column's distinct values to all of their rows.
@@ -198,6 +198,9 @@ def _template_columns(
                 key = column
             else:
                 out[c] = column
+    for c in _TEMPLATE_COLUMNS:  # what no message of the batch has
+        if c not in out:
+            out[c] = pa.nulls(n, types[c])
     return out, key
 
 

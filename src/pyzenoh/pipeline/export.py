@@ -120,6 +120,7 @@ class _SliceWriter:
         from pyzenoh.pipeline.source import read_slice
 
         schema = R.arrow_schema(self.ddl)
+        report = R.arrow_schema(_REPORT_DDL)
         for batch in ids:
             for index in batch.column(0).to_pylist():
                 name = part_name(index)
@@ -129,8 +130,7 @@ class _SliceWriter:
                     os.path.join(self.staging, name),
                 )
                 yield pa.RecordBatch.from_pylist(
-                    [{"slice": index, "rows": rows, "file": name}],
-                    schema=R.arrow_schema(_REPORT_DDL),
+                    [{"slice": index, "rows": rows, "file": name}], schema=report
                 )
 
 

@@ -619,16 +619,18 @@ def run_pipeline(
         counts[name] = back.count()
         return back
 
+    def export(table: str) -> DataFrame:
+        """A recording table written by the Spark tasks with pyarrow (see .export)."""
+        counts[table] = export_table(spark, rec_dir, out_dir / table, table)
+        return spark.read.parquet(str(out_dir / table))
+
     prog.stage("decoding messages")
-    # The Spark tasks write this, the widest table, with pyarrow (see .export); routes too.
-    counts["messages"] = export_table(spark, rec_dir, out_dir / "messages")
-    messages = spark.read.parquet(str(out_dir / "messages"))
+    messages = export("messages")
     prog.done(f"{counts['messages']} rows")
 
     prog.stage("links and routes")
     links = save("links", _load(spark, rec_dir, "links").where(~F.col("carried")))
-    counts["routes"] = export_table(spark, rec_dir, out_dir / "routes", "routes")
-    routes = spark.read.parquet(str(out_dir / "routes"))
+    routes = export("routes")
     prog.done(f"{counts['links']} link events, {counts['routes']} routes")
 
     steps: list[tuple[str, Callable[[], DataFrame]]] = [
