@@ -44,7 +44,7 @@ def test_json5_file_with_zenohd_keys(tmp_path: Path) -> None:
     assert c.connect == ("tcp/127.0.0.1:7449",)
     assert (c.queries_default_timeout_ms, c.timestamping, c.qos) == (2500, False, False)
     assert (c.lease_ms, c.batch_size, c.send_queue_max_bytes) == (3000, 8192, 65536)
-    assert c.max_declarations_per_face == 7 and c.enforce_budget and not c.isolate_peers
+    assert c.max_declarations_per_face == 7 and c.enforce_budget and c.gossip
     assert (c.record.dir, c.record.key_filter) == ("rec", "demo/**")
     assert c.msgq.enabled and c.msgq.socket_file == "/tmp/m.sock"
 

@@ -49,10 +49,10 @@ def test_api_misuse_is_a_usage_error() -> None:
         RoutingConfig(max_declarations_per_face=0)
 
 
-def test_routers_are_refused() -> None:
+def test_a_router_with_our_own_zid_is_refused() -> None:
     h = Harness()
     with pytest.raises(UnsupportedFace) as info:
-        h.core.add_face(1, ZenohId(5), WhatAmI.ROUTER, h.now)
+        h.core.add_face(1, h.core.zid, WhatAmI.ROUTER, h.now)
     assert isinstance(info.value, PeerError)
     assert info.value.close_reason == CloseReason.UNSUPPORTED
     assert h.core.is_empty()

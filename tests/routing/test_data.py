@@ -220,15 +220,15 @@ def test_route_cache_is_bounded() -> None:
     assert h.core.stats.sub_index_lookups == before
 
 
-def test_peers_exchange_data_like_clients_unless_isolated() -> None:
-    for isolate, expected in ((False, [2]), (True, [])):
-        h = Harness(config=RoutingConfig(isolate_peers=isolate))
-        h.open(1, whatami=WhatAmI.PEER)
-        h.open(2, whatami=WhatAmI.PEER)
-        h.open(3)
-        h.send(2, d_sub(1, "k"))
-        assert [s.face for s in h.send(1, put("k"))] == expected
-        assert [s.face for s in h.send(3, put("k"))] == [2]
+def test_peers_never_exchange_data_through_the_router() -> None:
+    # Like zenohd: two peers meet directly (gossip); a client still reaches a peer.
+    h = Harness()
+    h.open(1, whatami=WhatAmI.PEER)
+    h.open(2, whatami=WhatAmI.PEER)
+    h.open(3)
+    h.send(2, d_sub(1, "k"))
+    assert [s.face for s in h.send(1, put("k"))] == []
+    assert [s.face for s in h.send(3, put("k"))] == [2]
 
 
 def test_verbatim_chunks_are_only_matched_verbatim() -> None:

@@ -13,7 +13,7 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.routing import QueryRouted, RoutingConfig, RoutingEvent
-from pyzenoh.routing.core import REQUEST_TIMEOUT_GRACE
+from pyzenoh.routing.queries import REQUEST_TIMEOUT_GRACE
 from tests.routing.support import (
     QOS_REQ,
     Harness,

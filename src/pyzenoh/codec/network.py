@@ -198,10 +198,11 @@ class Push:
     #: (-1 when built locally): lets a router edit the body without re-encoding it all.
     body_offset: int = field(default=-1, compare=False, repr=False)
 
-    def routed(self, wire_expr: WireExpr, body: Put | Del, timestamp: Timestamp | None) -> Push:
-        """This PUSH as a router forwards it: another key representation, body and
-        network timestamp, no NodeId."""
-        return Push(wire_expr, body, self.qos, timestamp, None, self.ts_stack, self.extensions)
+    def routed(self, wire_expr: WireExpr, body: Put | Del, timestamp: Timestamp | None,
+               node_id: int | None = None) -> Push:  # fmt: skip
+        """This PUSH as a router forwards it: another key representation, body, network
+        timestamp and NodeId (set only towards a router neighbour)."""
+        return Push(wire_expr, body, self.qos, timestamp, node_id, self.ts_stack, self.extensions)
 
     def write_head(self, out: bytearray) -> None:
         """Everything but the body: header, key and extensions."""

@@ -5,8 +5,11 @@ Recognised keys (zenohd 1.x spelling)::
     {
       mode: "router",
       id: "a1b2...",                                  // hex ZenohId; random if absent
-      listen:  { endpoints: ["tcp/[::]:7447"] },
-      connect: { endpoints: [] },
+      listen:  { endpoints: ["tcp/[::]:7447"] },       // or { router: [...], ... }
+      connect: { endpoints: [],                        // other routers (or { router: [...] })
+                 retry: { period_init_ms: 1000, period_max_ms: 4000,
+                          period_increase_factor: 2 } },
+      scouting: { gossip: { enabled: true } },         // tell peers each other's locators
       queries_default_timeout: 10000,                 // ms
       timestamping: { enabled: { router: true } },
       routing: { interests: { timeout: 10000 } },
@@ -22,9 +25,7 @@ Recognised keys (zenohd 1.x spelling)::
                   key_filter: null },
         msgq: { socket_file: null, tcp: [] },
         // Real routers only forward a query's Budget; true also stops replies past it.
-        // Real routers never route between two peers (they meet through gossip, which
-        // pyzenoh does not speak); true does the same, false (default) routes for them.
-        routing: { enforce_budget: false, isolate_peers: false },
+        routing: { enforce_budget: false },
       },
     }
 
@@ -42,6 +43,7 @@ from typing import Any
 import json5
 
 from pyzenoh.errors import UsageError
+from pyzenoh.router.admin import admin_enabled
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +90,12 @@ class RouterConfig:
     max_keyexpr_ids_per_face: int = 10_000
     max_fragmented_message: int = 1 << 30
     enforce_budget: bool = False
-    isolate_peers: bool = False
+    gossip: bool = True
+    adminspace: bool = True
+    metadata: Any = None
+    retry_period_init_ms: int = 1_000
+    retry_period_max_ms: int = 4_000
+    retry_period_increase_factor: float = 2.0
     record: RecordSettings = field(default_factory=RecordSettings)
     msgq: MsgqSettings = field(default_factory=MsgqSettings)
 
@@ -112,6 +119,9 @@ def _positive_int(value: Any, name: str) -> int:
 
 
 def _endpoints(value: Any, name: str) -> tuple[str, ...]:
+    if isinstance(value, dict):
+        # zenohd's per-mode form: { router: [...], peer: [...], client: [...] }
+        value = value.get("router", [])
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -144,6 +154,8 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         "max_pending_queries_per_face": "pyzenoh/limits/max_pending_queries_per_face",
         "max_keyexpr_ids_per_face": "pyzenoh/limits/max_keyexpr_ids_per_face",
         "max_fragmented_message": "pyzenoh/limits/max_fragmented_message",
+        "retry_period_init_ms": "connect/retry/period_init_ms",
+        "retry_period_max_ms": "connect/retry/period_max_ms",
     }
     base = RouterConfig()
     values: dict[str, Any] = {}
@@ -176,9 +188,17 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         base, id=zid, listen=listen, connect=connect, timestamping=bool(timestamping),
         qos=bool(qos), record=record, msgq=msgq,
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
-        isolate_peers=bool(_get(tree, "pyzenoh/routing/isolate_peers", False)),
+        gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
+        adminspace=admin_enabled(tree), metadata=tree.get("metadata"),
+        retry_period_increase_factor=_factor(_get(tree, "connect/retry/period_increase_factor", 2.0)),
         **values,
     )  # fmt: skip
+
+
+def _factor(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
+        raise UsageError(f"config connect/retry/period_increase_factor must be >= 1, got {value!r}")
+    return float(value)
 
 
 def load_config(path: str | os.PathLike[str]) -> RouterConfig:

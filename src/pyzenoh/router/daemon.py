@@ -30,6 +30,7 @@ from pyzenoh.codec import (
     encode_network_message,
 )
 from pyzenoh.errors import CloseReason, PeerError
+from pyzenoh.router.admin import AdminSpace
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.routing import RoutingConfig, RoutingCore, Send
 from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
@@ -39,8 +40,6 @@ log = logging.getLogger(__name__)
 
 #: A face whose queue holds more than this many times the soft cap is closed.
 HARD_CAP_FACTOR = 4
-#: Seconds between reconnection attempts to a `connect` endpoint.
-RECONNECT_DELAY_S = 1.0
 #: Recording: the memo of received keys is cleared when it holds this many.
 RX_KEY_MEMO_SIZE = 4096
 
@@ -78,6 +77,7 @@ class RouterDaemon:
         self.core = RoutingCore(
             self.zid,
             whatami=WhatAmI.ROUTER,
+            locators=self.locators,
             config=RoutingConfig(
                 query_timeout=config.queries_default_timeout_ms / 1000.0,
                 max_declarations_per_face=config.max_declarations_per_face,
@@ -85,7 +85,7 @@ class RouterDaemon:
                 max_keyexpr_ids_per_face=config.max_keyexpr_ids_per_face,
                 timestamping=config.timestamping,
                 enforce_budget=config.enforce_budget,
-                isolate_peers=config.isolate_peers,
+                gossip=config.gossip,
             ),
         )
         self.link_config = LinkConfig(
@@ -114,11 +114,15 @@ class RouterDaemon:
         self._connectors: list[asyncio.Task[None]] = []
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.admin: AdminSpace | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self.config.adminspace:
+            self.admin = AdminSpace(self)
+            self.admin.attach()
         for endpoint in self.config.listen:
             listener = await listen(
                 endpoint, self.link_config, self._on_event,
@@ -133,6 +137,9 @@ class RouterDaemon:
     async def stop(self) -> None:
         """CLOSE every session, stop listening, flush the recorder."""
         self._stopping = True
+        if self.admin is not None:
+            self.admin.detach()
+            self.admin = None
         for task in self._connectors:
             task.cancel()
         links = [f.link for f in self._faces.values() if f.link is not None]
@@ -145,19 +152,36 @@ class RouterDaemon:
             self.recorder.close()
         log.info("router %s stopped", self.zid)
 
+    def locators(self) -> list[str]:
+        """The endpoints this router announces (link state, scouting, admin space)."""
+        out: list[str] = []
+        for listener in self.listeners:
+            out.extend(str(e) for e in listener.endpoints)
+        return out
+
     async def _keep_connected(self, endpoint: str) -> None:
+        """Keep a link to ``endpoint`` up, with zenohd's ``connect/retry`` backoff: the wait
+        starts at period_init, grows by period_increase_factor up to period_max, and starts
+        again from period_init once a session was established. A refused or failed link
+        (handshake refused, closed at once) is retried the same way: never hot-looped."""
+        cfg = self.config
+        delay = cfg.retry_period_init_ms / 1000.0
         while not self._stopping:
             try:
                 link = await connect(
                     endpoint, self.link_config, self._on_event,
-                    max_queue_bytes=self.config.send_queue_max_bytes,
+                    max_queue_bytes=cfg.send_queue_max_bytes,
                 )  # fmt: skip
             except (OSError, ConnectionError, TimeoutError) as exc:
-                log.debug("connect %s failed: %s", endpoint, exc)
-                await asyncio.sleep(RECONNECT_DELAY_S)
-                continue
-            await link.closed
-            await asyncio.sleep(RECONNECT_DELAY_S)
+                log.debug("connect %s failed: %s (retry in %.1f s)", endpoint, exc, delay)
+            else:
+                established = id(link) in self._face_of_link
+                await link.closed
+                if established:
+                    delay = cfg.retry_period_init_ms / 1000.0
+                    log.info("link to %s lost; reconnecting in %.1f s", endpoint, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * cfg.retry_period_increase_factor, cfg.retry_period_max_ms / 1000.0)
 
     # --- time --------------------------------------------------------------------------
 
@@ -200,9 +224,10 @@ class RouterDaemon:
             self._on_closed(link, ev)
 
     def _on_established(self, link: TcpLink, ev: Established) -> None:
-        if ev.whatami is WhatAmI.ROUTER:
-            log.warning("refusing router %s: router-to-router meshes are not supported", ev.zid)
-            link.close(CloseReason.UNSUPPORTED)
+        if ev.whatami is WhatAmI.ROUTER and any(f.zid == ev.zid for f in self._faces.values()):
+            # One session per router neighbour (zenohd keeps the first one too).
+            log.info("refusing a second link from router %s", ev.zid)
+            link.close(CloseReason.MAX_LINKS)
             return
         face_id = self._new_face_id()
         self._faces[face_id] = _Face(face_id, link, ev.zid, ev.whatami)
@@ -254,6 +279,15 @@ class RouterDaemon:
         self._rx_keys.clear()
         self._deliver(self.core.add_face(face_id, zid, whatami, self.now()))
         return face_id
+
+    def remove_local_face(self, face_id: int) -> None:
+        """Detach a local face added by :meth:`add_local_face` (its entities go)."""
+        face = self._faces.get(face_id)
+        if face is None or face.link is not None:
+            return
+        del self._faces[face_id]
+        self._rx_keys.clear()
+        self._deliver(self.core.remove_face(face_id, self.now()))
 
     def local_input(self, face_id: int, message: NetworkMessage) -> None:
         """A message from a local face, routed like one received from a link."""

@@ -28,7 +28,9 @@ API
   (:class:`Dropped`) and counted in ``core.stats.dropped``; a face going over a cap of
   :class:`RoutingConfig` raises :class:`FaceLimitExceeded` *before* any state changed, and
   the caller must close that link (``exc.close_reason``) and call ``remove_face``.
-  ``add_face`` refuses routers with :class:`UnsupportedFace`. Misuse of the API (unknown
+  ``add_face`` refuses a router claiming our own zid with :class:`UnsupportedFace`; a
+  router neighbour's bad link state or NodeId raises a :class:`~pyzenoh.errors.PeerError`
+  (close that link). Misuse of the API (unknown
   face, duplicate face) raises :class:`~pyzenoh.errors.UsageError`.
 * ``observer`` (optional) is called synchronously with :class:`PushRouted` (resolved key
   and destination faces of every routed PUSH), :class:`QueryRouted` and
@@ -40,12 +42,13 @@ Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
 
 * Clients and peers are served alike ("broker" mode): nothing is sent after a face
   opens; declarations reach a face only as answers to its interests. Differences for
-  peers: ``add_face`` returns the router's LINKSTATE OAM (an empty list), their own liveliness
-  tokens are not echoed back, the aggregate option is ignored, and an INTEREST Final
-  forgets what that interest alone had declared. Real routers do not route between two
-  of their peers (those find each other by gossip and connect directly); this router
-  has no gossip, so by default it routes between peers like between clients
-  (``RoutingConfig.isolate_peers=True`` gives the real routers' isolation).
+  peers: ``add_face`` returns the router's gossip LINKSTATE (:mod:`.peers`), their own
+  liveliness tokens are not echoed back, the aggregate option is ignored, an INTEREST
+  Final forgets what that interest alone had declared, and nothing is routed between two
+  peers (they meet directly through gossip, as with zenohd).
+* Routers (:mod:`.routers`, :mod:`.network`): LINKSTATE exchange and flooding, one
+  shortest-path tree per router, declarations pushed along trees with NodeId, data and
+  queries along the entry router's tree; see :mod:`.routers` for the rules.
 * Key-expression ids: per face, the ids it declared (D_KEYEXPR) and the ids the router
   declared to it. M = 1 resolves against the sender's table, M = 0 against the
   receiver's. Data and queries are written to each destination with the longest known
@@ -76,28 +79,28 @@ Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
   No destination: RESPONSE_FINAL at once.
 """
 
-from pyzenoh.routing.core import (
-    EMPTY_LINKSTATE,
-    MAX_KEY_LEN,
-    MAX_ROUTE_CACHE,
+from pyzenoh.routing.core import RoutingCore
+from pyzenoh.routing.declared import QueryableInfo
+from pyzenoh.routing.faces import MAX_KEY_LEN, MAX_ROUTE_CACHE, NORTH
+from pyzenoh.routing.hlc import Hlc, ntp64
+from pyzenoh.routing.peers import EMPTY_LINKSTATE
+from pyzenoh.routing.types import (
     Dropped,
     FaceLimitExceeded,
     PushRouted,
     QueryRouted,
     RoutingConfig,
-    RoutingCore,
     RoutingEvent,
     RoutingStats,
     Send,
     UnsupportedFace,
 )
-from pyzenoh.routing.declared import QueryableInfo
-from pyzenoh.routing.hlc import Hlc, ntp64
 
 __all__ = [
     "EMPTY_LINKSTATE",
     "MAX_KEY_LEN",
     "MAX_ROUTE_CACHE",
+    "NORTH",
     "Dropped",
     "FaceLimitExceeded",
     "Hlc",

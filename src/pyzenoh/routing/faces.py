@@ -1,0 +1,377 @@
+"""Per-face state and the tables every routing rule reads: key-expression ids, entity
+holders, resources, and how a key is written to a face.
+
+A *face* is one open session (client, peer or router neighbour) or a local session.
+:class:`RoutingTables` is the base of the core's rule modules (:mod:`.pubsub`,
+:mod:`.queries`, :mod:`.tokens`, :mod:`.interests`, :mod:`.routers`): it holds the state
+they share and the helpers they all use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyzenoh.codec import (
+    Declare,
+    DeclareKeyExpr,
+    DeclareSubscriber,
+    DeclareToken,
+    InterestMode,
+    InterestOptions,
+    NetworkMessage,
+    WhatAmI,
+    WireExpr,
+    ZenohId,
+)
+from pyzenoh.codec.network import QOS_DECLARE, DeclarationBody
+from pyzenoh.keyexpr import KeyExprTree, intersects, is_canonical
+from pyzenoh.routing.declared import (
+    DeclaredResources,
+    QueryableInfo,
+    aggregate_queryable,
+    aggregate_subscriber,
+)
+from pyzenoh.routing.hlc import Hlc
+from pyzenoh.routing.types import (
+    Dropped,
+    FaceLimitExceeded,
+    RoutingConfig,
+    RoutingEvent,
+    RoutingStats,
+    Send,
+    make_send,
+)
+
+#: Longest full key (prefix chain + suffix) accepted from a face, in characters.
+MAX_KEY_LEN = 65_535
+#: Entries kept in each route cache before it is flushed (bounds memory under key floods).
+MAX_ROUTE_CACHE = 4_096
+
+#: The pseudo-face id of the router region in the holder tables (see :mod:`.routers`);
+#: callers use ids >= 0.
+NORTH = -1
+
+_K = InterestOptions.KEYEXPRS
+
+
+@dataclass(slots=True)
+class InterestState:
+    key: str | None  # None: all keys
+    options: InterestOptions
+    mode: InterestMode
+    aggregate: bool
+
+
+@dataclass(slots=True)
+class PendingQuery:
+    qid: int
+    src: int
+    src_rid: int
+    qos: int
+    budget: int | None
+    remaining: dict[int, int] = field(default_factory=dict)  # destination face -> its rid
+    replies: int = 0
+
+
+class Face:
+    __slots__ = (
+        "fid",
+        "interests",
+        "is_peer",
+        "is_router",
+        "key_interests",
+        "local_id_of",
+        "local_ids",
+        "local_qabls",
+        "local_subs",
+        "local_tokens",
+        "next_id",
+        "next_rid",
+        "outgoing",
+        "pending",
+        "qabls",
+        "remote_id_of",
+        "remote_ids",
+        "subs",
+        "tokens",
+        "whatami",
+        "zid",
+    )  # fmt: skip
+
+    def __init__(self, fid: int, zid: ZenohId, whatami: WhatAmI) -> None:
+        self.fid = fid
+        self.zid = zid
+        self.whatami = whatami
+        self.is_peer = whatami == WhatAmI.PEER
+        # A router neighbour: its entities live in the router region (:mod:`.routers`),
+        # keyed by the router that owns them, not in this face's tables.
+        self.is_router = whatami == WhatAmI.ROUTER
+        self.remote_ids: dict[int, str] = {}  # ids the face declared -> full key
+        self.remote_id_of: dict[str, int] = {}
+        self.local_ids: dict[int, str] = {}  # ids we declared to the face -> full key
+        self.local_id_of: dict[str, int] = {}
+        self.subs: dict[int, str] = {}
+        self.qabls: dict[int, tuple[str, QueryableInfo]] = {}
+        self.tokens: dict[int, str] = {}
+        self.interests: dict[int, InterestState] = {}  # future-mode interests still active
+        self.key_interests: dict[int, str | None] = {}  # K interests (non-Current)
+        self.local_subs: DeclaredResources[bool] = DeclaredResources(aggregate_subscriber)
+        self.local_qabls: DeclaredResources[QueryableInfo] = DeclaredResources(aggregate_queryable)
+        self.local_tokens: dict[str, int] = {}
+        self.next_id = 1  # shared by the subscriber, queryable and token ids we declare
+        self.next_rid = 0
+        self.pending: dict[int, PendingQuery] = {}  # rid we sent to this face -> its query
+        self.outgoing: dict[int, PendingQuery] = {}  # qid -> queries this face asked
+
+    def declaration_count(self) -> int:
+        return len(self.subs) + len(self.qabls) + len(self.tokens) + len(self.interests)
+
+    def echoes_own_tokens(self) -> bool:
+        # Real routers echo a client's own tokens (the API counts session-local tokens);
+        # a peer is not told about its own.
+        return not self.is_peer
+
+
+def nonwild_split(key: str) -> tuple[str, str]:
+    """(non-wild prefix, rest): the prefix is the chunks before the first wild chunk."""
+    star = key.find("*")
+    if star < 0:
+        return key, ""
+    slash = key.rfind("/", 0, star)
+    if slash < 0:
+        return "", key
+    return key[:slash], key[slash:]
+
+
+class RoutingTables:
+    """The state shared by the routing rules, and the helpers they share.
+
+    Entity holders: for each entity kind, ``key -> {face id: count or info}`` plus a
+    :class:`KeyExprTree` of ``(key, face id)`` for intersection lookups. The router region
+    takes part through the pseudo-face :data:`~pyzenoh.routing.routers.NORTH` (see there).
+    """
+
+    zid: ZenohId
+    whatami: WhatAmI
+    config: RoutingConfig
+    observer: Callable[[RoutingEvent], None] | None
+    stats: RoutingStats
+    _hlc: Hlc
+    _faces: dict[int, Face]
+    _sub_tree: KeyExprTree[int]
+    _sub_holders: dict[str, dict[int, int]]
+    _qabl_tree: KeyExprTree[int]
+    _qabl_holders: dict[str, dict[int, QueryableInfo]]
+    _token_tree: KeyExprTree[int]
+    _token_holders: dict[str, dict[int, int]]
+    _resource_refs: dict[str, int]
+    _out: list[Send]
+    _now: float
+    _closing: Face | None
+    _route_caches: tuple[dict[object, object], ...]  # dropped by _invalidate_routes
+
+    # Hooks the router region (:mod:`.routers`) implements: the south started or stopped
+    # holding an entity on a key, so this router's own entry in the mesh changes.
+    def _south_subs_changed(self, key: str, held: bool) -> None:
+        pass
+
+    def _south_tokens_changed(self, key: str, held: bool) -> None:
+        pass
+
+    def _south_qabls_changed(self, key: str) -> None:
+        pass
+
+    def _source_index(self, f: Face, node_id: int | None) -> int | None:
+        """Index of the router where a message from ``f`` entered the mesh (0: here)."""
+        return 0
+
+    def _north_hops(self, source: int, owners: list[ZenohId], src: Face) -> dict[int, ZenohId]:
+        return {}
+
+    def _north_sub_owners(self, key: str) -> list[ZenohId]:
+        return []
+
+    def _north_qabl_owners(self, key: str) -> dict[ZenohId, QueryableInfo]:
+        return {}
+
+    def _router_distance(self, owner: ZenohId) -> float:
+        return 0.0
+
+    def _emit(self, face: int, msg: NetworkMessage, qos: int, raw: bytes | None = None,
+              reliable: bool = True) -> None:  # fmt: skip
+        self._out.append(make_send(face, msg, qos, raw, reliable))
+
+    def _declare(self, d: Face, body: DeclarationBody, interest_id: int | None = None) -> None:
+        self._emit(d.fid, Declare(body, interest_id, QOS_DECLARE), QOS_DECLARE)
+
+    def _drop(self, face: int, reason: str, msg: NetworkMessage) -> None:
+        self.stats.dropped[reason] = self.stats.dropped.get(reason, 0) + 1
+        if self.observer is not None:
+            self.observer(Dropped(face, reason, msg))
+
+    def _live_faces(self) -> list[Face]:
+        """Faces that can be sent to (not the one being removed)."""
+        return [d for d in self._faces.values() if d is not self._closing]
+
+    def _invalidate_routes(self) -> None:
+        """Key tables or entities changed: every cached route may be stale."""
+        for cache in self._route_caches:
+            cache.clear()
+
+    def _ref(self, key: str) -> None:
+        self._resource_refs[key] = self._resource_refs.get(key, 0) + 1
+
+    def _unref(self, key: str) -> None:
+        n = self._resource_refs.get(key, 0) - 1
+        if n > 0:
+            self._resource_refs[key] = n
+        else:
+            self._resource_refs.pop(key, None)
+
+    def _is_resource(self, key: str) -> bool:
+        return (key in self._resource_refs or key in self._sub_holders
+                or key in self._qabl_holders or key in self._token_holders)  # fmt: skip
+
+    def _sees(self, d: Face, src: Face) -> bool:
+        """Does face ``d`` get to know about what face ``src`` declares or sends?"""
+        if d is src:
+            return False
+        # Like zenohd, never between two peers: they meet directly through gossip.
+        return not (d.is_peer and src.is_peer)
+
+    def _resolve(self, f: Face, we: WireExpr) -> str | None:
+        """The full key of a wire expression received from ``f`` (None: unknown id)."""
+        if we.scope == 0:
+            return we.suffix
+        table = f.remote_ids if we.mapping_sender else f.local_ids
+        prefix = table.get(we.scope)
+        return None if prefix is None else prefix + we.suffix
+
+    def _resolve_key(self, f: Face, we: WireExpr, msg: NetworkMessage) -> str | None:
+        """Resolve and validate; drop the message (return None) when that fails."""
+        key = self._resolve(f, we)
+        if key is None:
+            self._drop(f.fid, "unknown key id", msg)
+            return None
+        if len(key) > MAX_KEY_LEN or not is_canonical(key):
+            self._drop(f.fid, "invalid key expression", msg)
+            return None
+        return key
+
+    def _new_id(self, d: Face) -> int:
+        ident = d.next_id
+        d.next_id += 1
+        return ident
+
+    def _best_key(self, d: Face, key: str) -> WireExpr:
+        """How to write ``key`` to ``d``: its longest chunk-aligned prefix ``d`` knows an id for.
+
+        The face's own ids (M = 0) win over ours (M = 1) for the same prefix; with no id,
+        the full string (scope 0, M = 1).
+        """
+        if d.remote_id_of or d.local_id_of:
+            end = len(key)
+            while end > 0:
+                prefix = key[:end] if end < len(key) else key
+                rid = d.remote_id_of.get(prefix)
+                if rid is not None:
+                    return WireExpr(rid, key[end:], False)
+                lid = d.local_id_of.get(prefix)
+                if lid is not None:
+                    return WireExpr(lid, key[end:], True)
+                end = key.rfind("/", 0, end)
+        return WireExpr(0, key, True)
+
+    def _decl_key(self, d: Face, key: str) -> WireExpr:
+        """How to write the key of a declaration sent to ``d`` (may first declare a D_KEYEXPR).
+
+        Like real routers: the non-wild prefix of the key, written with an id ``d`` knows
+        for exactly that prefix; failing that, when ``d`` has a key-expression interest
+        covering that prefix, a fresh id of ours declared with D_KEYEXPR; else the full
+        string.
+        """
+        prefix, rest = nonwild_split(key)
+        if not prefix:
+            return WireExpr(0, key, True)
+        rid = d.remote_id_of.get(prefix)
+        if rid is not None:
+            return WireExpr(rid, rest, False)
+        lid = d.local_id_of.get(prefix)
+        if lid is not None:
+            return WireExpr(lid, rest, True)
+        if len(d.local_ids) < self.config.max_keyexpr_ids_per_face and self._wants_keyexpr(d, prefix):
+            lid = 1
+            while lid in d.local_ids or lid in d.remote_ids:
+                lid += 1
+            d.local_ids[lid] = prefix
+            d.local_id_of[prefix] = lid
+            self._ref(prefix)
+            self._invalidate_routes()  # d's best keys may now use this id
+            self._declare(d, DeclareKeyExpr(lid, WireExpr(0, prefix, True)))
+            return WireExpr(lid, rest, True)
+        return WireExpr(0, key, True)
+
+    def _wants_keyexpr(self, d: Face, prefix: str) -> bool:
+        if d.is_router:
+            return True  # routers declare every prefix to each other (checked on the wire)
+        known: bool | None = None
+        for restriction in d.key_interests.values():
+            if restriction is None:
+                return True
+            if known is None:
+                known = self._is_resource(prefix)
+            if known and intersects(restriction, prefix):
+                return True
+        return False
+
+    def _matching_interests(self, d: Face, option: InterestOptions, key: str) -> list[tuple[int, InterestState]]:
+        return [(iid, it) for iid, it in d.interests.items()
+                if it.options & option and (it.key is None or intersects(it.key, key))]  # fmt: skip
+
+    def _check_declaration_cap(self, f: Face) -> None:
+        if f.declaration_count() >= self.config.max_declarations_per_face:
+            raise FaceLimitExceeded(
+                f"face {f.fid} exceeds {self.config.max_declarations_per_face} declarations")
+
+    @staticmethod
+    def _count_holder(
+        table: dict[str, dict[int, int]], tree: KeyExprTree[int], f: Face, key: str, delta: int
+    ) -> tuple[dict[int, int], dict[int, int]] | None:
+        """Add ``delta`` to ``f``'s count of entities on ``key``; when ``f`` starts or stops
+        holding the key, update ``tree`` and return the holders (before, after), else None
+        (the face already held / still holds this key: nothing visible changes)."""
+        holders = table.setdefault(key, {})
+        before = dict(holders)
+        count = holders.get(f.fid, 0) + delta
+        if count > 0:
+            holders[f.fid] = count
+        else:
+            holders.pop(f.fid, None)
+        changed = (f.fid in before) != (f.fid in holders)
+        if changed:
+            if f.fid in holders:
+                tree.insert(key, f.fid)
+            else:
+                tree.remove(key, f.fid)
+        if not holders:
+            del table[key]
+        return (before, holders) if changed else None
+
+    def _new_entity(
+        self, f: Face, table: dict[int, str], body: DeclareSubscriber | DeclareToken, msg: Declare,
+        kind: str,
+    ) -> str | None:  # fmt: skip
+        """The key of a newly declared subscriber or token, recorded in ``table``; None
+        when the declaration is dropped or repeats one already held under that id."""
+        key = self._resolve_key(f, body.wire_expr, msg)
+        if key is None:
+            return None
+        old = table.get(body.entity_id)
+        if old is not None:
+            if old != key:
+                self._drop(f.fid, f"duplicate {kind} id", msg)
+            return None
+        self._check_declaration_cap(f)
+        table[body.entity_id] = key
+        return key

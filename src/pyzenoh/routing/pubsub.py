@@ -1,0 +1,228 @@
+"""Publish/subscribe: subscriber declarations (who hears of them) and PUSH routing.
+
+A PUSH goes to every face holding an intersecting subscriber that may see the source
+(:meth:`RoutingTables._sees`), written with the key each destination knows best. Routes
+are cached per (face, wire expression) and dropped whenever key tables or subscribers
+change. Bytes are forwarded unchanged when nothing about them changes; a router
+timestamp is spliced into the received bytes rather than re-encoding the message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyzenoh.codec import (
+    Declare,
+    DeclareSubscriber,
+    Del,
+    InterestOptions,
+    Push,
+    Put,
+    Timestamp,
+    UndeclareSubscriber,
+    WireExpr,
+)
+from pyzenoh.codec.data import FLAG_T as PUT_FLAG_T
+from pyzenoh.keyexpr import is_canonical
+from pyzenoh.routing.faces import (
+    MAX_KEY_LEN,
+    MAX_ROUTE_CACHE,
+    NORTH,
+    Face,
+    RoutingTables,
+)
+from pyzenoh.routing.types import PushRouted
+
+_S = InterestOptions.SUBSCRIBERS
+
+
+@dataclass(frozen=True, slots=True)
+class DataRoute:
+    key: str | None  # None: the message is dropped for ``reason``
+    # (face, key as written to it, NodeId: set only towards router neighbours)
+    dests: tuple[tuple[int, WireExpr, int | None], ...] = ()
+    reason: str = ""
+    faces: frozenset[int] = frozenset()  # the destination faces, for observers
+
+
+class PubSub(RoutingTables):
+    """Subscriber tables and data routing."""
+
+    _data_routes: dict[tuple[int, int, str, bool, int | None], DataRoute]
+    _push_heads: dict[tuple[WireExpr, int], bytes]  # encoded PUSH heads
+
+    def _data_route(self, f: Face, we: WireExpr, msg: Push) -> DataRoute:
+        cache_key = (f.fid, we.scope, we.suffix, we.mapping_sender, msg.node_id)
+        route = self._data_routes.get(cache_key)
+        if route is not None:
+            self.stats.data_route_hits += 1
+            return route
+        key = self._resolve(f, we)
+        source = self._source_index(f, msg.node_id)
+        if key is None:
+            route = DataRoute(None, reason="unknown key id")
+        elif source is None:
+            route = DataRoute(None, reason="unknown node id")
+        elif len(key) > MAX_KEY_LEN or not is_canonical(key):
+            route = DataRoute(None, reason="invalid key expression")
+        elif "*" in key:
+            route = DataRoute(None, reason="wildcard key in PUSH")
+        else:
+            self.stats.sub_index_lookups += 1
+            dests: dict[int, tuple[WireExpr, int | None]] = {}
+            for sub_key, fid in self._sub_tree.intersecting(key):
+                if fid == NORTH:
+                    # Remote routers: along the entry router's tree, one copy per hop.
+                    node = source or None
+                    for hop in self._north_hops(source, self._north_sub_owners(sub_key), f):
+                        if hop not in dests:
+                            dests[hop] = (self._best_key(self._faces[hop], key), node)
+                    continue
+                d = self._faces[fid]
+                if fid not in dests and self._sees(d, f):
+                    dests[fid] = (self._best_key(d, key), None)
+            route = DataRoute(key, tuple((fid, we, node) for fid, (we, node) in sorted(dests.items())),
+                              faces=frozenset(dests))  # fmt: skip
+        if len(self._data_routes) >= MAX_ROUTE_CACHE:
+            self._data_routes.clear()
+        self._data_routes[cache_key] = route
+        return route
+
+    def _on_push(self, f: Face, msg: Push, raw: bytes | None, reliable: bool) -> None:
+        route = self._data_route(f, msg.wire_expr, msg)
+        if route.key is None:
+            self._drop(f.fid, route.reason, msg)
+            return
+        dests = route.dests
+        body = msg.body
+        stamped = False
+        if dests and self.config.timestamping and isinstance(body, Put):
+            if body.timestamp is None:
+                body = body.with_timestamp(self._hlc.new_timestamp(self._now))
+                stamped = True
+            elif not self._hlc.update(body.timestamp, self._now):
+                if self.config.drop_future_timestamp:
+                    self._drop(f.fid, "timestamp too far in the future", msg)
+                    return
+                body = body.with_timestamp(self._hlc.new_timestamp(self._now))
+                stamped = True
+        self.stats.pushes_routed += 1
+        if dests:
+            # Real routers drop the network-level timestamp when fanning out.
+            net_ts = msg.timestamp if len(dests) == 1 else None
+            head_unchanged = net_ts is msg.timestamp
+            body_raw = self._body_bytes(msg, raw, body)
+            if body_raw is not None:
+                self._emit_push_bytes(msg, raw, body, body_raw, dests, net_ts, head_unchanged, reliable)
+            else:
+                unchanged = body is msg.body and head_unchanged
+                # One message object per distinct key representation: the caller can
+                # encode it once for every face it goes to.
+                shared: dict[tuple[WireExpr, int | None], Push] = {}
+                for fid, we, node in dests:
+                    if unchanged and we == msg.wire_expr and node == msg.node_id:
+                        self._emit(fid, msg, msg.qos, raw, reliable)
+                        continue
+                    out = shared.get((we, node))
+                    if out is None:
+                        out = shared[(we, node)] = msg.routed(we, body, net_ts, node)
+                    self._emit(fid, out, msg.qos, None, reliable)
+        if self.observer is not None:
+            self.observer(PushRouted(f.fid, route.key, route.faces, msg, stamped))
+
+    @staticmethod
+    def _body_bytes(msg: Push, raw: bytes | None, body: Put | Del) -> bytes | None:
+        """The outgoing body's bytes taken from the received ones, or None: encode it.
+
+        Unchanged bodies are sliced out; a router timestamp on a PUT that had none is
+        inserted right after the PUT header (where the T flag says it sits), which is the
+        common case of every publication through a router: no object is rebuilt and the
+        payload is not copied twice.
+        """
+        off = msg.body_offset
+        if raw is None or off <= 0:
+            return None
+        if body is msg.body:
+            return raw[off:]
+        if isinstance(body, Put) and isinstance(msg.body, Put) and msg.body.timestamp is None \
+                and body.timestamp is not None:  # fmt: skip
+            ts = bytearray((raw[off] | PUT_FLAG_T,))
+            body.timestamp.write(ts)
+            return bytes(ts) + raw[off + 1 :]
+        return None
+
+    def _push_head(self, msg: Push) -> bytes:
+        """The encoded head of a routed PUSH; a steady stream reuses it (when the head is
+        only the key and QoS, which is what publications carry)."""
+        if msg.timestamp is not None or msg.node_id is not None or msg.ts_stack is not None \
+                or msg.extensions:  # fmt: skip
+            head = bytearray()
+            msg.write_head(head)
+            return bytes(head)
+        cache_key = (msg.wire_expr, msg.qos)
+        cached = self._push_heads.get(cache_key)
+        if cached is None:
+            if len(self._push_heads) >= MAX_ROUTE_CACHE:
+                self._push_heads.clear()
+            head = bytearray()
+            msg.write_head(head)
+            cached = self._push_heads[cache_key] = bytes(head)
+        return cached
+
+    def _emit_push_bytes(
+        self, msg: Push, raw: bytes | None, body: Put | Del, body_raw: bytes,
+        dests: tuple[tuple[int, WireExpr, int | None], ...], net_ts: Timestamp | None,
+        head_unchanged: bool, reliable: bool,
+    ) -> None:  # fmt: skip
+        """Emit a routed PUSH whose bytes are its received head (or one re-encoded head per
+        key representation) followed by ``body_raw``, the encoding of ``body``."""
+        assert raw is not None
+        heads: dict[tuple[WireExpr, int | None], tuple[Push, bytes]] = {}
+        for fid, we, node in dests:
+            entry = heads.get((we, node))
+            if entry is None:
+                out_msg = msg.routed(we, body, net_ts, node)
+                if head_unchanged and we == msg.wire_expr and node == msg.node_id:
+                    entry = (out_msg, raw[: msg.body_offset] + body_raw)
+                else:
+                    entry = (out_msg, self._push_head(out_msg) + body_raw)
+                heads[(we, node)] = entry
+            self._emit(fid, entry[0], msg.qos, entry[1], reliable)
+
+    def _on_declare_subscriber(self, f: Face, body: DeclareSubscriber, msg: Declare) -> None:
+        key = self._new_entity(f, f.subs, body, msg, "subscriber")
+        if key is not None:
+            self._change_sub_holder(f, key, +1)
+
+    def _sub_visible(self, d: Face, holders: dict[int, int]) -> bool:
+        return any(self._sees(d, self._faces[h]) for h in holders if h in self._faces)
+
+    def _change_sub_holder(self, f: Face, key: str, delta: int) -> None:
+        counted = self._count_holder(self._sub_holders, self._sub_tree, f, key, delta)
+        if counted is None:
+            return
+        before, holders = counted
+        self._invalidate_routes()
+        if f.fid != NORTH:
+            south = any(h != NORTH for h in holders)
+            if south != any(h != NORTH for h in before):
+                self._south_subs_changed(key, south)
+        for d in self._live_faces():
+            was = self._sub_visible(d, before)
+            now = self._sub_visible(d, holders)
+            if now and not was:
+                self._propagate_sub(d, key)
+            elif was and not now:
+                for change in d.local_subs.remove_simple(key):
+                    self._declare(d, UndeclareSubscriber(change.id))
+
+    def _propagate_sub(self, d: Face, key: str) -> None:
+        if d.local_subs.contains_simple(key):
+            return
+        matching = self._matching_interests(d, _S, key)
+        if not matching:
+            return
+        simple = [iid for iid, it in matching if not it.aggregate]
+        _, changes = d.local_subs.insert_simple(key, True, lambda: self._new_id(d), simple)
+        for change in changes:
+            self._declare(d, DeclareSubscriber(change.id, self._decl_key(d, change.key)))

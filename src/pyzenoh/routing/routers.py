@@ -1,0 +1,392 @@
+"""The router region ("north"): router neighbours, as zenohd 1.10.2 runs them.
+
+* Routers exchange LINKSTATE (:mod:`.network`) and each computes one shortest-path tree
+  rooted at every router.
+* Declarations between routers are pushed, never asked for: entity id 0, one per (owner
+  router, key), sent to the children of the *owner's* tree with NodeId = the owner's
+  index in the sender's numbering (0, omitted, means the sender). Undeclarations name
+  their key (WireExpr extension). When trees change, entities are re-sent to new
+  children. No INTEREST and no D_FINAL travel between routers.
+* This router owns a key in the region when anything south of it (clients, peers, local
+  faces) holds an entity there; queryables carry the merged info of those.
+* Data and requests follow the tree of the router where they entered the mesh (their
+  NodeId) towards every router owning a match; a router receives each one once per tree,
+  so no topology (cycles included) makes duplicates.
+* Every entity of a router that becomes unreachable is removed.
+
+The region takes part in the south's tables through the pseudo-face :data:`NORTH`: it
+holds a key whenever another router does, so the south rules (interests, aggregation,
+current answers) treat remote routers like one more face; data and queries for
+``NORTH`` are expanded here into router neighbours.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from pyzenoh.codec import (
+    Declare,
+    DeclareKeyExpr,
+    DeclareQueryable,
+    DeclareSubscriber,
+    DeclareToken,
+    NetworkOam,
+    UndeclareQueryable,
+    UndeclareSubscriber,
+    UndeclareToken,
+    WhatAmI,
+    WireExpr,
+    ZenohId,
+)
+from pyzenoh.codec.network import OAM_LINKSTATE, QOS_DECLARE, DeclarationBody
+from pyzenoh.errors import CloseReason, PeerError
+from pyzenoh.keyexpr import is_canonical
+from pyzenoh.routing.declared import QueryableInfo
+from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
+from pyzenoh.routing.network import Network
+from pyzenoh.routing.pubsub import PubSub
+from pyzenoh.routing.queries import Queries, merge_all
+from pyzenoh.routing.tokens import Tokens
+
+log = logging.getLogger(__name__)
+
+
+class RouterInputError(PeerError):
+    """A router neighbour sent something that cannot belong to the mesh (a NodeId it never
+    announced, an entity of ours): its link is closed."""
+
+    close_reason = CloseReason.INVALID
+
+
+class RouterRegion(PubSub, Queries, Tokens):
+    """Router neighbours, the router graph and the entities of remote routers."""
+
+    _net: Network
+    _north: Face
+    # key -> routers owning an entity there (this router included when the south does)
+    _router_subs: dict[str, set[ZenohId]]
+    _router_qabls: dict[str, dict[ZenohId, QueryableInfo]]
+    _router_tokens: dict[str, set[ZenohId]]
+    _north_ids: dict[tuple[str, str], int]  # (kind, key) -> the NORTH face's entity id
+
+    def _init_routers(self, locators: Callable[[], Sequence[str]]) -> None:
+        self._net = Network(self.zid, WhatAmI.ROUTER, full_linkstate=True,
+                            gossip=self.config.gossip, locators=locators,
+                            max_nodes=self.config.max_routers)  # fmt: skip
+        self._north = Face(NORTH, self.zid, WhatAmI.ROUTER)
+        self._faces[NORTH] = self._north
+        self._router_subs = {}
+        self._router_qabls = {}
+        self._router_tokens = {}
+        self._north_ids = {}
+
+    @property
+    def network(self) -> Network:
+        """The router graph (for the admin space and diagnostics)."""
+        return self._net
+
+    def router_entities(self, kind: str) -> dict[str, list[ZenohId]]:
+        """key -> routers owning a ``kind`` ("subscriber", "queryable", "token") there."""
+        table: dict[str, set[ZenohId]] | dict[str, dict[ZenohId, QueryableInfo]]
+        table = {"subscriber": self._router_subs, "queryable": self._router_qabls,
+                 "token": self._router_tokens}[kind]  # fmt: skip
+        return {key: sorted(owners, key=str) for key, owners in sorted(table.items())}
+
+    # -- links ----------------------------------------------------------------------------
+
+    def _router_face_added(self, f: Face) -> None:
+        for link, body in self._net.add_link(f.fid, f.zid, f.whatami):
+            self._send_linkstate(link, body)
+        self._recompute_trees()
+
+    def _router_face_removed(self, f: Face) -> None:
+        removed, sends = self._net.remove_link(f.fid)
+        for link, body in sends:
+            if link != f.fid:
+                self._send_linkstate(link, body)
+        self._forget_routers(removed)
+        self._recompute_trees()
+
+    def _on_router_linkstate(self, f: Face, body: bytes) -> None:
+        self.stats.linkstates_received += 1
+        removed, sends = self._net.link_states(f.fid, body)
+        for link, out in sends:
+            self._send_linkstate(link, out)
+        self._forget_routers(removed)
+        self._recompute_trees()
+
+    def _send_linkstate(self, link: int, body: bytes) -> None:
+        if link in self._faces and self._faces[link] is not self._closing:
+            self._emit(link, NetworkOam(OAM_LINKSTATE, body, QOS_DECLARE), QOS_DECLARE)
+
+    def _router_face(self, index: int | None) -> Face | None:
+        """Our face to the neighbour with node index ``index``."""
+        if index is None:
+            return None
+        zid = self._net.zid_of(index)
+        link = None if zid is None else self._net.link_of(zid)
+        f = None if link is None else self._faces.get(link)
+        return f if f is not None and f.is_router and f is not self._closing else None
+
+    def _recompute_trees(self) -> None:
+        self.stats.tree_computations += 1
+        new_children = self._net.compute_trees()
+        self._invalidate_routes()
+        for root, children in new_children.items():
+            owner = self._net.zid_of(root)
+            if owner is None or not children:
+                continue
+            faces = [f for f in map(self._router_face, children) if f is not None]
+            for key, subs in self._router_subs.items():
+                if owner in subs:
+                    for d in faces:
+                        self._send_north(d, DeclareSubscriber(0, self._decl_key(d, key)), root)
+            for key, qabls in self._router_qabls.items():
+                info = qabls.get(owner)
+                if info is not None:
+                    for d in faces:
+                        self._send_north(d, DeclareQueryable(0, self._decl_key(d, key), info.complete,
+                                                             info.distance), root)  # fmt: skip
+            for key, tokens in self._router_tokens.items():
+                if owner in tokens:
+                    for d in faces:
+                        self._send_north(d, DeclareToken(0, self._decl_key(d, key)), root)
+
+    def _forget_routers(self, removed: Sequence[ZenohId]) -> None:
+        """Routers that became unreachable: every entity they owned goes."""
+        gone = set(removed)
+        if not gone:
+            return
+        for key in [k for k, owners in self._router_subs.items() if owners & gone]:
+            for owner in self._router_subs[key] & gone:
+                self._set_router_sub(key, owner, False)
+        for key in [k for k, owners in self._router_qabls.items() if owners.keys() & gone]:
+            for owner in self._router_qabls[key].keys() & gone:
+                self._set_router_qabl(key, owner, None)
+        for key in [k for k, owners in self._router_tokens.items() if owners & gone]:
+            for owner in self._router_tokens[key] & gone:
+                self._set_router_token(key, owner, False)
+
+    # -- sending along trees ----------------------------------------------------------------
+
+    def _send_north(self, d: Face, body: DeclarationBody, node: int) -> None:
+        self._emit(d.fid, Declare(body, None, QOS_DECLARE, node_id=node or None), QOS_DECLARE)
+
+    def _tree_children(self, owner: ZenohId, exclude: Face | None) -> tuple[int, list[Face]]:
+        root = self._net.index_of(owner)
+        if root is None:
+            return 0, []
+        tree = self._net.trees.get(root)
+        if tree is None:
+            return root, []
+        faces = [f for f in map(self._router_face, tree.children) if f is not None and f is not exclude]
+        return root, faces
+
+    def _propagate_north(self, kind: str, key: str, owner: ZenohId, declared: bool,
+                         info: QueryableInfo | None = None, exclude: Face | None = None) -> None:  # fmt: skip
+        root, faces = self._tree_children(owner, exclude)
+        for d in faces:
+            body: DeclarationBody
+            if kind == "subscriber":
+                body = (DeclareSubscriber(0, self._decl_key(d, key)) if declared
+                        else UndeclareSubscriber(0, self._decl_key(d, key)))  # fmt: skip
+            elif kind == "queryable":
+                if declared:
+                    assert info is not None
+                    body = DeclareQueryable(0, self._decl_key(d, key), info.complete, info.distance)
+                else:
+                    body = UndeclareQueryable(0, self._decl_key(d, key))
+            else:
+                body = (DeclareToken(0, self._decl_key(d, key)) if declared
+                        else UndeclareToken(0, self._decl_key(d, key)))  # fmt: skip
+            self._send_north(d, body, root)
+
+    # -- the router-owned tables ------------------------------------------------------------
+
+    def _north_entity(self, kind: str, key: str, present: bool) -> int | None:
+        """The NORTH face's entity id for (kind, key): allocated when ``present``, released
+        otherwise. Returns the id (None when there was none to release)."""
+        ident = self._north_ids.get((kind, key))
+        if present and ident is None:
+            ident = self._north_ids[(kind, key)] = self._new_id(self._north)
+        elif not present and ident is not None:
+            del self._north_ids[(kind, key)]
+        return ident
+
+    def _set_router_sub(self, key: str, owner: ZenohId, present: bool,
+                        exclude: Face | None = None) -> None:  # fmt: skip
+        owners = self._router_subs.setdefault(key, set())
+        if (owner in owners) == present:
+            if not owners:
+                del self._router_subs[key]
+            return
+        remote_before = bool(owners - {self.zid})
+        if present:
+            owners.add(owner)
+        else:
+            owners.discard(owner)
+        remote_after = bool(owners - {self.zid})
+        if not owners:
+            del self._router_subs[key]
+        self._invalidate_routes()
+        self._propagate_north("subscriber", key, owner, present, exclude=exclude)
+        if remote_before != remote_after:
+            ident = self._north_entity("subscriber", key, remote_after)
+            assert ident is not None
+            if remote_after:
+                self._north.subs[ident] = key
+            else:
+                del self._north.subs[ident]
+            self._change_sub_holder(self._north, key, +1 if remote_after else -1)
+
+    def _set_router_token(self, key: str, owner: ZenohId, present: bool,
+                          exclude: Face | None = None) -> None:  # fmt: skip
+        owners = self._router_tokens.setdefault(key, set())
+        if (owner in owners) == present:
+            if not owners:
+                del self._router_tokens[key]
+            return
+        remote_before = bool(owners - {self.zid})
+        if present:
+            owners.add(owner)
+        else:
+            owners.discard(owner)
+        remote_after = bool(owners - {self.zid})
+        if not owners:
+            del self._router_tokens[key]
+        self._propagate_north("token", key, owner, present, exclude=exclude)
+        if remote_before != remote_after:
+            ident = self._north_entity("token", key, remote_after)
+            assert ident is not None
+            if remote_after:
+                self._north.tokens[ident] = key
+            else:
+                del self._north.tokens[ident]
+            self._change_token_holder(self._north, key, +1 if remote_after else -1)
+
+    def _set_router_qabl(self, key: str, owner: ZenohId, info: QueryableInfo | None,
+                         exclude: Face | None = None) -> None:  # fmt: skip
+        owners = self._router_qabls.setdefault(key, {})
+        old = owners.get(owner)
+        if old == info:
+            if not owners:
+                del self._router_qabls[key]
+            return
+        remote_before = merge_all(i for r, i in owners.items() if r != self.zid)
+        if info is None:
+            del owners[owner]
+        else:
+            owners[owner] = info
+        remote_after = merge_all(i for r, i in owners.items() if r != self.zid)
+        if not owners:
+            del self._router_qabls[key]
+        self._invalidate_routes()
+        self._propagate_north("queryable", key, owner, info is not None, info, exclude)
+        if remote_before != remote_after:
+            ident = self._north_entity("queryable", key, remote_after is not None)
+            assert ident is not None
+            if remote_after is None:
+                del self._north.qabls[ident]
+                cause = "close" if remote_before is not None else "undeclare"
+                self._set_qabl_holder(self._north, key, None, cause)  # type: ignore[arg-type]
+            else:
+                self._north.qabls[ident] = (key, remote_after)
+                self._set_qabl_holder(self._north, key, remote_after, "declare")
+
+    # -- hooks from the south rules -----------------------------------------------------------
+
+    def _south_subs_changed(self, key: str, held: bool) -> None:
+        """Something south of us started (or stopped) holding a subscriber on ``key``."""
+        self._set_router_sub(key, self.zid, held)
+
+    def _south_tokens_changed(self, key: str, held: bool) -> None:
+        self._set_router_token(key, self.zid, held)
+
+    def _south_qabls_changed(self, key: str) -> None:
+        holders = self._qabl_holders.get(key, {})
+        info = merge_all(i for fid, i in holders.items() if fid != NORTH)
+        self._set_router_qabl(key, self.zid, info)
+
+    # -- declarations from router neighbours ----------------------------------------------------
+
+    def _router_owner(self, f: Face, node_id: int | None) -> ZenohId:
+        owner = self._net.node_of_psid(f.fid, node_id or 0)
+        if owner is None:
+            raise RouterInputError(f"router {f.zid} named unknown node id {node_id}")
+        return owner
+
+    def _router_key(self, f: Face, we: WireExpr | None) -> str | None:
+        if we is None:
+            return None
+        key = self._resolve(f, we)
+        if key is None or len(key) > MAX_KEY_LEN or not is_canonical(key):
+            return None
+        return key
+
+    def _on_router_declare(self, f: Face, msg: Declare) -> None:
+        body = msg.body
+        if isinstance(body, DeclareKeyExpr):
+            self._on_declare_keyexpr(f, body, msg)
+            return
+        owner = self._router_owner(f, msg.node_id)
+        if owner == self.zid:
+            # Our own entity came back around a cycle of a stale tree: ignore it.
+            self._drop(f.fid, "own entity from a router", msg)
+            return
+        if isinstance(body, DeclareSubscriber | DeclareToken | DeclareQueryable):
+            key = self._router_key(f, body.wire_expr)
+        elif isinstance(body, UndeclareSubscriber | UndeclareToken | UndeclareQueryable):
+            key = self._router_key(f, body.ext_wire_expr)
+        else:
+            self._on_declare(f, msg)  # U_KEYEXPR, D_FINAL: the south rules handle them
+            return
+        if key is None:
+            self._drop(f.fid, "unknown key in router declaration", msg)
+            return
+        if isinstance(body, DeclareSubscriber):
+            self._set_router_sub(key, owner, True, f)
+        elif isinstance(body, UndeclareSubscriber):
+            self._set_router_sub(key, owner, False, f)
+        elif isinstance(body, DeclareToken):
+            self._set_router_token(key, owner, True, f)
+        elif isinstance(body, UndeclareToken):
+            self._set_router_token(key, owner, False, f)
+        elif isinstance(body, DeclareQueryable):
+            self._set_router_qabl(key, owner, QueryableInfo(body.complete, body.distance), f)
+        else:
+            self._set_router_qabl(key, owner, None, f)
+
+    # -- routing data and queries north ---------------------------------------------------------
+
+    def _source_index(self, f: Face, node_id: int | None) -> int | None:
+        """The index of the router where a message entered the mesh: us for the south, the
+        NodeId (mapped to our numbering) for a router neighbour; None: unknown NodeId."""
+        if not f.is_router:
+            return 0
+        return self._net.local_index_of_psid(f.fid, node_id or 0)
+
+    def _north_hops(self, source: int, owners: list[ZenohId], src: Face) -> dict[int, ZenohId]:
+        """The neighbour faces a message from tree ``source`` goes to, to reach ``owners``
+        (face id -> the first owner it serves), never back to ``src``."""
+        hops: dict[int, ZenohId] = {}
+        for owner in owners:
+            if owner == self.zid:
+                continue
+            dest = self._net.index_of(owner)
+            if dest is None:
+                continue
+            d = self._router_face(self._net.direction(source, dest))
+            if d is not None and d is not src and d.fid not in hops:
+                hops[d.fid] = owner
+        return hops
+
+    def _north_sub_owners(self, key: str) -> list[ZenohId]:
+        return sorted(self._router_subs.get(key, ()), key=str)
+
+    def _north_qabl_owners(self, key: str) -> dict[ZenohId, QueryableInfo]:
+        return self._router_qabls.get(key, {})
+
+    def _router_distance(self, owner: ZenohId) -> float:
+        index = self._net.index_of(owner)
+        return self._net.distance(index) if index is not None else float("inf")

@@ -1,0 +1,76 @@
+"""Liveliness tokens: who hears of a token, and when it is undeclared.
+
+Tokens differ from subscribers in two ways real routers show on the wire: a client is
+told about its own tokens (a peer is not), and the last holder of a key is told a token
+went when the leaving holder closed or was in the other region.
+"""
+
+from __future__ import annotations
+
+from pyzenoh.codec import Declare, DeclareToken, InterestOptions, UndeclareToken
+from pyzenoh.routing.faces import NORTH, Face, RoutingTables
+
+_T = InterestOptions.TOKENS
+
+
+class Tokens(RoutingTables):
+    """Token tables and their propagation."""
+
+    def _on_declare_token(self, f: Face, body: DeclareToken, msg: Declare) -> None:
+        key = self._new_entity(f, f.tokens, body, msg, "token")
+        if key is not None:
+            self._change_token_holder(f, key, +1)
+
+    def _token_visible(self, d: Face, holders: dict[int, int]) -> bool:
+        for h in holders:
+            if h == d.fid:
+                if d.echoes_own_tokens():
+                    return True
+            elif h in self._faces and self._sees(d, self._faces[h]):
+                return True
+        return False
+
+    def _change_token_holder(self, f: Face, key: str, delta: int) -> None:
+        counted = self._count_holder(self._token_holders, self._token_tree, f, key, delta)
+        if counted is None:
+            return
+        before, holders = counted
+        declared = f.fid in holders
+        if f.fid != NORTH:
+            south = any(h != NORTH for h in holders)
+            if south != any(h != NORTH for h in before):
+                self._south_tokens_changed(key, south)
+        for d in self._live_faces():
+            now = self._token_visible(d, holders)
+            if declared:
+                # Every face that should see it and was not told (or was told it went,
+                # see below) hears of it: real routers propagate each new holder.
+                if now:
+                    self._propagate_token(d, key)
+            elif not now and self._token_visible(d, before):
+                self._unpropagate_token(d, key)
+        if len(holders) == 1 and not declared:
+            # Real routers tell the last holder the token went when the leaving holder
+            # closed, or was in the other region (clients / peers) -- even a client that
+            # still holds it itself and so still "sees" it (checked on the wire).
+            (last,) = holders
+            h = self._faces[last]
+            if h is not self._closing and self._token_visible(h, holders) and (
+                    f is self._closing or f.is_peer != h.is_peer):  # fmt: skip
+                self._unpropagate_token(h, key)
+
+    def _propagate_token(self, d: Face, key: str) -> None:
+        if key in d.local_tokens or not self._matching_interests(d, _T, key):
+            return
+        ident = self._new_id(d)
+        d.local_tokens[key] = ident
+        self._declare(d, DeclareToken(ident, self._decl_key(d, key)))
+
+    def _unpropagate_token(self, d: Face, key: str) -> None:
+        ident = d.local_tokens.pop(key, None)
+        if ident is not None:
+            self._declare(d, UndeclareToken(ident))
+        elif self._matching_interests(d, _T, key):
+            # A token d never heard of (it predates a no-history liveliness subscriber):
+            # real routers undeclare it with id 0 and its key in the WireExpr extension.
+            self._declare(d, UndeclareToken(0, self._best_key(d, key)))
