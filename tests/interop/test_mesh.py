@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop.mesh import Collector, get_all, mesh, send_and_count, until, wait_route
+from tests.interop.mesh import (
+    Collector,
+    get_all,
+    mesh,
+    send_and_count,
+    until,
+    wait_route,
+)
 
 zenoh = pytest.importorskip("zenoh")
 

@@ -54,7 +54,7 @@ from pyzenoh.codec.network import OAM_LINKSTATE
 from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExprTree
 from pyzenoh.routing.declared import QueryableInfo
-from pyzenoh.routing.faces import MAX_KEY_LEN, Face
+from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
 from pyzenoh.routing.hlc import Hlc
 from pyzenoh.routing.interests import Interests
 from pyzenoh.routing.peers import PeerRegion
@@ -65,7 +65,7 @@ from pyzenoh.routing.queries import (
     TIMEOUT_PAYLOAD,
     Queries,
 )
-from pyzenoh.routing.routers import NORTH, RouterRegion
+from pyzenoh.routing.routers import RouterRegion
 from pyzenoh.routing.tokens import Tokens
 from pyzenoh.routing.types import (
     FaceLimitExceeded,
@@ -77,6 +77,9 @@ from pyzenoh.routing.types import (
 )
 
 
+DEFAULT_CONFIG = RoutingConfig()
+
+
 class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
     """Routing tables and decisions of a Zenoh router, with no I/O and no clock."""
 
@@ -85,7 +88,7 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
         zid: ZenohId,
         *,
         whatami: WhatAmI = WhatAmI.ROUTER,
-        config: RoutingConfig = RoutingConfig(),
+        config: RoutingConfig = DEFAULT_CONFIG,
         observer: Callable[[RoutingEvent], None] | None = None,
         locators: Callable[[], Sequence[str]] = tuple,
     ) -> None:
@@ -351,7 +354,7 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
         assert refs == self._resource_refs, "resource references out of sync"
 
     def _on_oam(self, f: Face, msg: NetworkOam) -> None:
-        if msg.oam_id != OAM_LINKSTATE:
+        if msg.oam_id != OAM_LINKSTATE or not isinstance(msg.body, bytes):
             self._drop(f.fid, "unexpected OAM", msg)
         elif f.is_router:
             self._on_router_linkstate(f, msg.body)

@@ -10,7 +10,7 @@ back to the querier's id. Deadlines come from ``now`` (see :meth:`handle_timer` 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -78,8 +78,8 @@ class Queries(RoutingTables):
     _query_routes: dict[tuple[int, int, str, bool, int | None], QueryRoute]
     _timers: list[TimerEntry]
     _timers_compact_at: int
-    _seq: Iterable[int]
-    _qids: Iterable[int]
+    _seq: Iterator[int]
+    _qids: Iterator[int]
 
     def _query_route(self, f: Face, msg: Request) -> QueryRoute:
         we = msg.wire_expr

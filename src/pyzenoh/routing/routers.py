@@ -69,6 +69,9 @@ class RouterRegion(PubSub, Queries, Tokens):
     _router_qabls: dict[str, dict[ZenohId, QueryableInfo]]
     _router_tokens: dict[str, set[ZenohId]]
     _north_ids: dict[tuple[str, str], int]  # (kind, key) -> the NORTH face's entity id
+    # The south's declaration rules (in :mod:`.core`), for what routers send alike.
+    _on_declare: Callable[[Face, Declare], None]
+    _on_declare_keyexpr: Callable[[Face, DeclareKeyExpr, Declare], None]
 
     def _init_routers(self, locators: Callable[[], Sequence[str]]) -> None:
         self._net = Network(self.zid, WhatAmI.ROUTER, full_linkstate=True,
@@ -88,9 +91,9 @@ class RouterRegion(PubSub, Queries, Tokens):
 
     def router_entities(self, kind: str) -> dict[str, list[ZenohId]]:
         """key -> routers owning a ``kind`` ("subscriber", "queryable", "token") there."""
-        table: dict[str, set[ZenohId]] | dict[str, dict[ZenohId, QueryableInfo]]
-        table = {"subscriber": self._router_subs, "queryable": self._router_qabls,
-                 "token": self._router_tokens}[kind]  # fmt: skip
+        if kind == "queryable":
+            return {key: sorted(owners, key=str) for key, owners in sorted(self._router_qabls.items())}
+        table = self._router_subs if kind == "subscriber" else self._router_tokens
         return {key: sorted(owners, key=str) for key, owners in sorted(table.items())}
 
     # -- links ----------------------------------------------------------------------------
