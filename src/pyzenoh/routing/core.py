@@ -76,7 +76,6 @@ from pyzenoh.routing.types import (
     UnsupportedFace,
 )
 
-
 DEFAULT_CONFIG = RoutingConfig()
 
 
