@@ -180,3 +180,36 @@ def test_refused_router_link_is_retried_with_backoff(tmp_path: Path) -> None:
         log = m.routers["B"].log.read_text() if m.routers["B"].log else ""
         attempts = log.count("refus") + log.count("closed") + log.count("failed")
         assert attempts <= 20, log[-3000:]
+
+
+def _peer(endpoint: str, gossip: bool) -> object:
+    import json
+
+    c = zenoh.Config()
+    c.insert_json5("mode", '"peer"')
+    c.insert_json5("connect/endpoints", json.dumps([endpoint]))
+    c.insert_json5("listen/endpoints", '["tcp/127.0.0.1:0"]')
+    c.insert_json5("scouting/multicast/enabled", "false")
+    c.insert_json5("scouting/gossip/enabled", "true" if gossip else "false")
+    return zenoh.open(c)
+
+
+@pytest.mark.parametrize("gossip", [True, False], ids=["gossip", "no-gossip"])
+def test_peers_meet_through_gossip_like_with_zenohd(tmp_path: Path, gossip: bool) -> None:
+    """Two real peers connected to pyzenoh router: with gossip they learn each other's
+    locators from its LINKSTATE and talk directly; without, they do not meet (zenohd too)."""
+    with mesh(tmp_path) as m:
+        r = m.add("R", "pyzenoh", extra={"scouting": {"gossip": {"enabled": gossip}}})
+        p1, p2 = _peer(r.endpoint, gossip), _peer(r.endpoint, gossip)
+        m.sessions += [p1, p2]
+        col = Collector()
+        p1.declare_subscriber("g/**", col)  # type: ignore[attr-defined]
+        if gossip:
+            wait_route(p2, "g/probe", col)
+            got = send_and_count(p2, "g/1", col, 50, "peer")
+            assert sorted(got) == sorted(f"peer-{i}" for i in range(50)), m.logs()
+        else:
+            for _ in range(10):
+                p2.put("g/x", "never")  # type: ignore[attr-defined]
+                time.sleep(0.1)
+            assert col.payloads() == []
