@@ -21,9 +21,11 @@ from pyzenoh.session import (
     ZBytes,
     open,
 )
+from pyzenoh.session.scouting import Hello, Scout, WhatAmI, WhatAmIMatcher, scout
 
 __all__ = [
-    "Config", "CongestionControl", "ConsolidationMode", "Encoding", "KeyExpr", "Priority",
-    "QueryTarget", "Reliability", "ReplyKeyExpr", "Sample", "SampleKind", "Selector",
-    "Session", "ZBytes", "__version__", "open",
+    "Config", "CongestionControl", "ConsolidationMode", "Encoding", "Hello", "KeyExpr",
+    "Priority", "QueryTarget", "Reliability", "ReplyKeyExpr", "Sample", "SampleKind",
+    "Scout", "Selector", "Session", "WhatAmI", "WhatAmIMatcher", "ZBytes",
+    "__version__", "open", "scout",
 ]  # fmt: skip

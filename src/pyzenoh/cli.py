@@ -19,6 +19,7 @@ _CLI_MODULES = (
     "pyzenoh.codec.cli",
     "pyzenoh.session.cli",
     "pyzenoh.router.cli",
+    "pyzenoh.scouting.udp",  # pyzenoh scout
     "pyzenoh.msgq.cli",
     "pyzenoh.pipeline.cli",
 )

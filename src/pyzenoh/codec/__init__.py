@@ -43,6 +43,13 @@ from pyzenoh.codec.primitives import (
     WireExpr,
     ZenohId,
 )
+from pyzenoh.codec.scouting import Hello as Hello  # scouting: explicit re-exports
+from pyzenoh.codec.scouting import Scout as Scout
+from pyzenoh.codec.scouting import ScoutingDecodeError as ScoutingDecodeError
+from pyzenoh.codec.scouting import ScoutingMessage as ScoutingMessage
+from pyzenoh.codec.scouting import WhatAmIMatcher as WhatAmIMatcher
+from pyzenoh.codec.scouting import decode_scouting_message as decode_scouting_message
+from pyzenoh.codec.scouting import encode_scouting_message as encode_scouting_message
 from pyzenoh.codec.transport import (
     Close,
     Fragment,

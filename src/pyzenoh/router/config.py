@@ -44,6 +44,7 @@ import json5
 
 from pyzenoh.errors import UsageError
 from pyzenoh.router.admin import admin_enabled
+from pyzenoh.router.scouting import ScoutingSettings, scouting_settings
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class RouterConfig:
     enforce_budget: bool = False
     gossip: bool = True
     adminspace: bool = True
+    scouting: ScoutingSettings = field(default_factory=ScoutingSettings)
     metadata: Any = None
     retry_period_init_ms: int = 1_000
     retry_period_max_ms: int = 4_000
@@ -190,6 +192,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
         gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
         adminspace=admin_enabled(tree), metadata=tree.get("metadata"),
+        scouting=scouting_settings(tree),
         retry_period_increase_factor=_factor(_get(tree, "connect/retry/period_increase_factor", 2.0)),
         **values,
     )  # fmt: skip

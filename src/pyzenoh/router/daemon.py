@@ -13,6 +13,7 @@ Local faces (the msgq bridge) plug in through :meth:`RouterDaemon.add_local_face
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import time
@@ -32,7 +33,10 @@ from pyzenoh.codec import (
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.router.admin import AdminSpace
 from pyzenoh.router.config import RouterConfig
+from pyzenoh.router.scouting import Responder, start_responder
 from pyzenoh.routing import RoutingConfig, RoutingCore, Send
+from pyzenoh.scouting.core import hello_locators
+from pyzenoh.scouting.udp import list_interfaces
 from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
 from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
 
@@ -42,6 +46,9 @@ log = logging.getLogger(__name__)
 HARD_CAP_FACTOR = 4
 #: Recording: the memo of received keys is cleared when it holds this many.
 RX_KEY_MEMO_SIZE = 4096
+
+#: A non-loopback address standing for "another host" when choosing what to announce.
+NON_LOOPBACK_PEER = ipaddress.ip_address("192.0.2.1")
 
 LocalSink = Callable[[Send], None]
 _time_ns = time.time_ns
@@ -115,6 +122,7 @@ class RouterDaemon:
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.admin: AdminSpace | None = None
+        self._scouting: Responder | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -130,6 +138,9 @@ class RouterDaemon:
             )  # fmt: skip
             self.listeners.append(listener)
             log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))
+        # Answers SCOUTs with HELLO (zenoh.scout(), clients with no endpoints).
+        self._scouting = await start_responder(self.config.scouting, self.zid, WhatAmI.ROUTER,
+                                               self.listen_endpoints)  # fmt: skip
         for endpoint in self.config.connect:
             self._connectors.append(asyncio.create_task(self._keep_connected(endpoint)))
         log.info("router %s started", self.zid)
@@ -137,6 +148,9 @@ class RouterDaemon:
     async def stop(self) -> None:
         """CLOSE every session, stop listening, flush the recorder."""
         self._stopping = True
+        if self._scouting is not None:
+            self._scouting.close()
+            self._scouting = None
         if self.admin is not None:
             self.admin.detach()
             self.admin = None
@@ -152,12 +166,21 @@ class RouterDaemon:
             self.recorder.close()
         log.info("router %s stopped", self.zid)
 
-    def locators(self) -> list[str]:
-        """The endpoints this router announces (link state, scouting, admin space)."""
+    def listen_endpoints(self) -> list[str]:
+        """The endpoints the listeners are bound to (wildcard addresses as they are)."""
         out: list[str] = []
         for listener in self.listeners:
             out.extend(str(e) for e in listener.endpoints)
         return out
+
+    def locators(self) -> list[str]:
+        """The locators this router announces to routers and peers (link state, admin
+        space): like zenohd, a wildcard listen address becomes the addresses of the
+        interfaces that are up, loopback excluded (kept when nothing else is there)."""
+        endpoints = self.listen_endpoints()
+        if not any("[::]" in e or "0.0.0.0" in e for e in endpoints):
+            return endpoints
+        return hello_locators(endpoints, list_interfaces(), NON_LOOPBACK_PEER) or endpoints
 
     async def _keep_connected(self, endpoint: str) -> None:
         """Keep a link to ``endpoint`` up, with zenohd's ``connect/retry`` backoff: the wait

@@ -19,6 +19,7 @@ from pyzenoh.session.api import (
 )
 from pyzenoh.session.config import Config
 from pyzenoh.session.handlers import ChannelClosedError, Handler
+from pyzenoh.session.scouting import Hello, Scout, WhatAmI, WhatAmIMatcher, scout
 from pyzenoh.session.types import (
     CongestionControl,
     ConsolidationMode,
@@ -42,10 +43,11 @@ from pyzenoh.session.types import (
 )
 
 __all__ = [
-    "ChannelClosedError", "Config", "CongestionControl", "ConsolidationMode", "Encoding",
-    "EntityGlobalId", "Handler", "KeyExpr", "Liveliness", "LivelinessToken", "Locality",
-    "MatchingListener", "MatchingStatus", "Parameters", "Priority", "Publisher", "Query",
-    "QueryTarget", "Queryable", "Reliability", "Reply", "ReplyError", "ReplyKeyExpr",
-    "Sample", "SampleKind", "Selector", "Session", "SessionInfo", "Subscriber", "Timestamp",
-    "ZBytes", "ZenohId", "handlers", "open",
+    "ChannelClosedError", "Config", "CongestionControl", "ConsolidationMode",
+    "Encoding", "EntityGlobalId", "Handler", "Hello", "KeyExpr", "Liveliness",
+    "LivelinessToken", "Locality", "MatchingListener", "MatchingStatus", "Parameters",
+    "Priority", "Publisher", "Query", "QueryTarget", "Queryable", "Reliability",
+    "Reply", "ReplyError", "ReplyKeyExpr", "Sample", "SampleKind", "Scout", "Selector",
+    "Session", "SessionInfo", "Subscriber", "Timestamp", "WhatAmI", "WhatAmIMatcher",
+    "ZBytes", "ZenohId", "handlers", "open", "scout",
 ]  # fmt: skip

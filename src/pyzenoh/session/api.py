@@ -29,6 +29,7 @@ from pyzenoh.session import types as t
 from pyzenoh.session.config import Config, to_config
 from pyzenoh.session.handlers import Handler, Sink, make_sink
 from pyzenoh.session.runtime import Runtime
+from pyzenoh.session.scouting import scouting_budget_s
 
 H = TypeVar("H")
 log = logging.getLogger(__name__)
@@ -193,7 +194,7 @@ def open(config: Config | dict[str, Any] | str | None = None) -> Session:
     lt = _LoopThread()
     rt = Runtime(cfg, lt.loop, threaded=True)
     fut = asyncio.run_coroutine_threadsafe(rt.connect(), lt.loop)
-    budget = cfg.open_timeout_s * max(len(cfg.connect), 1) + 5.0
+    budget = cfg.open_timeout_s * max(len(cfg.connect), 1) + 5.0 + scouting_budget_s(cfg)
     try:
         fut.result(budget)
     except BaseException:

@@ -23,6 +23,7 @@ from pyzenoh.session import types as t
 from pyzenoh.session.config import Config
 from pyzenoh.session.core import END, SessionCore
 from pyzenoh.session.handlers import Dispatcher, Sink
+from pyzenoh.session.scouting import connect_scouted
 from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
 from pyzenoh.transport.tcp import TcpLink, connect
 
@@ -75,6 +76,14 @@ class Runtime:
             handshake_timeout_s=cfg.open_timeout_s,
         )  # fmt: skip
         errors: list[str] = []
+        if not cfg.connect:  # no endpoint: scout for a node first, as zenoh does (scouting.py)
+            scouted = await connect_scouted(cfg, lambda ep: connect(
+                ep, link_cfg, self._on_link_event, max_queue_bytes=cfg.max_queue_bytes, keep_raw=False),
+                errors)
+            if scouted is not None:
+                self.link = scouted
+                self.pump()
+                return
         for ep in cfg.connect or [DEFAULT_ENDPOINT]:
             try:
                 self.link = await connect(ep, link_cfg, self._on_link_event,
