@@ -219,36 +219,20 @@ class RouterRegion(PubSub, Queries, Tokens):
 
     def _set_router_sub(self, key: str, owner: ZenohId, present: bool,
                         exclude: Face | None = None) -> None:  # fmt: skip
-        owners = self._router_subs.setdefault(key, set())
-        if (owner in owners) == present:
-            if not owners:
-                del self._router_subs[key]
-            return
-        remote_before = bool(owners - {self.zid})
-        if present:
-            owners.add(owner)
-        else:
-            owners.discard(owner)
-        remote_after = bool(owners - {self.zid})
-        if not owners:
-            del self._router_subs[key]
-        self._invalidate_routes()
-        self._propagate_north("subscriber", key, owner, present, exclude=exclude)
-        if remote_before != remote_after:
-            ident = self._north_entity("subscriber", key, remote_after)
-            assert ident is not None
-            if remote_after:
-                self._north.subs[ident] = key
-            else:
-                del self._north.subs[ident]
-            self._change_sub_holder(self._north, key, +1 if remote_after else -1)
+        self._set_router_owner("subscriber", self._router_subs, key, owner, present, exclude)
 
     def _set_router_token(self, key: str, owner: ZenohId, present: bool,
                           exclude: Face | None = None) -> None:  # fmt: skip
-        owners = self._router_tokens.setdefault(key, set())
+        self._set_router_owner("token", self._router_tokens, key, owner, present, exclude)
+
+    def _set_router_owner(self, kind: str, table: dict[str, set[ZenohId]], key: str,
+                          owner: ZenohId, present: bool, exclude: Face | None) -> None:  # fmt: skip
+        """Router ``owner`` starts (or stops) owning a subscriber or token on ``key``: tell
+        the children of its tree, and the south when the first (last) remote owner came."""
+        owners = table.setdefault(key, set())
         if (owner in owners) == present:
             if not owners:
-                del self._router_tokens[key]
+                del table[key]
             return
         remote_before = bool(owners - {self.zid})
         if present:
@@ -257,16 +241,19 @@ class RouterRegion(PubSub, Queries, Tokens):
             owners.discard(owner)
         remote_after = bool(owners - {self.zid})
         if not owners:
-            del self._router_tokens[key]
-        self._propagate_north("token", key, owner, present, exclude=exclude)
+            del table[key]
+        self._invalidate_routes()
+        self._propagate_north(kind, key, owner, present, exclude=exclude)
         if remote_before != remote_after:
-            ident = self._north_entity("token", key, remote_after)
+            ident = self._north_entity(kind, key, remote_after)
             assert ident is not None
+            entities = self._north.subs if kind == "subscriber" else self._north.tokens
             if remote_after:
-                self._north.tokens[ident] = key
+                entities[ident] = key
             else:
-                del self._north.tokens[ident]
-            self._change_token_holder(self._north, key, +1 if remote_after else -1)
+                del entities[ident]
+            change = self._change_sub_holder if kind == "subscriber" else self._change_token_holder
+            change(self._north, key, +1 if remote_after else -1)
 
     def _set_router_qabl(self, key: str, owner: ZenohId, info: QueryableInfo | None,
                          exclude: Face | None = None) -> None:  # fmt: skip
