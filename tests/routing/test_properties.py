@@ -297,8 +297,11 @@ class Model:
         key = self.key_of(src, msg.wire_expr)
         if not is_canonical(key) or "*" in key:
             return []
+        # Like zenohd, nothing goes from a peer to a peer (they meet through gossip).
+        source_peer = self.faces[src].peer
         return [fid for fid, f in self.faces.items()
-                if fid != src and any(intersects(k, key) for k in f.subs.values())]  # fmt: skip
+                if fid != src and not (source_peer and f.peer)
+                and any(intersects(k, key) for k in f.subs.values())]  # fmt: skip
 
     def apply_declare(self, f: FaceModel, m: Declare, cause: NetworkMessage | None) -> None:
         body = m.body
@@ -351,7 +354,7 @@ class Model:
 
     def check_views(self) -> None:
         for fid, f in self.faces.items():
-            others = [h for hid, h in self.faces.items() if hid != fid]
+            others = [h for hid, h in self.faces.items() if hid != fid and not (f.peer and h.peer)]
             other_subs = {k for h in others for k in h.subs.values()}
             other_qabls: dict[str, QueryableInfo] = {}
             for h in others:
