@@ -35,7 +35,7 @@ past it and re-flood); peers' gossip nodes no neighbour mentions any more are dr
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyzenoh.codec.primitives import U16_MAX, WhatAmI, ZenohId
@@ -58,6 +58,7 @@ _U32_MAX = 0xFFFF_FFFF
 _U64_MASK = 0xFFFF_FFFF_FFFF_FFFF
 #: Our own sequence number at start (zenohd starts at 1).
 _INITIAL_SN = 1
+_INF = float("inf")
 
 
 class LinkStateError(PeerError):
@@ -253,12 +254,6 @@ class _Graph:
             result.append((e, edge.a))
         return result
 
-    def adjacency(self, idx: int) -> Iterable[tuple[int, float]]:
-        for e, other in self.neighbour_edges(idx):
-            edge = self.edges[e]
-            assert edge is not None
-            yield other, edge.weight
-
 
 # --- Public types ----------------------------------------------------------------------------
 
@@ -280,8 +275,9 @@ class Tree:
 class _Link:
     zid: ZenohId
     whatami: WhatAmI
-    #: The neighbour's psid -> zid (zenoh's ``Link::mappings``).
+    #: The neighbour's psid -> zid (zenoh's ``Link::mappings``) and back.
     mappings: dict[int, ZenohId]
+    psids: dict[ZenohId, int] = field(default_factory=dict)
     #: Our index -> zid we told this neighbour.
     told: dict[int, ZenohId] = field(default_factory=dict)
 
@@ -439,6 +435,21 @@ class Network:
         lines.append("}")
         return "\n".join(lines) + "\n"
 
+    def links_info(self) -> dict[ZenohId, tuple[int | None, int | None, int]]:
+        """zenohd's ``links_info``, the ``weight`` object of each router session in
+        ``@/<zid>/router``: neighbour zid -> (``src_weight``: the weight we announce for
+        the link, ``dst_weight``: the one it announces, None when not set;
+        ``actual_weight``: the edge weight cast to u16, i.e. truncated)."""
+        out: dict[ZenohId, tuple[int | None, int | None, int]] = {}
+        me = self._g.node(self.idx)
+        for e in self._g.edges:
+            if e is not None and self.idx in (e.a, e.b):
+                other = self._g.node(e.b if e.a == self.idx else e.a)
+                src = me.links.get(other.zid, 0) or None
+                dst = other.links.get(self.zid, 0) or None
+                out[other.zid] = (src, dst, min(int(e.weight), U16_MAX))
+        return out
+
     def route_successors(self) -> list[tuple[ZenohId, ZenohId, ZenohId]]:
         """(source, destination, next hop from us) for every tree and destination."""
         out = []
@@ -465,7 +476,7 @@ class Network:
         if self._flood and idx is None and len(g) >= self.max_nodes:
             raise LinkStateError(f"{zid} would take the graph over {self.max_nodes} nodes")
         # psid 0 is always the sender itself (its own node index)
-        self._links[link] = _Link(zid, whatami, {0: zid})
+        self._links[link] = _Link(zid, whatami, {0: zid}, {zid: 0})
         sends: list[tuple[int, bytes]] = []
         if self._flood:
             if idx is None:
@@ -536,9 +547,14 @@ class Network:
         local, mappings = self._check(lk, states)
         # -- nothing changed up to here; commit
         for psid, zid in mappings.items():
-            for stale in [p for p, z in lk.mappings.items() if z == zid and p != psid]:
-                del lk.mappings[stale]  # the sender reused indexes: that one is gone
+            old_psid = lk.psids.get(zid)
+            if old_psid is not None and old_psid != psid:
+                del lk.mappings[old_psid]  # the sender renumbered that node: forget the old one
+            old_zid = lk.mappings.get(psid)
+            if old_zid is not None and old_zid != zid:
+                del lk.psids[old_zid]  # the sender reused that index
             lk.mappings[psid] = zid
+            lk.psids[zid] = psid
         if not self._flood:
             return [], self._process_singlehop(local)
         return self._process_full(lk, local)
@@ -607,7 +623,7 @@ class Network:
     def _process_full(self, src: _Link, states: list[_Local]) -> tuple[list[ZenohId], list[tuple[int, bytes]]]:
         g = self._g
         new_nodes: list[int] = []
-        updated: list[int] = []
+        updated: dict[int, None] = {}  # (an ordered set)
         bumped = False
         for ls in states:
             if ls.zid == self.zid:
@@ -624,17 +640,18 @@ class Network:
                     continue  # outdated
                 old_sn = node.sn
                 node.sn = ls.sn
-                # a node first known by mention has no whatami: 1.10.2 routers learn it
-                # from the node's own state (checked on the wire)
-                node.whatami = ls.whatami or WhatAmI.ROUTER
+                if node.whatami is None:
+                    # known by mention so far: 1.10.2 routers take the whatami from the
+                    # node's own state (seen on the wire)
+                    node.whatami = ls.whatami or WhatAmI.ROUTER
                 node.links = dict(ls.links)
                 if ls.locators is not None:
                     node.locators = ls.locators
                 if old_sn == 0:
-                    if idx1 not in new_nodes:  # zenohd may list it twice; once is enough
-                        new_nodes.append(idx1)
-                elif idx1 not in updated:
-                    updated.append(idx1)
+                    # (also when just added by mention: then zenohd lists it twice, so do we)
+                    new_nodes.append(idx1)
+                else:
+                    updated[idx1] = None
                 node.gateway = ls.gateway
             else:
                 whatami = ls.whatami or WhatAmI.ROUTER
@@ -657,7 +674,7 @@ class Network:
             g.remove_node(i)
         gone = set(removed_idx)
         new_nodes = [i for i in new_nodes if i not in gone]
-        updated = [i for i in updated if i not in gone]
+        changed = [i for i in updated if i not in gone]
         # flood: new nodes to everyone (send all at once, so nothing looks detached on
         # the other side), updates to all but the sender and the node itself
         sends = []
@@ -665,7 +682,7 @@ class Network:
             lk = self._links[link_id]
             out: list[_Out] = [(i, True, True) for i in new_nodes]
             if lk is not src:
-                out += [(i, False, True) for i in updated if g.node(i).zid != lk.zid]
+                out += [(i, False, True) for i in changed if g.node(i).zid != lk.zid]
             if bumped:
                 out.append((self.idx, False, True))
             if out:
@@ -763,28 +780,34 @@ class Network:
         """
         g = self._g
         indexes = g.indexes()
-        component = self._component()
+        adj: dict[int, list[tuple[int, float]]] = {i: [] for i in indexes}
+        for e in g.edges:
+            if e is not None:
+                adj[e.a].append((e.b, e.weight))
+                adj[e.b].append((e.a, e.weight))
+        me = self.idx
+        ours = _shortest_paths(adj, me)
+        self._distances = ours[0]
+        component = ours[2]  # where we have a path to (zenohd: has_path_connecting)
         trees: dict[int, Tree] = {}
         for root in indexes:
-            dist, pred = self._shortest_paths(root)
-            if root == self.idx:
-                self._distances = dist
-            tree = Tree(pred.get(self.idx))
-            tree.children = [i for i in indexes if pred.get(i) == self.idx]
-            for dest in indexes:
-                if dest == self.idx or dest not in component:
-                    continue
-                hop: int | None = None
-                cur = dest
-                while (parent := pred.get(cur)) is not None:
-                    if parent == self.idx:
-                        hop = cur
-                        break
-                    cur = parent
-                if hop is None:
-                    hop = tree.parent
-                if hop is not None:
-                    tree.directions[dest] = hop
+            _, pred, order = ours if root == me else _shortest_paths(adj, root)
+            tree = Tree(pred.get(me))
+            # branch[v]: our child above v in this tree, for the v below us
+            branch: dict[int, int] = {}
+            for v in order:
+                p = pred.get(v)
+                if p == me:
+                    branch[v] = v
+                    tree.children.append(v)
+                elif p is not None and p in branch:
+                    branch[v] = branch[p]
+            tree.children.sort()
+            for dest in component:
+                if dest != me:
+                    hop = branch.get(dest, tree.parent)  # below us: down; else up
+                    if hop is not None:
+                        tree.directions[dest] = hop
             trees[root] = tree
         self.trees = trees
         new_children: dict[int, list[int]] = {}
@@ -798,35 +821,6 @@ class Network:
             current[rz] = kids
         self._tree_children = current
         return new_children
-
-    def _component(self) -> set[int]:
-        seen = {self.idx}
-        stack = [self.idx]
-        while stack:
-            i = stack.pop()
-            for j, _ in self._g.adjacency(i):
-                if j not in seen:
-                    seen.add(j)
-                    stack.append(j)
-        return seen
-
-    def _shortest_paths(self, root: int) -> tuple[dict[int, float], dict[int, int]]:
-        dist: dict[int, float] = {root: 0.0}
-        pred: dict[int, int] = {}
-        done: set[int] = set()
-        heap = [(0.0, root)]
-        while heap:
-            d, i = heapq.heappop(heap)
-            if i in done:
-                continue
-            done.add(i)
-            for j, w in self._g.adjacency(i):
-                nd = d + w
-                if j not in done and nd < dist.get(j, float("inf")):
-                    dist[j] = nd
-                    pred[j] = i
-                    heapq.heappush(heap, (nd, j))
-        return dist, pred
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -891,6 +885,29 @@ class Network:
             if s.zid is not None:
                 told[s.psid] = s.zid
         return encode_linkstates(states)
+
+
+def _shortest_paths(adj: dict[int, list[tuple[int, float]]], root: int) -> tuple[dict[int, float], dict[int, int], list[int]]:
+    """Dijkstra from ``root``: distances, predecessors (strict ``<`` relaxation, like
+    petgraph's Bellman-Ford) and the nodes in the order they were settled."""
+    dist: dict[int, float] = {root: 0.0}
+    pred: dict[int, int] = {}
+    order: list[int] = []
+    done: set[int] = set()
+    heap = [(0.0, root)]
+    while heap:
+        d, i = heapq.heappop(heap)
+        if i in done:
+            continue
+        done.add(i)
+        order.append(i)
+        for j, w in adj[i]:
+            nd = d + w
+            if j not in done and nd < dist.get(j, _INF):
+                dist[j] = nd
+                pred[j] = i
+                heapq.heappush(heap, (nd, j))
+    return dist, pred, order
 
 
 def _escape(text: str) -> str:
