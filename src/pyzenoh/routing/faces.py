@@ -259,6 +259,19 @@ class RoutingTables:
             return None
         return key
 
+    def _routable(self, f: Face, we: WireExpr, node_id: int | None) -> tuple[str, int] | str:
+        """(full key, index of the router where it entered the mesh) of a PUSH or REQUEST
+        from ``f``, or the reason it cannot be routed (shared by data and query routes)."""
+        key = self._resolve(f, we)
+        if key is None:
+            return "unknown key id"
+        source = self._source_index(f, node_id)
+        if source is None:
+            return "unknown node id"
+        if len(key) > MAX_KEY_LEN or not is_canonical(key):
+            return "invalid key expression"
+        return key, source
+
     def _new_id(self, d: Face) -> int:
         ident = d.next_id
         d.next_id += 1

@@ -23,9 +23,7 @@ from pyzenoh.codec import (
     WireExpr,
 )
 from pyzenoh.codec.data import FLAG_T as PUT_FLAG_T
-from pyzenoh.keyexpr import is_canonical
 from pyzenoh.routing.faces import (
-    MAX_KEY_LEN,
     MAX_ROUTE_CACHE,
     NORTH,
     Face,
@@ -57,17 +55,13 @@ class PubSub(RoutingTables):
         if route is not None:
             self.stats.data_route_hits += 1
             return route
-        key = self._resolve(f, we)
-        source = self._source_index(f, msg.node_id)
-        if key is None:
-            route = DataRoute(None, reason="unknown key id")
-        elif source is None:
-            route = DataRoute(None, reason="unknown node id")
-        elif len(key) > MAX_KEY_LEN or not is_canonical(key):
-            route = DataRoute(None, reason="invalid key expression")
-        elif "*" in key:
+        checked = self._routable(f, we, msg.node_id)
+        if isinstance(checked, str):
+            route = DataRoute(None, reason=checked)
+        elif "*" in checked[0]:
             route = DataRoute(None, reason="wildcard key in PUSH")
         else:
+            key, source = checked
             self.stats.sub_index_lookups += 1
             dests: dict[int, tuple[WireExpr, int | None]] = {}
             for sub_key, fid in self._sub_tree.intersecting(key):

@@ -25,10 +25,9 @@ from pyzenoh.codec import (
     UndeclareQueryable,
     WireExpr,
 )
-from pyzenoh.keyexpr import includes, is_canonical
+from pyzenoh.keyexpr import includes
 from pyzenoh.routing.declared import QueryableInfo, merge_queryable_infos
 from pyzenoh.routing.faces import (
-    MAX_KEY_LEN,
     MAX_ROUTE_CACHE,
     NORTH,
     Face,
@@ -87,15 +86,11 @@ class Queries(RoutingTables):
         route = self._query_routes.get(cache_key)
         if route is not None:
             return route
-        key = self._resolve(f, we)
-        source = self._source_index(f, msg.node_id)
-        if key is None:
-            route = QueryRoute(None, reason="unknown key id")
-        elif source is None:
-            route = QueryRoute(None, reason="unknown node id")
-        elif len(key) > MAX_KEY_LEN or not is_canonical(key):
-            route = QueryRoute(None, reason="invalid key expression")
+        checked = self._routable(f, we, msg.node_id)
+        if isinstance(checked, str):
+            route = QueryRoute(None, reason=checked)
         else:
+            key, source = checked
             self.stats.qabl_index_lookups += 1
             south: list[tuple[int, str, bool]] = []
             north: list[tuple[float, str, int, bool]] = []  # distance, owner, hop, complete

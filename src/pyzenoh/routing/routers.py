@@ -278,8 +278,8 @@ class RouterRegion(PubSub, Queries, Tokens):
             assert ident is not None
             if remote_after is None:
                 del self._north.qabls[ident]
-                cause = "close" if remote_before is not None else "undeclare"
-                self._set_qabl_holder(self._north, key, None, cause)  # type: ignore[arg-type]
+                # The last remote owner went (remote_before is set here): like a face closing.
+                self._set_qabl_holder(self._north, key, None, "close")
             else:
                 self._north.qabls[ident] = (key, remote_after)
                 self._set_qabl_holder(self._north, key, remote_after, "declare")
