@@ -10,7 +10,6 @@ from pyzenoh.codec import (
     DeclareKeyExpr,
     WhatAmI,
     WireExpr,
-    ZenohId,
 )
 from pyzenoh.errors import CloseReason, PeerError, UsageError
 from pyzenoh.routing import FaceLimitExceeded, RoutingConfig, UnsupportedFace

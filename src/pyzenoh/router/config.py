@@ -86,6 +86,9 @@ class RouterConfig:
     interests_timeout_ms: int = 10_000
     timestamping: bool = True
     send_queue_max_bytes: int = 8 << 20
+    #: How long a Block message may wait for room before its link is closed (zenohd's
+    #: transport/link/tx/queue/congestion_control/block/wait_before_close, in µs).
+    block_wait_before_close_us: int = 5_000_000
     max_declarations_per_face: int = 10_000
     max_pending_queries_per_face: int = 1_000
     max_keyexpr_ids_per_face: int = 10_000
@@ -152,6 +155,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         "queries_default_timeout_ms": "queries_default_timeout",
         "interests_timeout_ms": "routing/interests/timeout",
         "send_queue_max_bytes": "transport/link/tx/queue/max_bytes",
+        "block_wait_before_close_us": "transport/link/tx/queue/congestion_control/block/wait_before_close",
         "max_declarations_per_face": "pyzenoh/limits/max_declarations_per_face",
         "max_pending_queries_per_face": "pyzenoh/limits/max_pending_queries_per_face",
         "max_keyexpr_ids_per_face": "pyzenoh/limits/max_keyexpr_ids_per_face",

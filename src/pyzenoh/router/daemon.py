@@ -6,6 +6,9 @@ bytes; every :class:`~pyzenoh.routing.Send` the core returns goes to its face's 
 the raw bytes when the core says they can be forwarded unchanged. A face whose outgoing
 queue passes the hard cap is closed (its peer is too slow); messages whose congestion
 control is Drop are dropped before that, so a slow subscriber never slows the others.
+A Block message that fills its destination's queue pauses reading from the face it came
+from until the destination has room again, as zenohd blocks its sender; a destination
+that stays full for half of ``block/wait_before_close`` is closed and the sender resumes.
 
 Local faces (the msgq bridge) plug in through :meth:`RouterDaemon.add_local_face`.
 """
@@ -44,6 +47,11 @@ log = logging.getLogger(__name__)
 
 #: A face whose queue holds more than this many times the soft cap is closed.
 HARD_CAP_FACTOR = 4
+#: The share of ``block/wait_before_close`` a router gives a full destination before
+#: closing it. The publisher behind the router runs the same timer (zenohd's default is
+#: 5 s on both sides) from a few milliseconds later, when its own queue fills: waiting the
+#: whole time would let the publisher give up on the router at about the same moment.
+BLOCK_WAIT_SHARE = 0.5
 #: Recording: the memo of received keys is cleared when it holds this many.
 RX_KEY_MEMO_SIZE = 4096
 
@@ -123,6 +131,11 @@ class RouterDaemon:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.admin: AdminSpace | None = None
         self._scouting: Responder | None = None
+        # Block back-pressure: the face whose message is being routed, the faces paused
+        # for each full destination, and the destinations each paused face waits for.
+        self._ingress = -1
+        self._blocking: dict[int, set[int]] = {}
+        self._waiting_for: dict[int, set[int]] = {}
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -282,6 +295,8 @@ class RouterDaemon:
         if self.recorder is not None:
             self.recorder.link_closed(time.time_ns(), face_id, f"{reason}: {ev.detail}".strip())
         self._rx_keys.clear()
+        for dest in self._waiting_for.pop(face_id, ()):
+            self._blocking.get(dest, set()).discard(face_id)
         self._deliver(self.core.remove_face(face_id, self.now()))
 
     def _new_face_id(self) -> int:
@@ -322,6 +337,13 @@ class RouterDaemon:
         self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool = True
     ) -> None:
         self.stats.messages_in += 1
+        self._ingress = face_id  # Block back-pressure pauses this face
+        try:
+            self._route(face_id, message, raw, reliable)
+        finally:
+            self._ingress = -1
+
+    def _route(self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool) -> None:
         rec = self.recorder
         if rec is None:
             try:
@@ -443,6 +465,8 @@ class RouterDaemon:
             if link.send(data, reliable=send.reliable, priority=send.priority,
                          drop_if_full=not send.block, express=send.express):  # fmt: skip
                 self.stats.messages_out += 1
+                if send.block and link.is_full:
+                    self._block(send.face, link)
                 if rec is not None:
                     if send.message.__class__ is copy_kind:
                         # A forwarded PUSH/REQUEST keeps its key.
@@ -476,6 +500,43 @@ class RouterDaemon:
         elif copies:
             rec.messages(rx_ns, "tx", rx_key, copies, cause)
         self._rearm()
+
+    # --- Block back-pressure -----------------------------------------------------------
+
+    def _block(self, dest: int, dest_link: TcpLink) -> None:
+        """Pause the face being routed from until ``dest`` has room again."""
+        src = self._faces.get(self._ingress)
+        if src is None or src.link is None or src.face_id == dest:
+            return  # a local face or the timer: nothing to pause (the hard cap still holds)
+        waiting = self._waiting_for.setdefault(src.face_id, set())
+        if not waiting:
+            src.link.pause_reading()
+        waiting.add(dest)
+        blocked = self._blocking.get(dest)
+        if blocked is None:
+            blocked = self._blocking[dest] = set()
+            asyncio.create_task(self._await_room(dest, dest_link))
+        blocked.add(src.face_id)
+
+    async def _await_room(self, dest: int, link: TcpLink) -> None:
+        wait = self.config.block_wait_before_close_us / 1e6 * BLOCK_WAIT_SHARE
+        try:
+            await asyncio.wait_for(link.wait_writable(), wait)
+        except TimeoutError:
+            self.stats.faces_closed_slow += 1
+            log.warning("face %d stayed full for %.1f s with Block messages queued; closing it",
+                        dest, wait)  # fmt: skip
+            self._close_face(dest, CloseReason.UNRESPONSIVE)
+        for src in self._blocking.pop(dest, ()):
+            waiting = self._waiting_for.get(src)
+            if waiting is None:
+                continue
+            waiting.discard(dest)
+            if not waiting:
+                del self._waiting_for[src]
+                face = self._faces.get(src)
+                if face is not None and face.link is not None:
+                    face.link.resume_reading()
 
     def _record_tx(self, send: Send, data: bytes, cause: int) -> None:
         key = self.core.key_of(send.face, send.message, incoming=False)
