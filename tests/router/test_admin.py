@@ -56,6 +56,7 @@ from pyzenoh.router.admin import (
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.daemon import RouterDaemon, RouterStats
 from pyzenoh.routing import RoutingStats, Send
+from pyzenoh.routing.network import Network
 
 WAIT = 10.0
 T = TypeVar("T")
@@ -296,10 +297,14 @@ def fake_daemon(**core: Any) -> Any:
     link = SimpleNamespace(local_address=("::1", 7447), remote_address=("::1", 50000))
     faces[1] = SimpleNamespace(zid=ZenohId.from_str(B), whatami=WhatAmI.ROUTER, link=link)
     core_faces = {1: SimpleNamespace(zid=ZenohId.from_str(B), whatami=WhatAmI.ROUTER, subs={}, qabls={}, tokens={})}
+    # The core's mesh state defaults to a router without router links.
+    core.setdefault("network", Network(ZenohId.from_str(R), WhatAmI.ROUTER))
+    core.setdefault("router_entities", lambda kind: {})
     return SimpleNamespace(
-        zid=ZenohId.from_str(R), config=SimpleNamespace(), _faces=faces, sent=sent,
+        zid=ZenohId.from_str(R), config=SimpleNamespace(metadata=None), _faces=faces, sent=sent,
         listeners=[], locators=lambda: ["tcp/[::1]:7447"], stats=RouterStats(),
         add_local_face=add_local_face, local_input=lambda face, msg: sent.append((face, msg)),
+        remove_local_face=lambda face: faces.pop(face, None),
         core=SimpleNamespace(stats=RoutingStats(), _faces=core_faces, **core),
     )  # fmt: skip
 
@@ -323,7 +328,7 @@ def test_mesh_state_is_read_from_the_core() -> None:
         "links": [{"dst": "tcp/[::1]:50000", "src": "tcp/[::1]:7447"}], "peer": B, "region": "north",
         "shm": False, "weight": MEASURED_ROUTER_WEIGHT, "whatami": "router",
     }]  # fmt: skip
-    # The core without mesh support: the router alone in its graph, no successors.
+    # Without router links: the router alone in its graph, no successors.
     alone = AdminSpace(fake_daemon())
     assert {k for k, _, _ in alone.replies(f"@/{R}/router/linkstate/north")} == {f"@/{R}/router/linkstate/north"}
     alone_replies = {k: p for k, _, p in alone.replies(f"@/{R}/router/**")}

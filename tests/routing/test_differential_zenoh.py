@@ -94,6 +94,7 @@ def matching(z: Sessions, mode: str) -> list[Any]:
     out += [pub.matching_status.matching, querier.matching_status.matching]
     pub.put(b"1")
     a.put("mt/x", b"2")
+    time.sleep(SETTLE)  # b drops samples that arrive after its own undeclare, on either router
     s1.undeclare()
     time.sleep(SETTLE)
     out += [pub.matching_status.matching, received]

@@ -66,7 +66,6 @@ from pyzenoh.codec import (
     Response,
     ResponseFinal,
     UndeclareKeyExpr,
-    UndeclareQueryable,
     WhatAmI,
     WireExpr,
     ZenohId,
@@ -455,16 +454,12 @@ class AdminSpace:
         log.info("admin space on %s/** (face %d)", self.root, self.face_id)
 
     def detach(self) -> None:
-        """Withdraw the admin face (or, without ``remove_local_face``, its queryable)."""
+        """Withdraw the admin face, and its queryable with it."""
         face = self.face_id
         if face is None:
             return
         self.face_id = None
-        remove = getattr(self.daemon, "remove_local_face", None)
-        if callable(remove):
-            remove(face)
-        else:
-            self.daemon.local_input(face, Declare(UndeclareQueryable(ADMIN_QUERYABLE_ID)))
+        self.daemon.remove_local_face(face)
         self._scopes.clear()
 
     # -- messages routed to the admin face --
@@ -562,24 +557,19 @@ class AdminSpace:
             link = face.link
             if link is None:
                 continue  # local faces (the admin space, the msgq bridge) are no transports
-            src = locator(getattr(link, "local_address", None))
-            dst = locator(getattr(link, "remote_address", None))
+            src = locator(link.local_address)
+            dst = locator(link.remote_address)
             out.append(SessionInfo(str(face.zid), face.whatami, ((src, dst),)))
         return out
 
     def locators(self) -> list[str]:
-        method = getattr(self.daemon, "locators", None)
-        if callable(method):
-            return [str(x) for x in method()]
-        return [str(ep) for listener in self.daemon.listeners for ep in listener.endpoints]
+        return self.daemon.locators()
 
     def router_payload(self) -> bytes:
-        metadata = getattr(self.daemon.config, "metadata", None)
-        return router_json(self.zid, self.locators(), self.sessions(), metadata=metadata)
+        return router_json(self.zid, self.locators(), self.sessions(), metadata=self.daemon.config.metadata)
 
     def _core_faces(self) -> list[Any]:
-        faces: Mapping[int, Any] = getattr(self.daemon.core, "_faces", {})
-        return [f for fid, f in sorted(faces.items()) if fid != self.face_id]
+        return [f for fid, f in sorted(self.daemon.core._faces.items()) if fid != self.face_id]
 
     def local_holders(self, kind: str) -> list[tuple[str, WhatAmI, str]]:
         """(key, whatami, zid) of the clients' and peers' entities of ``kind``."""
@@ -598,32 +588,25 @@ class AdminSpace:
             else:
                 # Publishers / queriers: a restricted interest in subscribers / queryables.
                 want = InterestOptions.SUBSCRIBERS if kind == "publisher" else InterestOptions.QUERYABLES
-                interests: Mapping[int, Any] = getattr(f, "interests", {})
-                keys = (i.key for i in interests.values() if i.key is not None and i.options & want)
+                keys = (i.key for i in f.interests.values() if i.key is not None and i.options & want)
             out.extend((k, f.whatami, zid) for k in keys)
         return out
 
     def entities(self, kind: str) -> dict[str, Sources]:
         remote: dict[str, list[str]] = {}
-        method = getattr(self.daemon.core, "router_entities", None)
-        if kind in MESH_KINDS and callable(method):
-            remote = {k: [str(z) for z in v] for k, v in method(kind).items()}
+        if kind in MESH_KINDS:
+            remote = {k: [str(z) for z in v] for k, v in self.daemon.core.router_entities(kind).items()}
         return entity_sources(self.zid, self.local_holders(kind), remote, north_source=kind in MESH_KINDS)
 
     def linkstates(self) -> list[tuple[str, str]]:
-        network = getattr(self.daemon.core, "network", None)
         # Without router links the router graph is the router alone, as zenohd shows it.
-        north = network.dot() if network is not None else dot_graph([self.zid])
+        north = self.daemon.core.network.dot()
         peers = [str(f.zid) for _, f in sorted(self.daemon._faces.items())
                  if f.link is not None and f.whatami == WhatAmI.PEER]  # fmt: skip
         return [(NORTH, north), (SOUTH_PEER, dot_graph([self.zid, *peers]))]
 
     def route_successors(self) -> list[tuple[str, str, str]]:
-        network = getattr(self.daemon.core, "network", None)
-        method = getattr(network, "route_successors", None)
-        if not callable(method):
-            return []
-        return [(str(s), str(d), str(n)) for s, d, n in method()]
+        return [(str(s), str(d), str(n)) for s, d, n in self.daemon.core.network.route_successors()]
 
     def metric_families(self) -> list[MetricFamily]:
         daemon = self.daemon

@@ -83,7 +83,6 @@ from pyzenoh.routing.core import RoutingCore
 from pyzenoh.routing.declared import QueryableInfo
 from pyzenoh.routing.faces import MAX_KEY_LEN, MAX_ROUTE_CACHE, NORTH
 from pyzenoh.routing.hlc import Hlc, ntp64
-from pyzenoh.routing.peers import EMPTY_LINKSTATE
 from pyzenoh.routing.types import (
     Dropped,
     FaceLimitExceeded,
@@ -97,7 +96,6 @@ from pyzenoh.routing.types import (
 )
 
 __all__ = [
-    "EMPTY_LINKSTATE",
     "MAX_KEY_LEN",
     "MAX_ROUTE_CACHE",
     "NORTH",

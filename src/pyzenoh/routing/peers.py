@@ -2,9 +2,9 @@
 
 Like zenohd, the router does not route between two of its peers: it tells each peer the
 others' locators (LINKSTATE, single-hop gossip) and the peers connect to each other
-directly. With gossip off (``scouting/gossip/enabled: false``) the router only sends a
-new peer the empty list, and peers connected only through it do not meet -- zenohd's
-behaviour too.
+directly. With gossip off (``scouting/gossip/enabled: false``) a new peer still hears the
+zids of the peers already there, without their locators, and nothing is passed on later:
+peers connected only through the router do not meet -- zenohd's behaviour too.
 """
 
 from __future__ import annotations
@@ -16,44 +16,31 @@ from pyzenoh.codec.network import OAM_LINKSTATE, QOS_DECLARE
 from pyzenoh.routing.faces import Face, RoutingTables
 from pyzenoh.routing.network import Network
 
-#: What a router without gossip answers a peer with: an empty link-state list.
-EMPTY_LINKSTATE = b"\x00"
-
 
 class PeerRegion(RoutingTables):
     """Gossip with the peers connected to this router."""
 
-    _gossip: Network | None
+    _gossip: Network
 
     def _init_peers(self, locators: Callable[[], Sequence[str]]) -> None:
-        self._gossip = None
-        if self.config.gossip:
-            self._gossip = Network(self.zid, WhatAmI.ROUTER, full_linkstate=False, gossip=True,
-                                   gossip_multihop=False, locators=locators, gateway=True,
-                                   max_nodes=self.config.max_routers)  # fmt: skip
+        self._gossip = Network(self.zid, WhatAmI.ROUTER, full_linkstate=False, gossip=self.config.gossip,
+                               gossip_multihop=False, locators=locators, gateway=True,
+                               max_nodes=self.config.max_routers)  # fmt: skip
 
     def _peer_linkstate(self, link: int, body: bytes) -> None:
         if link in self._faces and self._faces[link] is not self._closing:
             self._emit(link, NetworkOam(OAM_LINKSTATE, body, QOS_DECLARE), QOS_DECLARE)
 
     def _peer_face_added(self, f: Face) -> None:
-        if self._gossip is None:
-            # Checked on the wire: sent even when the peer sends none.
-            self._peer_linkstate(f.fid, EMPTY_LINKSTATE)
-            return
         for link, body in self._gossip.add_link(f.fid, f.zid, f.whatami):
             self._peer_linkstate(link, body)
 
     def _peer_face_removed(self, f: Face) -> None:
-        if self._gossip is None:
-            return
         _, sends = self._gossip.remove_link(f.fid)
         for link, body in sends:
             self._peer_linkstate(link, body)
 
     def _on_peer_linkstate(self, f: Face, body: bytes) -> None:
-        if self._gossip is None:
-            return  # nothing to do with a peer's link state without gossip
         _, sends = self._gossip.link_states(f.fid, body)
         for link, out in sends:
             self._peer_linkstate(link, out)
