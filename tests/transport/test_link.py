@@ -210,9 +210,10 @@ def test_messages_flow_and_batch_together() -> None:
         a.send(m)
     a.send(Declare(DeclareSubscriber(1, WireExpr(0, "k/**")), qos=0x08))
     data = a.data_to_send()
-    assert len(batches(data)) == 1  # one batch: a control frame then a data frame
-    frames = decode_batch(batches(data)[0])
-    assert [f.priority for f in frames if isinstance(f, Frame)] == [0, 5]
+    # Two batches, one FRAME each: the control frame first, then the 50 data messages.
+    per_batch = [decode_batch(p) for p in batches(data)]
+    assert [[f.priority for f in frames] for frames in per_batch] == [[0], [5]]
+    assert len(per_batch[1][0].messages) == 50
     got = received(b.receive_data(data, 1.0))
     assert [r.message for r in got][1:] == msgs
     assert isinstance(got[0].message, Declare)
@@ -235,6 +236,31 @@ def test_without_qos_everything_is_priority_data() -> None:
     frames = [m for p in batches(data) for m in decode_batch(p)]
     assert all(isinstance(f, Frame) and f.priority == 5 for f in frames)
     assert len(received(b.receive_data(data, 1.0))) == 2
+
+
+SENDS = st.lists(st.tuples(st.integers(0, 7), st.booleans()), min_size=1, max_size=40)
+
+
+@given(sends=SENDS, qos=st.booleans(), batch_size=st.sampled_from([64, 300, 65_535]))
+def test_one_frame_per_batch_and_send_order(sends: list[tuple[int, bool]], qos: bool, batch_size: int) -> None:
+    # zenoh-pico reads everything after a FRAME header as that frame: a batch holds one
+    # FRAME or one FRAGMENT. Without QoS there is one lane, in send order; with QoS each
+    # priority keeps its own send order.
+    a, b, _, _ = pair(cfg(qos=qos, batch_size=batch_size), None)
+    msgs = [push(f"o/{i}", bytes(i % 7 * 20)) for i in range(len(sends))]
+    for m, (prio, reliable) in zip(msgs, sends, strict=True):
+        a.send(m, priority=prio, reliable=reliable)
+    data = a.data_to_send()
+    for payload in batches(data):
+        [one] = decode_batch(payload)
+        assert isinstance(one, Frame | Fragment)
+    got = [r.message for r in received(b.receive_data(data, 1.0))]
+    if qos:
+        for prio in range(8):
+            sent_here = [m for m, (p, _) in zip(msgs, sends, strict=True) if p == prio]
+            assert [m for m in got if m in sent_here] == sent_here
+    else:
+        assert got == msgs
 
 
 def test_priority_frame_without_qos_closes() -> None:

@@ -7,10 +7,13 @@ current time as float seconds, writes whatever :meth:`Link.data_to_send` returns
 :meth:`Link.handle_timer` at :meth:`Link.next_deadline`. Everything the peer did comes back
 as events (:class:`Established`, :class:`Received`, :class:`LinkClosed`).
 
-Outgoing network messages (objects or pre-encoded bytes) are queued per priority and
-reliability by :meth:`Link.send` and packed when :meth:`Link.data_to_send` is called:
-several messages per FRAME, several FRAMEs per batch, FRAGMENTs for a message that does
-not fit in one batch.
+Outgoing network messages (objects or pre-encoded bytes) are queued in send order by
+:meth:`Link.send` and packed when :meth:`Link.data_to_send` is called: several messages
+per FRAME, one FRAME per batch, FRAGMENTs (one per batch) for a message that does not fit
+in one batch. With QoS each priority is its own lane, sent highest first; without QoS
+there is one lane and messages keep their send order whatever their priority. A batch
+never holds two FRAMEs: some implementations (zenoh-pico) read everything after a FRAME
+header as that frame.
 """
 
 from __future__ import annotations
@@ -215,7 +218,8 @@ class Link:
         self._peer_zid: ZenohId | None = None
         self._peer_whatami: WhatAmI | None = None
         # transmit side
-        self._pending: dict[int, list[bytes]] = {}
+        # Runs of consecutive messages with the same (priority, reliability), in send order.
+        self._pending: list[tuple[int, bool, list[bytes]]] = []
         self._pending_bytes = 0
         self._tx_sn: list[int] = [0] * (NUM_PRIORITIES * 2)
         self._own_isn = 0
@@ -338,12 +342,14 @@ class Link:
             raise UsageError(f"priority {prio} out of range 0..7")
         if not raw:
             raise UsageError("empty network message")
-        ch = _channel(prio, reliable)
-        queue = self._pending.get(ch)
-        if queue is None:
-            self._pending[ch] = [raw]
-        else:
-            queue.append(raw)
+        pending = self._pending
+        if pending:
+            last = pending[-1]
+            if last[0] == prio and last[1] is reliable:
+                last[2].append(raw)
+                self._pending_bytes += len(raw)
+                return
+        pending.append((prio, reliable, [raw]))
         self._pending_bytes += len(raw)
 
     def close(self, reason: int = CloseReason.GENERIC) -> list[Event]:
@@ -369,7 +375,7 @@ class Link:
 
     def _closed(self, reason: int, by_peer: bool, detail: str) -> LinkClosed:
         self.state = State.CLOSED
-        self._pending = {}
+        self._pending = []
         self._pending_bytes = 0
         self.close_event = LinkClosed(reason, by_peer, detail)
         return self.close_event
@@ -608,19 +614,26 @@ class Link:
     def _pack(self) -> None:
         """Turn every queued message into framed batches appended to the output."""
         pending = self._pending
-        self._pending = {}
+        self._pending = []
         self._pending_bytes = 0
         maxp = self._max_payload
         out = self._out
         batch = bytearray()
         mask = self._mask
         tx_sn = self._tx_sn
-        for key in sorted(pending):
-            reliable = bool(key & 1)
-            prio = (key >> 1) if self._qos else PRIORITY_DATA
+        qos = self._qos
+        if qos:
+            pending.sort(key=_run_priority)  # stable: send order within each priority
+        open_ch = -1  # the channel of the FRAME the batch holds
+        for prio, reliable, raws in pending:
+            if not qos:
+                prio = PRIORITY_DATA
             ch = _channel(prio, reliable)
-            frame_open = False
-            for raw in pending[key]:
+            frame_open = ch == open_ch and bool(batch)
+            if not frame_open and batch:
+                _flush_batch(out, batch)  # one FRAME per batch
+                batch = bytearray()
+            for raw in raws:
                 n = len(raw)
                 if frame_open and len(batch) + n <= maxp:
                     batch += raw
@@ -639,6 +652,7 @@ class Link:
                 batch += raw
                 tx_sn[ch] = (sn + 1) & mask
                 frame_open = True
+            open_ch = ch
         if batch:
             _flush_batch(out, batch)
 
@@ -665,6 +679,10 @@ class Link:
             batch += chunk
             _flush_batch(out, batch)
             first = False
+
+
+def _run_priority(run: tuple[int, bool, list[bytes]]) -> int:
+    return run[0]
 
 
 def _flush_batch(out: bytearray, batch: bytearray) -> None:
