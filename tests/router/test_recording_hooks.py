@@ -23,7 +23,13 @@ from pyzenoh.codec import (
     ZenohId,
     encode_network_message,
 )
-from pyzenoh.codec.network import DeclareKeyExpr, DeclareQueryable, DeclareSubscriber
+from pyzenoh.codec.network import (
+    OAM_LINKSTATE,
+    DeclareKeyExpr,
+    DeclareQueryable,
+    DeclareSubscriber,
+    NetworkOam,
+)
 from pyzenoh.recording import LinkRecord, NetRecord, Recorder, RouteRecord, read_records
 from pyzenoh.recording.recorder import RecorderProcess
 from pyzenoh.router.config import RouterConfig
@@ -41,6 +47,7 @@ class FakeLink:
     accept: bool = True
     queued_bytes: int = 0
     closed: bool = False
+    is_full: bool = False  # never full: Block back-pressure is tested on real links
 
     @property
     def remote_address(self) -> tuple[str, int]:
@@ -83,9 +90,9 @@ class Net:
         )  # type: ignore[arg-type]
         self.links: dict[int, FakeLink] = {}
 
-    def connect(self, n: int) -> FakeLink:
+    def connect(self, n: int, whatami: WhatAmI = WhatAmI.CLIENT) -> FakeLink:
         link = FakeLink(self.daemon, 4000 + n)
-        ev = Established(ZenohId(n), WhatAmI.CLIENT, 10_000, 65535, 0, False, 0, 0, 0)
+        ev = Established(ZenohId(n), whatami, 10_000, 65535, 0, False, 0, 0, 0)
         self.daemon._on_event(link, ev)  # type: ignore[arg-type]
         self.links[n] = link
         return link
@@ -261,14 +268,15 @@ def test_link_close_and_local_face(tmp_path: Path, recorder_cls: type) -> None:
 def test_bad_input_is_recorded_before_the_close(
     tmp_path: Path, recorder_cls: type
 ) -> None:
-    net = Net(tmp_path, recorder_cls, max_declarations_per_face=2)
-    net.connect(1)
-    for i in range(3):
+    net = Net(tmp_path, recorder_cls)
+    net.connect(1, WhatAmI.PEER)
+    for i in range(2):
         net.rx(1, Declare(DeclareSubscriber(i + 1, WireExpr(0, f"demo/{i}", True))))
+    bad = net.rx(1, NetworkOam(OAM_LINKSTATE, b"\x05"))  # five link states announced, none sent
     recs = net.records()
     assert net.links[1].closed
-    kinds = [(type(r).__name__, getattr(r, "key", None)) for r in recs]
-    assert kinds[-2:] == [("NetRecord", "demo/2"), ("LinkRecord", None)]
+    kinds = [(type(r).__name__, getattr(r, "raw", None)) for r in recs]
+    assert kinds[-2:] == [("NetRecord", bad), ("LinkRecord", None)]
 
 
 @pytest.mark.parametrize("n", [1, 3])

@@ -12,7 +12,7 @@ from pyzenoh.codec import (
     WireExpr,
 )
 from pyzenoh.errors import CloseReason, PeerError, UsageError
-from pyzenoh.routing import FaceLimitExceeded, RoutingConfig, UnsupportedFace
+from pyzenoh.routing import RoutingConfig, UnsupportedFace
 from tests.routing.support import (
     CF,
     CURRENT,
@@ -119,34 +119,48 @@ def test_duplicate_ids() -> None:
     assert state["subscribers"] == {1: "a"} and state["remote_ids"] == {1: "e"}
 
 
-def test_declaration_flood_closes_only_that_face() -> None:
+def test_declarations_over_the_cap_are_refused_alone() -> None:
     h = Harness(config=RoutingConfig(max_declarations_per_face=3))
     h.open(1)
     h.open(2)
     h.send(2, d_sub(1, "k"))
     h.send(1, d_sub(1, "a"), d_token(2, "b"), interest(3, CF, S, "k"))
     for msg in (d_sub(9, "c"), d_qabl(9, "c"), d_token(9, "c"), interest(9, CF, T)):
-        with pytest.raises(FaceLimitExceeded) as info:
-            h.core.handle(1, msg, h.now)
-        assert info.value.close_reason == CloseReason.GENERIC
+        assert h.core.handle(1, msg, h.now) == []
+    assert h.core.stats.limits == {"max_declarations_per_face": 4}
+    assert h.core.stats.dropped["max_declarations_per_face"] == 4
     state = h.core.face_state(1)
     assert len(state["subscribers"]) + len(state["tokens"]) + len(state["interests"]) == 3
-    # Current interests and undeclarations are not declarations.
+    # The face lives on: what it declared before still works, and an undeclaration
+    # makes room for the next declaration.
+    assert [s.face for s in h.send(2, put("a"))] == [1]
     assert len(h.send(1, interest(10, CURRENT, T))) == 2  # its own token b, then D_FINAL
-    h.close(1)
-    assert [s.face for s in h.send(2, put("k"))] == []
-    h.open(1)
-    h.send(1, d_sub(1, "k"))
+    h.send(1, u_sub(1))
+    h.send(1, d_sub(9, "k"))
     assert [s.face for s in h.send(2, put("k"))] == [1]
 
 
-def test_key_id_flood_closes_the_face() -> None:
+def test_declarations_over_the_router_total_are_refused() -> None:
+    h = Harness(config=RoutingConfig(max_declarations_total=4))
+    for fid in (1, 2, 3):
+        h.open(fid)
+    h.send(1, d_sub(1, "a"), d_sub(2, "b"))
+    h.send(2, d_sub(1, "c"), d_sub(2, "d"))
+    h.send(3, d_sub(1, "e"))
+    assert h.core.stats.limits == {"max_declarations_total": 1}
+    assert h.core.face_state(3)["subscribers"] == {}
+    h.close(1)  # room again
+    h.send(3, d_sub(1, "e"))
+    assert h.core.face_state(3)["subscribers"] == {1: "e"}
+
+
+def test_key_ids_over_the_cap_are_refused_alone() -> None:
     h = Harness(config=RoutingConfig(max_keyexpr_ids_per_face=2))
     h.open(1)
     h.send(1, d_keyexpr(1, "a"), d_keyexpr(2, "b"))
-    with pytest.raises(FaceLimitExceeded):
-        h.core.handle(1, d_keyexpr(3, "c"), h.now)
+    assert h.core.handle(1, d_keyexpr(3, "c"), h.now) == []
     assert h.core.face_state(1)["remote_ids"] == {1: "a", 2: "b"}
+    assert h.core.stats.limits == {"max_keyexpr_ids_per_face": 1}
 
 
 def test_router_ids_stop_at_the_cap() -> None:

@@ -49,7 +49,6 @@ from pyzenoh.codec import (
 )
 from pyzenoh.keyexpr import intersects, is_canonical
 from pyzenoh.routing import (
-    FaceLimitExceeded,
     QueryableInfo,
     RoutingConfig,
     RoutingCore,
@@ -171,14 +170,10 @@ class Model:
         msg = self.message(f, op)
         if msg is None:
             return
-        try:
-            # As a link delivers it: decoded from its bytes, with the bytes alongside.
-            data = encode_network_message(msg)
-            msg = decode_network_message(data)
-            out = self.core.handle(fid, msg, self.now, data)
-        except FaceLimitExceeded:
-            self.run(("close", fid))
-            return
+        # As a link delivers it: decoded from its bytes, with the bytes alongside.
+        data = encode_network_message(msg)
+        msg = decode_network_message(data)
+        out = self.core.handle(fid, msg, self.now, data)
         self.accept(f, op, msg)
         self.check_outputs(fid, msg, out)
 
@@ -225,26 +220,30 @@ class Model:
     def accept(self, f: FaceModel, op: tuple[Any, ...], msg: NetworkMessage) -> None:
         """Apply the router's acceptance rules to the model of what the face declared."""
         kind = op[0]
+        # A face at its declaration cap has each new declaration refused, alone.
+        full = (len(f.subs) + len(f.qabls) + len(f.tokens) + len(f.interests)
+                >= self.core.config.max_declarations_per_face)  # fmt: skip
         if kind == "dkey":
             f.remote_ids.setdefault(op[2], op[3])
         elif kind == "ukey":
             f.remote_ids.pop(op[2], None)
         elif kind in ("dsub", "dtok"):
             table = f.subs if kind == "dsub" else f.tokens
-            table.setdefault(op[2], op[3])
+            if op[2] not in table and not full:
+                table[op[2]] = op[3]
         elif kind == "usub":
             f.subs.pop(op[2], None)
         elif kind == "utok":
             f.tokens.pop(op[2], None)
         elif kind == "dqabl":
-            if op[2] not in f.qabls or f.qabls[op[2]][0] == op[3]:
+            if op[2] in f.qabls and f.qabls[op[2]][0] == op[3] or op[2] not in f.qabls and not full:
                 f.qabls[op[2]] = (op[3], op[5])
         elif kind == "uqabl":
             f.qabls.pop(op[2], None)
         elif kind == "int":
             mode, options = op[3], op[4]
             current_ok = mode != InterestMode.CURRENT or (options & T and not options & (S | Q))
-            if mode != InterestMode.CURRENT and op[2] not in f.interests and current_ok:
+            if mode != InterestMode.CURRENT and op[2] not in f.interests and current_ok and not full:
                 f.interests[op[2]] = (mode, options, op[5])
         elif kind == "fin":
             f.interests.pop(op[2], None)
@@ -448,14 +447,8 @@ def test_arbitrary_messages_never_crash_or_leak(steps: list[tuple[Any, ...]]) ->
             msg = op[2] if op[0] == "garbage" else model.message(model.faces[fid], op)
             if msg is None:
                 continue
-            try:
-                data = encode_network_message(msg)
-                out = core.handle(fid, decode_network_message(data), now, data)
-            except FaceLimitExceeded:
-                open_faces.discard(fid)
-                del model.faces[fid]
-                out = core.remove_face(fid, now)
-                fid = None
+            data = encode_network_message(msg)
+            out = core.handle(fid, decode_network_message(data), now, data)
         for s in out:
             check_send(s)
             assert s.face in open_faces

@@ -166,10 +166,26 @@ def test_a_faces_own_queryables_never_get_its_queries() -> None:
 def test_pending_queries_are_capped_per_face() -> None:
     h = queryables((1, "q", False), config=RoutingConfig(max_pending_queries_per_face=2))
     assert len(requests(h.send(0, request(1, "q"), request(2, "q")))) == 1
+    # Refused with an error naming the limit, then the final: not a silent "no queryable".
     out = h.send(0, request(3, "q"))
-    assert [(s.face, s.message) for s in out] == [(0, ResponseFinal(3, QOS_REQ))]
+    assert [(s.face, type(s.message).__name__) for s in out] == [(0, "Response"), (0, "ResponseFinal")]
+    err = out[0].message
+    assert isinstance(err, Response) and isinstance(err.body, Err) and err.request_id == 3
+    assert err.body.payload == b"max_pending_queries_per_face (2) reached"
+    assert h.core.stats.limits == {"max_pending_queries_per_face": 1}
     h.send(1, final(1))
     assert sorted(requests(h.send(0, request(4, "q")))) == [1]
+
+
+def test_pending_queries_are_capped_in_total() -> None:
+    h = queryables((1, "q", False), config=RoutingConfig(max_pending_queries_total=2))
+    h.open(2)
+    assert len(requests(h.send(0, request(1, "q")))) == 1
+    assert len(requests(h.send(2, request(1, "q")))) == 1
+    out = h.send(2, request(2, "q"))
+    assert isinstance(out[0].message, Response) and out[0].message.body == Err(b"max_pending_queries_total (2) reached")
+    h.close(0)  # its query ends: room again
+    assert len(requests(h.send(2, request(3, "q")))) == 1
 
 
 def test_budget_is_forwarded_and_optionally_enforced() -> None:

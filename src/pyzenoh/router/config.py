@@ -14,13 +14,17 @@ Recognised keys (zenohd 1.x spelling)::
       timestamping: { enabled: { router: true } },
       routing: { interests: { timeout: 10000 } },
       transport: {
-        unicast: { accept_timeout: 10000, max_sessions: 1000, qos: { enabled: true } },
+        unicast: { accept_timeout: 10000, accept_pending: 100, max_sessions: 1000,
+                   qos: { enabled: true } },
         link: { tx: { lease: 10000, keep_alive: 4, batch_size: 65535,
-                      queue: { max_bytes: 8388608 } } },   // pyzenoh: per-link send queue cap
+                      queue: { max_bytes: 8388608,    // pyzenoh: per-link send queue cap
+                               congestion_control: { block: { wait_before_close: 5000000 } } } } },
       },
       pyzenoh: {                                      // settings zenohd does not have
-        limits: { max_declarations_per_face: 10000, max_pending_queries_per_face: 1000,
-                  max_keyexpr_ids_per_face: 10000, max_fragmented_message: 1073741824 },
+        limits: { max_declarations_per_face: 10000, max_declarations_total: 1000000,
+                  max_pending_queries_per_face: 1000, max_pending_queries_total: 100000,
+                  max_keyexpr_ids_per_face: 10000, max_links_per_address: 1000,
+                  max_fragmented_message: 1073741824 },
         record: { dir: null, max_segment_bytes: 67108864, max_segment_seconds: 300,
                   key_filter: null },
         msgq: { socket_file: null, tcp: [] },
@@ -81,6 +85,10 @@ class RouterConfig:
     batch_size: int = 65_535
     accept_timeout_ms: int = 10_000
     max_sessions: int = 1_000
+    #: Accepted connections still in their handshake; more are dropped at once (zenohd).
+    accept_pending: int = 100
+    #: Connections from one IP address, in handshake or open (pyzenoh's own limit).
+    max_links_per_address: int = 1_000
     qos: bool = True
     queries_default_timeout_ms: int = 10_000
     interests_timeout_ms: int = 10_000
@@ -90,7 +98,9 @@ class RouterConfig:
     #: transport/link/tx/queue/congestion_control/block/wait_before_close, in µs).
     block_wait_before_close_us: int = 5_000_000
     max_declarations_per_face: int = 10_000
+    max_declarations_total: int = 1_000_000
     max_pending_queries_per_face: int = 1_000
+    max_pending_queries_total: int = 100_000
     max_keyexpr_ids_per_face: int = 10_000
     max_fragmented_message: int = 1 << 30
     enforce_budget: bool = False
@@ -152,6 +162,10 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         "batch_size": "transport/link/tx/batch_size",
         "accept_timeout_ms": "transport/unicast/accept_timeout",
         "max_sessions": "transport/unicast/max_sessions",
+        "accept_pending": "transport/unicast/accept_pending",
+        "max_links_per_address": "pyzenoh/limits/max_links_per_address",
+        "max_declarations_total": "pyzenoh/limits/max_declarations_total",
+        "max_pending_queries_total": "pyzenoh/limits/max_pending_queries_total",
         "queries_default_timeout_ms": "queries_default_timeout",
         "interests_timeout_ms": "routing/interests/timeout",
         "send_queue_max_bytes": "transport/link/tx/queue/max_bytes",

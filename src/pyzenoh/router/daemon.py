@@ -80,7 +80,10 @@ class RouterStats:
     dropped: int = 0
     faces_closed_slow: int = 0
     faces_closed_bad_input: int = 0
+    handshakes_failed: int = 0
     by_reason: dict[str, int] = field(default_factory=dict)
+    #: Connections refused by a limit (RouterConfig field name -> count).
+    refused: dict[str, int] = field(default_factory=dict)
 
 
 class RouterDaemon:
@@ -96,7 +99,9 @@ class RouterDaemon:
             config=RoutingConfig(
                 query_timeout=config.queries_default_timeout_ms / 1000.0,
                 max_declarations_per_face=config.max_declarations_per_face,
+                max_declarations_total=config.max_declarations_total,
                 max_pending_queries_per_face=config.max_pending_queries_per_face,
+                max_pending_queries_total=config.max_pending_queries_total,
                 max_keyexpr_ids_per_face=config.max_keyexpr_ids_per_face,
                 timestamping=config.timestamping,
                 enforce_budget=config.enforce_budget,
@@ -136,6 +141,12 @@ class RouterDaemon:
         self._ingress = -1
         self._blocking: dict[int, set[int]] = {}
         self._waiting_for: dict[int, set[int]] = {}
+        # Admission: accepted connections not established yet, and the address of every
+        # accepted connection still open (id(link) -> IP) with its count per address.
+        self._handshaking: set[int] = set()
+        self._address_of: dict[int, str] = {}
+        self._links_per_address: dict[str, int] = {}
+        self._refusals_logged: set[str] = set()
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -147,7 +158,7 @@ class RouterDaemon:
         for endpoint in self.config.listen:
             listener = await listen(
                 endpoint, self.link_config, self._on_event,
-                max_queue_bytes=self.config.send_queue_max_bytes,
+                max_queue_bytes=self.config.send_queue_max_bytes, admit=self._admit,
             )  # fmt: skip
             self.listeners.append(listener)
             log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))
@@ -259,7 +270,46 @@ class RouterDaemon:
         elif isinstance(ev, LinkClosed):
             self._on_closed(link, ev)
 
+    # --- admission -----------------------------------------------------------------------
+
+    def _admit(self, link: TcpLink) -> bool:
+        """An accepted connection may start its handshake (False: dropped at once)."""
+        cfg = self.config
+        address = link.remote_address[0] if link.remote_address else ""
+        if len(self._handshaking) >= cfg.accept_pending:
+            return self._refuse("accept_pending", address)
+        if self._links_per_address.get(address, 0) >= cfg.max_links_per_address:
+            return self._refuse("max_links_per_address", address)
+        self._handshaking.add(id(link))
+        self._address_of[id(link)] = address
+        self._links_per_address[address] = self._links_per_address.get(address, 0) + 1
+        return True
+
+    def _refuse(self, limit: str, address: str) -> bool:
+        refused = self.stats.refused
+        refused[limit] = refused.get(limit, 0) + 1
+        if limit not in self._refusals_logged:  # once per limit: a flood must not flood the log
+            self._refusals_logged.add(limit)
+            log.warning("refusing a connection from %s: %s (%d) reached (logged once; counted in "
+                        "the admin space metrics)", address, limit, getattr(self.config, limit))  # fmt: skip
+        return False
+
+    def _forget_connection(self, link: TcpLink) -> None:
+        self._handshaking.discard(id(link))
+        address = self._address_of.pop(id(link), None)
+        if address is not None:
+            left = self._links_per_address[address] - 1
+            if left:
+                self._links_per_address[address] = left
+            else:
+                del self._links_per_address[address]
+
     def _on_established(self, link: TcpLink, ev: Established) -> None:
+        self._handshaking.discard(id(link))
+        if sum(1 for f in self._faces.values() if f.link is not None) >= self.config.max_sessions:
+            self._refuse("max_sessions", _address(link.remote_address))
+            link.close(CloseReason.MAX_SESSIONS)
+            return
         if ev.whatami is WhatAmI.ROUTER and any(f.zid == ev.zid for f in self._faces.values()):
             # One session per router neighbour (zenohd keeps the first one too).
             log.info("refusing a second link from router %s", ev.zid)
@@ -284,6 +334,9 @@ class RouterDaemon:
         self._deliver(sends)
 
     def _on_closed(self, link: TcpLink, ev: LinkClosed) -> None:
+        if id(link) in self._handshaking:
+            self.stats.handshakes_failed += 1
+        self._forget_connection(link)
         face_id = self._face_of_link.pop(id(link), None)
         if face_id is None:
             return

@@ -68,7 +68,6 @@ from pyzenoh.routing.queries import (
 from pyzenoh.routing.routers import RouterRegion
 from pyzenoh.routing.tokens import Tokens
 from pyzenoh.routing.types import (
-    FaceLimitExceeded,
     RoutingConfig,
     RoutingEvent,
     RoutingStats,
@@ -117,6 +116,9 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
         self._timers_compact_at = MIN_TIMER_COMPACTION
         self._seq = itertools.count()
         self._qids = itertools.count(1)
+        self._queries_in_flight = 0  # queries asked by some face and not finished
+        self._declarations_counted = 0  # every face's declarations, at the last count
+        self._declarations_since_count = 0
         self._out: list[Send] = []
         self._now = 0.0
         self._closing: Face | None = None  # the face remove_face is tearing down
@@ -169,6 +171,7 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
                     d = self._faces.get(dest)
                     if d is not None and d.pending.get(rid) is q:
                         del d.pending[rid]
+            self._queries_in_flight -= len(f.outgoing)
             f.outgoing.clear()
             for key, n in Counter(f.subs.values()).items():
                 self._change_sub_holder(f, key, -n)
@@ -338,6 +341,7 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
                 for dest, rid in q.remaining.items():
                     assert faces[dest].pending.get(rid) is q, "query lost at a destination"
             assert set(f.key_interests) <= set(f.interests)
+        assert self._queries_in_flight == sum(len(f.outgoing) for f in faces.values()), "query count"
         assert subs == self._sub_holders, "subscriber holders out of sync"
         assert tokens == self._token_holders, "token holders out of sync"
         assert qabls == self._qabl_holders, "queryable holders out of sync"
@@ -424,8 +428,8 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
                 self._drop(f.fid, "key id remapped", msg)
             return
         if len(f.remote_ids) >= self.config.max_keyexpr_ids_per_face:
-            raise FaceLimitExceeded(
-                f"face {f.fid} exceeds {self.config.max_keyexpr_ids_per_face} key expression ids")
+            self._limit_hit(f, "max_keyexpr_ids_per_face", msg)
+            return
         f.remote_ids[body.expr_id] = key
         f.remote_id_of[key] = body.expr_id
         self._ref(key)

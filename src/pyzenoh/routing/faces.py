@@ -9,6 +9,7 @@ they share and the helpers they all use.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,7 +36,6 @@ from pyzenoh.routing.declared import (
 from pyzenoh.routing.hlc import Hlc
 from pyzenoh.routing.types import (
     Dropped,
-    FaceLimitExceeded,
     RoutingConfig,
     RoutingEvent,
     RoutingStats,
@@ -47,6 +47,12 @@ from pyzenoh.routing.types import (
 MAX_KEY_LEN = 65_535
 #: Entries kept in each route cache before it is flushed (bounds memory under key floods).
 MAX_ROUTE_CACHE = 4_096
+
+#: Accepted declarations between two exact counts of the router-wide total (the count
+#: walks every face, so it is not done for each declaration).
+DECLARATION_RECOUNT = 256
+
+log = logging.getLogger(__name__)
 
 #: The pseudo-face id of the router region in the holder tables (see :mod:`.routers`);
 #: callers use ids >= 0.
@@ -81,6 +87,7 @@ class Face:
         "is_peer",
         "is_router",
         "key_interests",
+        "limits_logged",
         "local_id_of",
         "local_ids",
         "local_qabls",
@@ -123,6 +130,7 @@ class Face:
         self.next_rid = 0
         self.pending: dict[int, PendingQuery] = {}  # rid we sent to this face -> its query
         self.outgoing: dict[int, PendingQuery] = {}  # qid -> queries this face asked
+        self.limits_logged: set[str] = set()  # limits already logged for this face
 
     def declaration_count(self) -> int:
         return len(self.subs) + len(self.qabls) + len(self.tokens) + len(self.interests)
@@ -169,6 +177,9 @@ class RoutingTables:
     _out: list[Send]
     _now: float
     _closing: Face | None
+    _queries_in_flight: int
+    _declarations_counted: int
+    _declarations_since_count: int
     _route_caches: tuple[dict[object, object], ...]  # dropped by _invalidate_routes
 
     # Hooks the router region (:mod:`.routers`) implements: the south started or stopped
@@ -342,10 +353,33 @@ class RoutingTables:
         return [(iid, it) for iid, it in d.interests.items()
                 if it.options & option and (it.key is None or intersects(it.key, key))]  # fmt: skip
 
-    def _check_declaration_cap(self, f: Face) -> None:
+    def _declaration_allowed(self, f: Face, msg: NetworkMessage) -> bool:
+        """False (the declaration is refused, alone) when ``f`` or the router is at its
+        declaration cap. The router-wide count is recounted every DECLARATION_RECOUNT
+        declarations, and whenever the estimate reaches the cap."""
         if f.declaration_count() >= self.config.max_declarations_per_face:
-            raise FaceLimitExceeded(
-                f"face {f.fid} exceeds {self.config.max_declarations_per_face} declarations")
+            self._limit_hit(f, "max_declarations_per_face", msg)
+            return False
+        self._declarations_since_count += 1
+        estimate = self._declarations_counted + self._declarations_since_count
+        if estimate > self.config.max_declarations_total or self._declarations_since_count >= DECLARATION_RECOUNT:
+            self._declarations_counted = sum(d.declaration_count() for d in self._faces.values())
+            self._declarations_since_count = 1
+            if self._declarations_counted >= self.config.max_declarations_total:
+                self._declarations_since_count = 0
+                self._limit_hit(f, "max_declarations_total", msg)
+                return False
+        return True
+
+    def _limit_hit(self, f: Face, limit: str, msg: NetworkMessage) -> None:
+        """``msg`` from ``f`` is refused by ``limit`` (a RoutingConfig field): counted,
+        dropped, and logged once per face and limit."""
+        self.stats.limits[limit] = self.stats.limits.get(limit, 0) + 1
+        self._drop(f.fid, limit, msg)
+        if limit not in f.limits_logged:
+            f.limits_logged.add(limit)
+            log.warning("face %d (%s %s): %s (%d) reached; refusing what goes over it",
+                        f.fid, f.whatami, f.zid, limit, getattr(self.config, limit))  # fmt: skip
 
     @staticmethod
     def _count_holder(
@@ -385,6 +419,7 @@ class RoutingTables:
             if old != key:
                 self._drop(f.fid, f"duplicate {kind} id", msg)
             return None
-        self._check_declaration_cap(f)
+        if not self._declaration_allowed(f, msg):
+            return None
         table[body.entity_id] = key
         return key

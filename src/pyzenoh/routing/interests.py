@@ -54,8 +54,8 @@ class Interests(RoutingTables):
             key = self._resolve_key(f, msg.wire_expr, msg)
             if key is None:
                 return
-        if future:
-            self._check_declaration_cap(f)
+        if future and not self._declaration_allowed(f, msg):
+            return
         if future and options & _K:
             f.key_interests[iid] = key
         if future:

@@ -17,6 +17,8 @@ from typing import Literal
 from pyzenoh.codec import (
     Declare,
     DeclareQueryable,
+    EntityGlobalId,
+    Err,
     InterestOptions,
     QueryTarget,
     Request,
@@ -142,8 +144,18 @@ class Queries(RoutingTables):
             self._drop(f.fid, route.reason, msg)
             self._final(f.fid, msg.request_id, msg.qos)
             return
+        limit = None
         if len(f.outgoing) >= self.config.max_pending_queries_per_face:
-            self._drop(f.fid, "too many pending queries", msg)
+            limit = "max_pending_queries_per_face"
+        elif self._queries_in_flight >= self.config.max_pending_queries_total:
+            limit = "max_pending_queries_total"
+        if limit is not None:
+            # Refused with an error naming the limit (not a silent "no queryable").
+            self._limit_hit(f, limit, msg)
+            text = f"{limit} ({getattr(self.config, limit)}) reached".encode()
+            err = Response(msg.request_id, EMPTY_WIRE_EXPR, Err(text), qos=msg.qos,
+                           responder=EntityGlobalId(self.zid, 0))  # fmt: skip
+            self._emit(f.fid, err, msg.qos)
             self._final(f.fid, msg.request_id, msg.qos)
             return
         dests = self._select(route.candidates, msg.target)
@@ -155,6 +167,7 @@ class Queries(RoutingTables):
             return
         q = PendingQuery(next(self._qids), f.fid, msg.request_id, msg.qos, msg.budget)
         f.outgoing[q.qid] = q
+        self._queries_in_flight += 1
         if msg.timeout_ms is None:
             timeout = self.config.query_timeout
         else:
@@ -210,6 +223,7 @@ class Queries(RoutingTables):
             return
         src = self._faces.get(q.src)
         if src is not None and src.outgoing.pop(q.qid, None) is not None:
+            self._queries_in_flight -= 1
             self._final(q.src, q.src_rid, q.qos)
 
     def _compact_timers(self) -> None:
@@ -246,8 +260,8 @@ class Queries(RoutingTables):
                 return
             if old[1] == info:
                 return
-        else:
-            self._check_declaration_cap(f)
+        elif not self._declaration_allowed(f, msg):
+            return
         f.qabls[body.entity_id] = (key, info)
         # Like zenoh, the face's info on a key is that of its latest declaration there.
         self._set_qabl_holder(f, key, info, "declare")

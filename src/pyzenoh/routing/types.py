@@ -41,7 +41,9 @@ class RoutingConfig:
 
     query_timeout: float = 10.0  # zenohd queries_default_timeout, when a REQUEST has none
     max_declarations_per_face: int = 10_000  # subscribers + queryables + tokens + interests
+    max_declarations_total: int = 1_000_000  # the same, over every face
     max_pending_queries_per_face: int = 1_000  # queries a face may have in flight
+    max_pending_queries_total: int = 100_000  # the same, over every face
     max_keyexpr_ids_per_face: int = 10_000  # D_KEYEXPR ids, each direction
     timestamping: bool = True  # stamp PUTs that carry no timestamp (router default)
     hlc_id: ZenohId | None = None  # defaults to the router's zid
@@ -52,7 +54,8 @@ class RoutingConfig:
     max_routers: int = 4_096  # nodes in the router graph (a bigger graph is bad input)
 
     def __post_init__(self) -> None:
-        for name in ("max_declarations_per_face", "max_pending_queries_per_face",
+        for name in ("max_declarations_per_face", "max_declarations_total",
+                     "max_pending_queries_per_face", "max_pending_queries_total",
                      "max_keyexpr_ids_per_face", "max_routers"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise UsageError(f"RoutingConfig.{name} must be >= 1")
@@ -125,3 +128,5 @@ class RoutingStats:
     linkstates_received: int = 0
     tree_computations: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
+    #: Messages refused by a named limit (RoutingConfig field name -> count).
+    limits: dict[str, int] = field(default_factory=dict)

@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 #: Default bound of one link's outgoing queue.
 DEFAULT_MAX_QUEUE_BYTES = 4 * 1024 * 1024
+#: Connections the kernel queues before they are accepted (zenohd's TCP listeners: 1024).
+LISTEN_BACKLOG = 1024
 DEFAULT_PORT = 7447
 
 EventCallback = Callable[["TcpLink", Event], None]
@@ -89,8 +91,12 @@ class TcpLink(asyncio.Protocol):
         *,
         max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
         keep_raw: bool = True,
+        admit: Callable[[TcpLink], bool] | None = None,
     ) -> None:
         self.config = config
+        #: Asked once the addresses are known; False: the connection is dropped at once,
+        #: before any handshake (as zenohd drops links over its accept limits).
+        self.admit = admit
         self.role = role
         self.on_event = on_event
         self.max_queue_bytes = max_queue_bytes
@@ -129,6 +135,9 @@ class TcpLink(asyncio.Protocol):
                 pass
         self.local_address = transport.get_extra_info("sockname")
         self.remote_address = transport.get_extra_info("peername")
+        if self.admit is not None and not self.admit(self):
+            transport.abort()
+            return
         # pause_writing() past half the bound keeps room for Block messages
         transport.set_write_buffer_limits(high=max(self.max_queue_bytes // 2, 1))
         self.link = Link(self.config, self.role, self._loop.time(), keep_raw=self._keep_raw)
@@ -157,7 +166,9 @@ class TcpLink(asyncio.Protocol):
             detail = f"connection lost: {exc}" if exc else "connection closed"
             self._dispatch(self.link.connection_lost(detail))
         if not self.closed.done():
-            self._finish(LinkClosed(CloseReason.GENERIC, True, "connection lost"))
+            # No link ran (refused by ``admit``) or it had ended already: still report the
+            # close, so listeners forget this connection.
+            self._dispatch([LinkClosed(CloseReason.GENERIC, True, "connection lost")])
         if not self._lost.done():
             self._lost.set_result(None)
         self._space.set()
@@ -409,6 +420,7 @@ async def listen(
     on_accept: Callable[[TcpLink], None] | None = None,
     max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
     keep_raw: bool = True,
+    admit: Callable[[TcpLink], bool] | None = None,
 ) -> TcpListener:
     """Listen on ``endpoint``; each connection becomes a :class:`TcpLink` (acceptor).
 
@@ -426,11 +438,12 @@ async def listen(
             on_event(link, ev)
 
     def factory() -> TcpLink:
-        link = TcpLink(config, Role.ACCEPTOR, forget, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw)
+        link = TcpLink(config, Role.ACCEPTOR, forget, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw,
+                       admit=admit)  # fmt: skip
         links.add(link)
         if on_accept is not None:
             on_accept(link)
         return link
 
-    server = await loop.create_server(factory, ep.host, ep.port, reuse_address=True)
+    server = await loop.create_server(factory, ep.host, ep.port, reuse_address=True, backlog=LISTEN_BACKLOG)
     return TcpListener(server, links)
