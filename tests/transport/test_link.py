@@ -34,6 +34,7 @@ from pyzenoh.transport.link import (
     Link,
     LinkClosed,
     LinkConfig,
+    ReassemblyBudget,
     Received,
     Role,
     State,
@@ -304,6 +305,44 @@ def test_fragment_reassembly_cap() -> None:
     got = received(b.receive_data(a.data_to_send(), 1.0))
     assert [r.message for r in got] == [push("small", b"ok")]
     assert b.is_established
+
+
+def _first_fragments(link: Link, size: int) -> bytes:
+    """The fragments of a ``size``-byte PUSH from ``link``, all but the last."""
+    link.send(push("big", bytes(size)))
+    ps = batches(link.data_to_send())
+    return b"".join(frame_batch(p) for p in ps[:-1])
+
+
+def test_reassembly_budget_is_shared_and_closes_the_link_over_it() -> None:
+    budget = ReassemblyBudget(5_000)
+    acceptor = cfg(ZA, WhatAmI.ROUTER)
+    a1, b1 = Link(cfg(batch_size=1000), Role.OPENER, 0.0), Link(acceptor, Role.ACCEPTOR, 0.0, reassembly_budget=budget)
+    a2, b2 = Link(cfg(batch_size=1000), Role.OPENER, 0.0), Link(acceptor, Role.ACCEPTOR, 0.0, reassembly_budget=budget)
+    pump(a1, b1)
+    pump(a2, b2)
+    b1.receive_data(_first_fragments(a1, 4_000), 1.0)  # unfinished: ~3,000 bytes held
+    assert 2_000 < budget.used < 4_000 and b1.is_established
+    events = b2.receive_data(_first_fragments(a2, 4_000), 1.0)  # would go over: closed
+    assert b2.is_closed and "reassembly budget" in _closed(events).detail
+    held = budget.used
+    assert 2_000 < held < 4_000  # the closed link gave its bytes back
+    b1.connection_lost()
+    assert budget.used == 0
+
+
+def test_unfinished_reassembly_is_dropped_after_its_timeout() -> None:
+    budget = ReassemblyBudget(1 << 20)
+    a = Link(cfg(batch_size=1000), Role.OPENER, 0.0)
+    b = Link(cfg(ZA, WhatAmI.ROUTER, reassembly_timeout_s=2.0), Role.ACCEPTOR, 0.0, reassembly_budget=budget)
+    pump(a, b)
+    b.receive_data(_first_fragments(a, 4_000), 1.0)
+    assert budget.used > 0
+    deadline = b.next_deadline()
+    assert deadline is not None and deadline <= 3.0
+    b.receive_data(frame_batch(_enc(KeepAlive())), 2.5)  # the link is alive, the message is not
+    assert b.handle_timer(3.0) == [] and b.is_established
+    assert budget.used == 0
 
 
 def test_fragment_without_first_is_dropped_with_patch() -> None:

@@ -24,7 +24,8 @@ Recognised keys (zenohd 1.x spelling)::
         limits: { max_declarations_per_face: 10000, max_declarations_total: 1000000,
                   max_pending_queries_per_face: 1000, max_pending_queries_total: 100000,
                   max_keyexpr_ids_per_face: 10000, max_links_per_address: 1000,
-                  max_fragmented_message: 1073741824 },
+                  max_fragmented_message: 1073741824, max_reassembly_bytes: 268435456,
+                  reassembly_timeout_ms: 10000 },
         record: { dir: null, max_segment_bytes: 67108864, max_segment_seconds: 300,
                   key_filter: null },
         msgq: { socket_file: null, tcp: [] },
@@ -103,6 +104,9 @@ class RouterConfig:
     max_pending_queries_total: int = 100_000
     max_keyexpr_ids_per_face: int = 10_000
     max_fragmented_message: int = 1 << 30
+    #: Unfinished fragmented messages, over every link (the link going over is closed).
+    max_reassembly_bytes: int = 256 << 20
+    reassembly_timeout_ms: int = 10_000
     enforce_budget: bool = False
     gossip: bool = True
     adminspace: bool = True
@@ -174,6 +178,8 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         "max_pending_queries_per_face": "pyzenoh/limits/max_pending_queries_per_face",
         "max_keyexpr_ids_per_face": "pyzenoh/limits/max_keyexpr_ids_per_face",
         "max_fragmented_message": "pyzenoh/limits/max_fragmented_message",
+        "max_reassembly_bytes": "pyzenoh/limits/max_reassembly_bytes",
+        "reassembly_timeout_ms": "pyzenoh/limits/reassembly_timeout_ms",
         "retry_period_init_ms": "connect/retry/period_init_ms",
         "retry_period_max_ms": "connect/retry/period_max_ms",
     }

@@ -40,7 +40,14 @@ from pyzenoh.router.scouting import Responder, start_responder
 from pyzenoh.routing import RoutingConfig, RoutingCore, Send
 from pyzenoh.scouting.core import hello_locators
 from pyzenoh.scouting.udp import list_interfaces
-from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
+from pyzenoh.transport.link import (
+    Established,
+    Event,
+    LinkClosed,
+    LinkConfig,
+    ReassemblyBudget,
+    Received,
+)
 from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
 
 log = logging.getLogger(__name__)
@@ -117,7 +124,9 @@ class RouterDaemon:
             qos=config.qos,
             handshake_timeout_s=config.accept_timeout_ms / 1000.0,
             max_message_size=config.max_fragmented_message,
+            reassembly_timeout_s=config.reassembly_timeout_ms / 1000.0,
         )
+        self.reassembly_budget = ReassemblyBudget(config.max_reassembly_bytes)
         self.recorder = recorder
         # Recording: the full key of the (face, scope, suffix, M) wire expressions of the
         # PUSH/REQUEST received, so that it is not resolved through the core for every
@@ -159,6 +168,7 @@ class RouterDaemon:
             listener = await listen(
                 endpoint, self.link_config, self._on_event,
                 max_queue_bytes=self.config.send_queue_max_bytes, admit=self._admit,
+                reassembly_budget=self.reassembly_budget,
             )  # fmt: skip
             self.listeners.append(listener)
             log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))
@@ -217,7 +227,7 @@ class RouterDaemon:
             try:
                 link = await connect(
                     endpoint, self.link_config, self._on_event,
-                    max_queue_bytes=cfg.send_queue_max_bytes,
+                    max_queue_bytes=cfg.send_queue_max_bytes, reassembly_budget=self.reassembly_budget,
                 )  # fmt: skip
             except (OSError, ConnectionError, TimeoutError) as exc:
                 log.debug("connect %s failed: %s (retry in %.1f s)", endpoint, exc, delay)

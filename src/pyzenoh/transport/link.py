@@ -59,6 +59,8 @@ MAX_BATCH_SIZE = 0xFFFF
 LENGTH_PREFIX = 2
 #: Reassembled messages larger than this are discarded (1.10.2 max_message_size).
 DEFAULT_MAX_MESSAGE_SIZE = 1 << 30
+#: An unfinished fragmented message that gets no fragment for this long is dropped.
+DEFAULT_REASSEMBLY_TIMEOUT_S = 10.0
 #: Bytes of random cookie an acceptor hands out in InitAck.
 COOKIE_LEN = 24
 #: The smallest batch size we accept from a peer: a FRAME header plus a few bytes.
@@ -111,6 +113,7 @@ class LinkConfig:
     patch: int = PATCH_LEVEL
     handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    reassembly_timeout_s: float = DEFAULT_REASSEMBLY_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:
@@ -164,16 +167,33 @@ Event = Established | Received | LinkClosed
 # --- Receive-side helpers --------------------------------------------------------------
 
 
+class ReassemblyBudget:
+    """Bytes of unfinished fragmented messages that the links sharing it may hold in all.
+
+    A router gives one to all its links, so that a few links sending fragments they never
+    finish cannot exhaust its memory: the link whose fragment would go over is closed.
+    """
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise UsageError("a reassembly budget must be >= 1 byte")
+        self.limit = limit
+        self.used = 0
+
+
 class _Defrag:
     """Reassembly state of one (priority, reliability) channel."""
 
-    __slots__ = ("active", "buf", "discarding", "next_sn")
+    __slots__ = ("active", "buf", "discarding", "next_sn", "since")
 
     def __init__(self) -> None:
         self.buf = bytearray()
         self.next_sn = -1
         self.active = False
         self.discarding = False
+        self.since = 0.0  # when its latest fragment arrived
 
     def reset(self) -> None:
         self.buf = bytearray()
@@ -196,8 +216,10 @@ class Link:
         *,
         random_bytes: Callable[[int], bytes] = os.urandom,
         keep_raw: bool = True,
+        reassembly_budget: ReassemblyBudget | None = None,
     ) -> None:
         self.config = config
+        self._budget = reassembly_budget
         self.role = role
         self._random_bytes = random_bytes
         self._keep_raw = keep_raw
@@ -229,6 +251,7 @@ class Link:
         # receive side
         self._rx_last: list[int] = [0] * (NUM_PRIORITIES * 2)
         self._defrag: list[_Defrag] = [_Defrag() for _ in range(NUM_PRIORITIES * 2)]
+        self._defrag_bytes = 0  # held by unfinished messages, over every channel
         self._lease_s = 0.0
         self._last_rx = now
         if role is Role.OPENER:
@@ -295,6 +318,12 @@ class Link:
         if now >= self._last_rx + self._lease_s:
             self._fail(CloseReason.EXPIRED, "peer silent for its lease", events)
             return events
+        if self._defrag_bytes:
+            for d in self._defrag:
+                if d.active and now >= d.since + self.config.reassembly_timeout_s:
+                    log.warning("unfinished fragmented message (%d bytes) dropped: no fragment for %.0f s",
+                                len(d.buf), self.config.reassembly_timeout_s)  # fmt: skip
+                    self._defrag_reset(d)
         if self._keepalive_deadline is not None and now >= self._keepalive_deadline:
             if not self._sent_since_keepalive and not self._pending_bytes:
                 self._emit(KeepAlive())
@@ -312,9 +341,14 @@ class Link:
             return None
         if self.state is not State.ESTABLISHED:
             return self._handshake_deadline
-        lease = self._last_rx + self._lease_s
+        deadline = self._last_rx + self._lease_s
         ka = self._keepalive_deadline
-        return lease if ka is None or lease < ka else ka
+        if ka is not None and ka < deadline:
+            deadline = ka
+        if self._defrag_bytes:
+            oldest = min(d.since for d in self._defrag if d.active)
+            deadline = min(deadline, oldest + self.config.reassembly_timeout_s)
+        return deadline
 
     # --- output --------------------------------------------------------------------------
 
@@ -377,6 +411,8 @@ class Link:
         self.state = State.CLOSED
         self._pending = []
         self._pending_bytes = 0
+        for d in self._defrag:
+            self._defrag_reset(d)
         self.close_event = LinkClosed(reason, by_peer, detail)
         return self.close_event
 
@@ -415,7 +451,7 @@ class Link:
             elif isinstance(msg, Fragment):
                 if self.state is not State.ESTABLISHED:
                     raise DecodeError("FRAGMENT before the handshake finished")
-                self._on_fragment(msg, events)
+                self._on_fragment(msg, now, events)
             elif isinstance(msg, Close):
                 events.append(self._closed(msg.reason, True, f"peer sent CLOSE({msg.reason})"))
                 return
@@ -560,37 +596,57 @@ class Link:
             for msg in frame.messages:
                 events.append(Received(msg, b"", rel, prio))
 
-    def _on_fragment(self, frag: Fragment, events: list[Event]) -> None:
+    def _defrag_reset(self, d: _Defrag) -> None:
+        held = len(d.buf)
+        if held:
+            self._defrag_bytes -= held
+            if self._budget is not None:
+                self._budget.used -= held
+        d.reset()
+
+    def _on_fragment(self, frag: Fragment, now: float, events: list[Event]) -> None:
         ch = self._rx_channel(frag.priority, frag.reliable, frag.sn)
         if ch < 0:
             return
         d = self._defrag[ch]
         patched = self._patch >= 1
         if frag.drop:
-            d.reset()
+            self._defrag_reset(d)
             return
         if d.active and frag.sn != d.next_sn:
             log.debug("fragment SN gap (%d, expected %d): message dropped", frag.sn, d.next_sn)
-            d.reset()
+            self._defrag_reset(d)
         if patched and frag.first:
-            d.reset()
+            self._defrag_reset(d)
         if not d.active:
             if patched and not frag.first:
                 return  # the tail of a message whose start we never saw
             d.active = True
         d.next_sn = (frag.sn + 1) & self._mask
+        d.since = now
         if not d.discarding:
-            if len(d.buf) + len(frag.payload) > self.config.max_message_size:
+            n = len(frag.payload)
+            budget = self._budget
+            if len(d.buf) + n > self.config.max_message_size:
+                # zenohd drops a message over max_message_size and keeps the link
                 log.warning("fragmented message over %d bytes discarded", self.config.max_message_size)
-                d.buf = bytearray()
+                self._defrag_reset(d)
+                d.active = True
                 d.discarding = True
+            elif budget is not None and budget.used + n > budget.limit:
+                self._fail(CloseReason.GENERIC, f"unfinished fragmented messages over the router's "
+                           f"reassembly budget ({budget.limit} bytes)", events)  # fmt: skip
+                return
             else:
                 d.buf += frag.payload
+                self._defrag_bytes += n
+                if budget is not None:
+                    budget.used += n
         if frag.more:
             return
         data = bytes(d.buf)
         discard = d.discarding
-        d.reset()
+        self._defrag_reset(d)
         if discard or not data:
             return
         msg = decode_network_message(data)

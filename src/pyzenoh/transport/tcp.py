@@ -27,6 +27,7 @@ from pyzenoh.transport.link import (
     Link,
     LinkClosed,
     LinkConfig,
+    ReassemblyBudget,
     Received,
     Role,
 )
@@ -92,8 +93,10 @@ class TcpLink(asyncio.Protocol):
         max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
         keep_raw: bool = True,
         admit: Callable[[TcpLink], bool] | None = None,
+        reassembly_budget: ReassemblyBudget | None = None,
     ) -> None:
         self.config = config
+        self.reassembly_budget = reassembly_budget
         #: Asked once the addresses are known; False: the connection is dropped at once,
         #: before any handshake (as zenohd drops links over its accept limits).
         self.admit = admit
@@ -140,7 +143,8 @@ class TcpLink(asyncio.Protocol):
             return
         # pause_writing() past half the bound keeps room for Block messages
         transport.set_write_buffer_limits(high=max(self.max_queue_bytes // 2, 1))
-        self.link = Link(self.config, self.role, self._loop.time(), keep_raw=self._keep_raw)
+        self.link = Link(self.config, self.role, self._loop.time(), keep_raw=self._keep_raw,
+                         reassembly_budget=self.reassembly_budget)  # fmt: skip
         self._flush()
         self._rearm()
 
@@ -369,6 +373,7 @@ async def connect(
     *,
     max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
     keep_raw: bool = True,
+    reassembly_budget: ReassemblyBudget | None = None,
 ) -> TcpLink:
     """Connect to ``endpoint`` and run the opener handshake; returns an established link.
 
@@ -379,7 +384,8 @@ async def connect(
     loop = asyncio.get_running_loop()
 
     def factory() -> TcpLink:
-        return TcpLink(config, Role.OPENER, on_event, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw)
+        return TcpLink(config, Role.OPENER, on_event, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw,
+                       reassembly_budget=reassembly_budget)  # fmt: skip
 
     _, proto = await asyncio.wait_for(
         loop.create_connection(factory, ep.host, ep.port), config.handshake_timeout_s
@@ -421,6 +427,7 @@ async def listen(
     max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
     keep_raw: bool = True,
     admit: Callable[[TcpLink], bool] | None = None,
+    reassembly_budget: ReassemblyBudget | None = None,
 ) -> TcpListener:
     """Listen on ``endpoint``; each connection becomes a :class:`TcpLink` (acceptor).
 
@@ -439,7 +446,7 @@ async def listen(
 
     def factory() -> TcpLink:
         link = TcpLink(config, Role.ACCEPTOR, forget, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw,
-                       admit=admit)  # fmt: skip
+                       admit=admit, reassembly_budget=reassembly_budget)  # fmt: skip
         links.add(link)
         if on_accept is not None:
             on_accept(link)
