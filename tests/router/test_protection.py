@@ -134,11 +134,14 @@ def test_slow_subscriber_with_drop_does_not_slow_others(router: RouterProc) -> N
         _subscribe(slow, "flood/**")
         time.sleep(0.3)
         payload = b"x" * (64 * 1024)
-        for _ in range(400):
-            publisher.send(Push(WireExpr(0, "flood/a", True), Put(payload)))
-        deadline = time.monotonic() + 30
-        while got.qsize() < 400 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        deadline = time.monotonic() + 60
+        # Bursts of 1.25 MiB, each once the reader has the last: the reader is never far
+        # behind (however loaded the machine), the stalled subscriber falls ever further.
+        for burst in range(20):
+            for _ in range(20):
+                publisher.send(Push(WireExpr(0, "flood/a", True), Put(payload)))
+            while got.qsize() < 20 * (burst + 1) and time.monotonic() < deadline:
+                time.sleep(0.01)
         assert got.qsize() == 400  # the reading subscriber got everything
         # The stalled one had Drop messages dropped for it, and is still connected.
         pushes = slow.drain_pushes()

@@ -32,7 +32,13 @@ from pyzenoh.transport.link import (
     Received,
     Role,
 )
-from pyzenoh.transport.tcp import Endpoint, TcpLink, connect, listen
+from pyzenoh.transport.tcp import (
+    MAX_EVENTS_PER_TURN,
+    Endpoint,
+    TcpLink,
+    connect,
+    listen,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -147,6 +153,32 @@ def test_pyzenoh_to_pyzenoh(host: str) -> None:
         await client.aclose()
         _, closed = await server_ev.wait_for(lambda lk, e: isinstance(e, LinkClosed))
         assert isinstance(closed, LinkClosed) and closed.by_peer and closed.reason == CloseReason.GENERIC
+        await lst.close()
+
+    run(main)
+
+
+def test_a_large_read_is_handed_on_in_slices_in_order() -> None:
+    # A read holding thousands of messages is dispatched MAX_EVENTS_PER_TURN at a time,
+    # so one flooding link cannot hold the event loop; nothing is lost or reordered.
+    async def main() -> None:
+        backlog_seen: list[int] = []
+        server_ev = Events()
+
+        def on_event(link: TcpLink, ev: Event) -> None:
+            backlog_seen.append(len(link._backlog))
+            server_ev(link, ev)
+
+        lst = await listen("tcp/127.0.0.1:0", router_cfg(), on_event)
+        client = await connect(lst.endpoints[0], client_cfg(), Events())
+        n = 3 * MAX_EVENTS_PER_TURN
+        msgs = [push(f"s/{i}") for i in range(n)]
+        for m in msgs:
+            client.send(m)
+        await server_ev.wait_for(lambda lk, e: isinstance(e, Received) and e.message == msgs[-1])
+        assert server_ev.received() == msgs
+        assert max(backlog_seen) > 0  # some events waited for a later turn
+        await client.aclose()
         await lst.close()
 
     run(main)

@@ -136,21 +136,26 @@ class RouterRegion(PubSub, Queries, Tokens):
         self.stats.tree_computations += 1
         new_children = self._net.compute_trees()
         self._invalidate_routes()
+        trees: list[tuple[int, ZenohId, list[Face]]] = []
         for root, children in new_children.items():
             owner = self._net.zid_of(root)
-            if owner is None or not children:
-                continue
-            faces = [f for f in map(self._router_face, children) if f is not None]
+            if owner is not None and children:
+                trees.append((root, owner, [f for f in map(self._router_face, children) if f is not None]))
+        # New tree children learn the entities of each tree's owner. Like zenohd: every
+        # tree's subscribers, then every tree's queryables, then tokens (checked on the wire).
+        for root, owner, faces in trees:
             for key, subs in self._router_subs.items():
                 if owner in subs:
                     for d in faces:
                         self._send_north(d, DeclareSubscriber(0, self._decl_key(d, key)), root)
+        for root, owner, faces in trees:
             for key, qabls in self._router_qabls.items():
                 info = qabls.get(owner)
                 if info is not None:
                     for d in faces:
                         self._send_north(d, DeclareQueryable(0, self._decl_key(d, key), info.complete,
                                                              info.distance), root)  # fmt: skip
+        for root, owner, faces in trees:
             for key, tokens in self._router_tokens.items():
                 if owner in tokens:
                     for d in faces:

@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_QUEUE_BYTES = 4 * 1024 * 1024
 #: Connections the kernel queues before they are accepted (zenohd's TCP listeners: 1024).
 LISTEN_BACKLOG = 1024
+#: Events one link hands on per event-loop turn. A read can hold thousands of small
+#: messages (a declaration flood); the rest wait for the next turns while the socket is
+#: not read, so the other links get their turn in between.
+MAX_EVENTS_PER_TURN = 512
 DEFAULT_PORT = 7447
 
 EventCallback = Callable[["TcpLink", Event], None]
@@ -113,7 +117,8 @@ class TcpLink(asyncio.Protocol):
         self._timer_when = 0.0
         self._flush_scheduled = False
         self._write_paused = False
-        self._read_paused = False
+        self._read_paused = False  # by pause_reading (the consumer is behind)
+        self._backlog: list[Event] = []  # events of the last read left for the next turns
         self._space = asyncio.Event()
         self._space.set()
         self._lost = self._loop.create_future()
@@ -152,10 +157,40 @@ class TcpLink(asyncio.Protocol):
         link = self.link
         assert link is not None
         events = link.receive_data(data, self._loop.time())
+        if len(events) > MAX_EVENTS_PER_TURN:
+            self._backlog = events[MAX_EVENTS_PER_TURN:]
+            events = events[:MAX_EVENTS_PER_TURN]
+            self._set_reading()
+            self._loop.call_soon(self._drain_backlog)
         if events:
             self._dispatch(events)
         self._flush()
         self._rearm()
+
+    def _drain_backlog(self) -> None:
+        backlog = self._backlog
+        if not backlog or self._read_paused:
+            return  # resume_reading() starts draining again
+        events = backlog[:MAX_EVENTS_PER_TURN]
+        self._backlog = backlog[MAX_EVENTS_PER_TURN:]
+        self._dispatch(events)
+        if self._backlog:
+            self._loop.call_soon(self._drain_backlog)
+        else:
+            self._set_reading()
+        self._flush()
+        self._rearm()
+
+    def _set_reading(self) -> None:
+        """Read from the socket unless paused or events of the last read still wait."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if self._read_paused or self._backlog:
+            if transport.is_reading():
+                transport.pause_reading()
+        elif not transport.is_reading():
+            transport.resume_reading()
 
     def eof_received(self) -> bool:
         if self.link is not None:
@@ -166,6 +201,9 @@ class TcpLink(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._backlog:  # what arrived before the connection went, in order
+            backlog, self._backlog = self._backlog, []
+            self._dispatch(backlog)
         if self.link is not None:
             detail = f"connection lost: {exc}" if exc else "connection closed"
             self._dispatch(self.link.connection_lost(detail))
@@ -255,16 +293,18 @@ class TcpLink(asyncio.Protocol):
 
     def pause_reading(self) -> None:
         """Stop reading from the socket (the consumer is behind); the lease is held."""
-        if not self._read_paused and self.transport is not None and not self.transport.is_closing():
+        if not self._read_paused:
             self._read_paused = True
-            self.transport.pause_reading()
+            self._set_reading()
 
     def resume_reading(self) -> None:
-        if self._read_paused and self.transport is not None and not self.transport.is_closing():
+        if self._read_paused:
             self._read_paused = False
             if self.link is not None:
                 self.link.refresh_lease(self._loop.time())
-            self.transport.resume_reading()
+            self._set_reading()
+            if self._backlog:
+                self._loop.call_soon(self._drain_backlog)
 
     # --- closing -------------------------------------------------------------------------
 
