@@ -177,3 +177,16 @@ def test_garbage_interest_modes_of_peers_do_not_crash() -> None:
     h.open(1, whatami=WhatAmI.PEER)
     assert h.send(1, interest(0, CF, S, aggregate=True)) != []
     assert h.send(1, u_token(0, WireExpr(0, "k", True))) == []
+
+
+def test_compact_after_a_flood_keeps_every_route() -> None:
+    h = Harness()
+    for fid in (1, 2, 3):
+        h.open(fid)
+    h.send(1, *(d_sub(i, f"fl/{i}") for i in range(1, 500)))
+    h.send(3, d_sub(1, "keep/**"))
+    h.close(1)
+    h.core.compact()
+    h.core.check_invariants()
+    assert [s.face for s in h.send(2, put("keep/a"))] == [3]
+    assert h.send(2, put("fl/7")) == []

@@ -291,3 +291,9 @@ def autocanonize(s: str) -> str:
     if isinstance(res, KeyExprError):
         raise KeyExprError(res.expr, res.kind, _position_of(res))
     return res
+
+
+def clear_caches() -> None:
+    """Empty the validation memo caches (bounded; emptied to give memory back)."""
+    _check.cache_clear()
+    _autocanonize.cache_clear()

@@ -263,3 +263,9 @@ def _includes(a: str, b: str) -> bool:
                 seen.add(s2)
                 stack.append(s2)
     return False
+
+
+def clear_caches() -> None:
+    """Empty the memo caches of this module (bounded; emptied to give memory back)."""
+    for cached in (key_info, _segments, _intersects, _includes):
+        cached.cache_clear()

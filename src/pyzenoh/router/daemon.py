@@ -36,6 +36,11 @@ from pyzenoh.codec import (
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.router.admin import AdminSpace
 from pyzenoh.router.config import RouterConfig
+from pyzenoh.router.memory import (
+    RELEASE_AFTER_ENTITIES,
+    RELEASE_DELAY_S,
+    release_memory,
+)
 from pyzenoh.router.scouting import Responder, start_responder
 from pyzenoh.routing import RoutingConfig, RoutingCore, Send
 from pyzenoh.scouting.core import hello_locators
@@ -156,6 +161,9 @@ class RouterDaemon:
         self._address_of: dict[int, str] = {}
         self._links_per_address: dict[str, int] = {}
         self._refusals_logged: set[str] = set()
+        # Entities gone since memory was last given back (see router/memory.py).
+        self._entities_freed = 0
+        self._release: asyncio.TimerHandle | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -360,7 +368,26 @@ class RouterDaemon:
         self._rx_keys.clear()
         for dest in self._waiting_for.pop(face_id, ()):
             self._blocking.get(dest, set()).discard(face_id)
+        self._note_entities_freed(face_id)
         self._deliver(self.core.remove_face(face_id, self.now()))
+
+    def _note_entities_freed(self, face_id: int) -> None:
+        """Give memory back once a flood of entities has gone (after the burst)."""
+        state = self.core._faces.get(face_id)
+        if state is None or self._loop is None:
+            return
+        self._entities_freed += state.declaration_count() + len(state.outgoing) + len(state.remote_ids)
+        if self._entities_freed < RELEASE_AFTER_ENTITIES:
+            return
+        if self._release is not None:
+            self._release.cancel()
+        self._release = self._loop.call_later(RELEASE_DELAY_S, self._release_memory)
+
+    def _release_memory(self) -> None:
+        self._release = None
+        self._entities_freed = 0
+        self.core.compact()
+        release_memory()
 
     def _new_face_id(self) -> int:
         face_id = self._next_face

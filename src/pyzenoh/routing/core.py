@@ -261,6 +261,17 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
         self._out = []
         return out
 
+    def compact(self) -> None:
+        """Shrink the tables a flood grew (a dict keeps its largest size when emptied)
+        and empty the route caches; for the daemon to call before giving memory back."""
+        self._sub_holders = dict(self._sub_holders)
+        self._qabl_holders = dict(self._qabl_holders)
+        self._token_holders = dict(self._token_holders)
+        self._resource_refs = dict(self._resource_refs)
+        self._compact_routers()
+        self._invalidate_routes()
+        self._push_heads.clear()
+
     def key_of(self, face: int, msg: NetworkMessage, *, incoming: bool) -> str | None:
         """The full key a message received from (``incoming``) or sent to ``face`` names.
 

@@ -132,6 +132,11 @@ class RouterRegion(PubSub, Queries, Tokens):
         f = None if link is None else self._faces.get(link)
         return f if f is not None and f.is_router and f is not self._closing else None
 
+    def _compact_routers(self) -> None:
+        self._router_subs = dict(self._router_subs)
+        self._router_qabls = dict(self._router_qabls)
+        self._router_tokens = dict(self._router_tokens)
+
     def _recompute_trees(self) -> None:
         self.stats.tree_computations += 1
         new_children = self._net.compute_trees()
