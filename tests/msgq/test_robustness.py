@@ -22,6 +22,7 @@ GETLNAME = encode_message({"type": "getlname"})
 SUBSCRIBE_FLOOD = encode_message({"type": "subscribe", "group": "flood", "instance": "*"})
 BIG = {"blob": b"\xaa" * 65536}
 MAX_FLOOD_SENDS = 400  # hard bound on every flooding loop (25 MiB at most)
+SMALL_FRAMES = 100_000  # max_frame_size for a 256 KiB queue (it must hold two maximal frames)
 
 
 def assert_daemon_healthy(sock_path: str, *others: Session) -> None:
@@ -171,7 +172,10 @@ def test_connect_and_leave_at_once(daemon: DaemonThread, sock_path: str) -> None
 
 
 def test_slow_reader_is_disconnected(sock_path: str) -> None:
-    with DaemonThread(sock_path, max_queue_bytes=256 * 1024) as _, Session(sock_path) as sender:
+    with (
+        DaemonThread(sock_path, max_queue_bytes=256 * 1024, max_frame_size=SMALL_FRAMES) as _,
+        Session(sock_path) as sender,
+    ):
         slow = RawClient(sock_path)
         try:
             slow.send(SUBSCRIBE_FLOOD + GETLNAME)
@@ -189,7 +193,12 @@ def test_slow_reader_is_disconnected(sock_path: str) -> None:
 
 
 def test_slow_reader_drop_policy(sock_path: str) -> None:
-    with DaemonThread(sock_path, max_queue_bytes=256 * 1024, slow_reader="drop") as _, Session(sock_path) as sender:
+    with (
+        DaemonThread(
+            sock_path, max_queue_bytes=256 * 1024, max_frame_size=SMALL_FRAMES, slow_reader="drop"
+        ) as _,
+        Session(sock_path) as sender,
+    ):
         slow = RawClient(sock_path)
         try:
             slow.send(SUBSCRIBE_FLOOD + GETLNAME)

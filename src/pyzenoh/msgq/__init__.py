@@ -13,7 +13,9 @@ Modules
   header, optional body) and the streaming :class:`FrameReader`.
 * :mod:`pyzenoh.msgq.protocol`: header vocabulary, subscription subtypes, message helpers.
 * :mod:`pyzenoh.msgq.core`: the daemon as a sans-IO state machine (:class:`MsgqCore`),
-  with the bridge hook (observer ``on_send`` and ``inject``).
+  with the bridge hook (observer ``on_send`` and ``inject``) and the connection deadlines.
+* :mod:`pyzenoh.msgq.flow`: sans-IO per-client output queue (limits, stall detection) and the
+  rate-limited log of limit events.
 * :mod:`pyzenoh.msgq.server`: asyncio glue (:class:`MsgqDaemon`, :func:`serve_msgq`).
 * :mod:`pyzenoh.msgq.client`: the blocking :class:`Session`, like ``isc.cc.Session``.
 

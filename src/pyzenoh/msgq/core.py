@@ -46,7 +46,31 @@ Robustness: a broken length prefix or an undecodable header disconnects that cli
 (:class:`Disconnect`; BIND 10 crashed on the latter). A decodable header with a missing or
 mistyped required field (``type``; ``group``/``instance``/``to``) is ignored and logged (BIND
 10 crashed on a missing key and ignored explicit NULLs). Nothing a client sends raises out of
-:meth:`MsgqCore.receive`.
+:meth:`MsgqCore.receive`. Every such event is counted (:class:`Counters`) and logged through an
+:class:`~pyzenoh.msgq.flow.EventLog`: the first of each kind in full, the rest summarised.
+
+Deadlines (:meth:`MsgqCore.tick`)
+---------------------------------
+The I/O layer calls :meth:`MsgqCore.tick` with a monotonic ``now`` every so often (at least a
+few times per shortest timeout); it returns the :class:`Disconnect` actions for:
+
+* ``handshake_timeout`` (default :data:`DEFAULT_HANDSHAKE_TIMEOUT`): a client is *established*
+  once the daemon has accepted one valid command from it (``getlname``, ``subscribe``,
+  ``unsubscribe``, ``send``, ``stats`` or ``ping`` with its required fields). BIND 10's clients
+  (``isc.cc.Session`` and the C++ session) send ``getlname`` the moment they connect; BIND 10's
+  msgq did not insist on it coming first, and neither do we, so any valid command counts. A
+  connection that is not established within the timeout (it sent nothing, only part of a
+  frame, or only frames that were ignored) is closed (counter ``handshake_timeouts``). An
+  established client is never closed for being quiet: BIND 10 modules sit for hours waiting
+  for a command, and msgq has no keepalive.
+* ``frame_stall_timeout`` (default :data:`DEFAULT_FRAME_STALL_TIMEOUT`): a client that has
+  sent part of a frame and then nothing more for that long is closed (``frame_stalls``). A
+  live client writes a frame in one go and the daemon always reads, so this is a hung or
+  hostile peer holding a buffer of up to ``max_frame_size`` bytes.
+
+Timeouts are measured from the first tick that sees the client (or the state), so they hold
+to within one tick period; ``None`` disables one. :meth:`MsgqCore.oldest_unestablished` names
+the connection the I/O layer should give up first when it runs out of room for clients.
 
 Bridge hook
 -----------
@@ -69,6 +93,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from pyzenoh.msgq.flow import EventLog
 from pyzenoh.msgq.frame import (
     DEFAULT_MAX_FRAME_SIZE,
     MAX_HEADER_SIZE,
@@ -90,6 +115,8 @@ from pyzenoh.msgq.protocol import (
 from pyzenoh.msgq.skan import Dialect, SkanEncodeError, SkanError, SkanValue, decode_ex
 
 __all__ = [
+    "DEFAULT_FRAME_STALL_TIMEOUT",
+    "DEFAULT_HANDSHAKE_TIMEOUT",
     "Action",
     "Counters",
     "Deliver",
@@ -99,6 +126,12 @@ __all__ = [
 ]
 
 log = logging.getLogger("pyzenoh.msgq")
+
+DEFAULT_HANDSHAKE_TIMEOUT = 10.0
+"""Seconds a new connection has to issue its first valid command (BIND 10 clients send
+``getlname`` within milliseconds; this only reaps connections that never speak)."""
+DEFAULT_FRAME_STALL_TIMEOUT = 30.0
+"""Seconds a client may stay in the middle of a frame without sending another byte."""
 
 
 class MsgqObserver(Protocol):
@@ -131,7 +164,19 @@ Action = Deliver | Disconnect
 
 @dataclass(slots=True)
 class Counters:
-    """Daemon counters, reported by the ``stats`` command."""
+    """Daemon counters, reported by the ``stats`` command.
+
+    Limits (each one also logged, see :class:`~pyzenoh.msgq.flow.EventLog`): ``bad_frames``
+    and ``undecodable_headers`` (client disconnected), ``invalid_headers`` and
+    ``unknown_types`` (frame ignored), ``handshake_timeouts`` and ``frame_stalls`` (deadlines,
+    see :meth:`MsgqCore.tick`); set by the I/O layer: ``queue_drops`` (frames not queued for a
+    client that is not keeping up, ``slow_reader="drop"``), ``slow_disconnects`` (clients
+    disconnected for the same reason), ``stalled_disconnects`` (clients that read nothing of
+    their pending data for ``slow_reader_timeout``), ``evicted_clients`` (unestablished
+    connections closed to make room at ``max_clients``), ``refused_clients`` (newcomers
+    refused because every connection was established) and ``queue_peak_bytes`` (the most bytes
+    any client has had pending: a high-water mark, not a count).
+    """
 
     connections: int = 0
     disconnects: int = 0
@@ -152,9 +197,19 @@ class Counters:
     queue_drops: int = 0
     slow_disconnects: int = 0
     observer_errors: int = 0
+    handshake_timeouts: int = 0
+    frame_stalls: int = 0
+    stalled_disconnects: int = 0
+    evicted_clients: int = 0
+    refused_clients: int = 0
+    queue_peak_bytes: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
+
+    def bump(self, name: str) -> None:
+        """Add one to the counter called ``name`` (an AttributeError for an unknown name)."""
+        setattr(self, name, int(getattr(self, name)) + 1)
 
 
 @dataclass(slots=True)
@@ -164,6 +219,13 @@ class _Client:
     reader: FrameReader
     dialect: Dialect = Dialect.BIND10
     subs: set[tuple[str, str]] = field(default_factory=set)
+    established: bool = False
+    # Tick clock bookkeeping (see MsgqCore.tick): when the handshake clock started, and the
+    # bytes received as of the last tick that saw them change.
+    since: float | None = None
+    rx_bytes: int = 0
+    rx_mark: int = 0
+    rx_at: float | None = None
 
 
 class MsgqCore:
@@ -176,13 +238,20 @@ class MsgqCore:
         observer: MsgqObserver | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         enforce_from: bool = False,
+        handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
+        frame_stall_timeout: float | None = DEFAULT_FRAME_STALL_TIMEOUT,
     ) -> None:
         self.hostname = hostname
         self.observer = observer
         self.max_frame_size = max_frame_size
         self.enforce_from = enforce_from
+        self.handshake_timeout = handshake_timeout
+        self.frame_stall_timeout = frame_stall_timeout
         self.counters = Counters()
+        self.events = EventLog(log)
         self._clients: dict[int, _Client] = {}
+        # Clients not yet established, in connection order (oldest first).
+        self._pending: dict[int, None] = {}
         self._by_lname: dict[str, int] = {}
         # (group, instance) -> {client id: subtype}; dicts keep subscription order.
         self._subs: dict[tuple[str, str], dict[int, Subtype]] = {}
@@ -197,6 +266,7 @@ class MsgqCore:
         # BIND 10's shape "%x_%x@host" (time, connection counter); the counter makes it unique.
         lname = f"{max(0, int(now)):x}_{cid:x}@{self.hostname}"
         self._clients[cid] = _Client(cid, lname, FrameReader(self.max_frame_size))
+        self._pending[cid] = None
         self._by_lname[lname] = cid
         self.counters.connections += 1
         log.debug("msgq: client %d connected as %s", cid, lname)
@@ -208,6 +278,7 @@ class MsgqCore:
         if state is None:
             return False
         self._by_lname.pop(state.lname, None)
+        self._pending.pop(client, None)
         for key in state.subs:
             members = self._subs.get(key)
             if members is not None:
@@ -237,6 +308,18 @@ class MsgqCore:
         """True while the client has sent part of a frame."""
         return self._clients[client].reader.mid_frame
 
+    def established(self, client: int) -> bool:
+        """True once the client has issued a valid command (see the module docstring)."""
+        return self._clients[client].established
+
+    @property
+    def established_count(self) -> int:
+        return len(self._clients) - len(self._pending)
+
+    def oldest_unestablished(self) -> int | None:
+        """The client that has waited longest without issuing a valid command, if any."""
+        return next(iter(self._pending), None)
+
     def subscribers(self, group: str, instance: str) -> dict[int, Subtype]:
         """The exact (group, instance) subscription list (no wildcard union)."""
         return dict(self._subs.get((group, instance), {}))
@@ -251,11 +334,11 @@ class MsgqCore:
         state = self._clients.get(client)
         if state is None:
             return []
+        state.rx_bytes += len(data)
         try:
             frames = state.reader.feed(data)
         except SkanError as exc:
-            self.counters.bad_frames += 1
-            return self._kick(client, f"bad frame: {exc}")
+            return self.kick(client, "bad_frames", f"bad frame: {exc}")
         actions: list[Action] = []
         for frame in frames:
             actions.extend(self.handle_frame(client, frame))
@@ -273,8 +356,7 @@ class MsgqCore:
         try:
             decoded = decode_ex(frame.header, max_size=MAX_HEADER_SIZE)
         except SkanError as exc:
-            self.counters.undecodable_headers += 1
-            return self._kick(client, f"undecodable header: {exc}")
+            return self.kick(client, "undecodable_headers", f"undecodable header: {exc}")
         if decoded.dialect is not None:
             state.dialect = decoded.dialect
         header = decoded.value
@@ -286,20 +368,65 @@ class MsgqCore:
         if kind == MsgType.SEND:
             return self._send(state, header, frame.body)
         if kind == MsgType.GETLNAME:
+            self._establish(state)
             return self._answer(state, {"type": "getlname"}, {"lname": state.lname})
         if kind == MsgType.SUBSCRIBE or kind == MsgType.UNSUBSCRIBE:
             return self._subscription(state, header, kind == MsgType.SUBSCRIBE)
         if kind == MsgType.STATS:
+            self._establish(state)
             reply = self._reply_header("stats", header)
             stats: dict[str, Any] = dict(self.counters.as_dict())
             stats["clients"] = len(self._clients)
+            stats["established"] = self.established_count
             stats["subscriptions"] = self.subscription_count()
             return self._answer(state, reply, {"stats": stats})
         if kind == MsgType.PING:
+            self._establish(state)
             return self._answer(state, self._reply_header("pong", header), frame.body)
         self.counters.unknown_types += 1
-        log.info("msgq: %s sent unknown command %r (ignored)", state.lname, kind[:64])
+        self.events.event(
+            "unknown_types", logging.INFO, "msgq: %s sent unknown command %r (ignored)",
+            state.lname, kind[:64],
+        )  # fmt: skip
         return []
+
+    # -- deadlines ------------------------------------------------------------------------
+
+    def tick(self, now: float) -> list[Action]:
+        """Apply the deadlines (see the module docstring); ``now`` is a monotonic time."""
+        actions: list[Action] = []
+        timeout = self.handshake_timeout
+        if timeout is not None:
+            expired: list[int] = []
+            for cid in self._pending:
+                state = self._clients[cid]
+                if state.since is None:
+                    state.since = now
+                elif now - state.since >= timeout:
+                    expired.append(cid)
+            for cid in expired:
+                why = f"no valid command within {timeout:g} s of connecting"
+                actions.extend(self.kick(cid, "handshake_timeouts", why))
+        timeout = self.frame_stall_timeout
+        for state in list(self._clients.values()):
+            if state.rx_at is None or not state.reader.mid_frame or state.rx_bytes != state.rx_mark:
+                state.rx_mark = state.rx_bytes
+                state.rx_at = now
+            elif timeout is not None and now - state.rx_at >= timeout:
+                why = f"stopped for {timeout:g} s in the middle of a frame"
+                actions.extend(self.kick(state.cid, "frame_stalls", why))
+        self.events.flush(now)
+        return actions
+
+    def kick(self, client: int, kind: str, why: str) -> list[Action]:
+        """Disconnect ``client`` for a reason counted as ``kind`` (a :class:`Counters` field)."""
+        state = self._clients.get(client)
+        if state is None:
+            return []
+        self.counters.bump(kind)
+        self.events.event(kind, logging.WARNING, "msgq: disconnecting %s: %s", state.lname, why)
+        self.disconnect(client)
+        return [Disconnect(client, why)]
 
     def inject(self, header: Mapping[str, Any], body: bytes | None = None) -> list[Action]:
         """Deliver a ``send`` that came from outside to the local clients it matches.
@@ -329,9 +456,13 @@ class MsgqCore:
         group, instance, to = header.get("group"), header.get("instance"), header.get("to")
         if not (isinstance(group, str) and isinstance(instance, str) and isinstance(to, str)):
             return self._invalid(state, "send without text 'group', 'instance' and 'to'")
+        self._establish(state)
         if self.enforce_from and header.get("from") != state.lname:
             self.counters.forged_from += 1
-            log.warning("msgq: %s sent with from=%r (dropped)", state.lname, header.get("from"))
+            self.events.event(
+                "forged_from", logging.WARNING, "msgq: %s sent with from=%r (dropped)",
+                state.lname, header.get("from"),
+            )  # fmt: skip
             return []
         self.counters.sends += 1
         recipients = self._route(group, instance, to, exclude=state.cid)
@@ -360,6 +491,7 @@ class MsgqCore:
         group, instance = header.get("group"), header.get("instance")
         if not (isinstance(group, str) and isinstance(instance, str)):
             return self._invalid(state, "(un)subscribe without text 'group' and 'instance'")
+        self._establish(state)
         key = (group, instance)
         if not subscribe:
             members = self._subs.get(key)
@@ -375,7 +507,10 @@ class MsgqCore:
                 subtype = Subtype(raw)
             except ValueError:
                 # BIND 10 ignored subtype entirely; an unknown one subscribes normally.
-                log.info("msgq: %s used unknown subtype %r (normal)", state.lname, raw[:64])
+                self.events.event(
+                    "unknown_subtypes", logging.INFO,
+                    "msgq: %s used unknown subtype %r (normal)", state.lname, raw[:64],
+                )  # fmt: skip
         self._subs.setdefault(key, {})[state.cid] = subtype
         state.subs.add(key)
         return []
@@ -417,7 +552,10 @@ class MsgqCore:
                         raise
                     # e.g. an empty key cannot go to a seed client; skip those recipients.
                     self.counters.encode_failures += 1
-                    log.warning("msgq: cannot re-encode header for %s clients: %s", dialect, exc)
+                    self.events.event(
+                        "encode_failures", logging.WARNING,
+                        "msgq: cannot re-encode header for %s clients: %s", dialect, exc,
+                    )  # fmt: skip
                     encoded[dialect] = None
             data = encoded[dialect]
             if data is not None:
@@ -432,7 +570,10 @@ class MsgqCore:
             data = encode_message(header, body, dialect=state.dialect)
         except SkanEncodeError as exc:
             self.counters.encode_failures += 1
-            log.warning("msgq: cannot encode an answer for %s: %s", state.lname, exc)
+            self.events.event(
+                "encode_failures", logging.WARNING, "msgq: cannot encode an answer for %s: %s",
+                state.lname, exc,
+            )  # fmt: skip
             return []
         return [self._out(state.cid, data)]
 
@@ -450,11 +591,12 @@ class MsgqCore:
 
     def _invalid(self, state: _Client, why: str) -> list[Action]:
         self.counters.invalid_headers += 1
-        log.warning("msgq: %s: %s (frame ignored)", state.lname, why)
+        self.events.event(
+            "invalid_headers", logging.WARNING, "msgq: %s: %s (frame ignored)", state.lname, why
+        )
         return []
 
-    def _kick(self, client: int, why: str) -> list[Action]:
-        lname = self._clients[client].lname
-        log.warning("msgq: disconnecting %s: %s", lname, why)
-        self.disconnect(client)
-        return [Disconnect(client, why)]
+    def _establish(self, state: _Client) -> None:
+        if not state.established:
+            state.established = True
+            self._pending.pop(state.cid, None)

@@ -25,18 +25,40 @@ Listeners
 Per-client robustness
 ---------------------
 Everything is non-blocking, so a client that sends half a frame, or reads slowly, or resets
-with unread data only affects itself (BIND 10 stalled or crashed). Outgoing data per client is
-bounded by ``max_queue_bytes`` (bytes waiting in the transport's buffer after the kernel
-socket buffer is full). When a new frame would exceed it (and the queue is not empty), the
-``slow_reader`` policy applies:
+with unread data only affects itself (BIND 10 stalled or crashed). Every limit below is a
+named constant with a keyword argument (and a ``pyzenoh msgq`` option) to change it, is counted
+in ``stats`` and is logged (the first event of each kind in full, then a periodic summary).
 
-* ``"disconnect"`` (default): the client is disconnected at once (like BIND 10 from 2011, which
-  dropped clients that did not drain), so it notices instead of silently missing messages;
-* ``"drop"``: that frame is not queued for that client (like the 2009 C msgq); the client stays.
+* **Output queue** (per client): frames wait in user space while the client's socket buffer is
+  full, up to ``max_queue_bytes`` (default: :data:`DEFAULT_MAX_QUEUE_BYTES`, 64 MiB, or four
+  maximal frames if ``max_frame_size`` is raised beyond about 32 MiB) and ``max_queue_messages``
+  (:data:`DEFAULT_MAX_QUEUE_MESSAGES`). A client with nothing pending always accepts the next
+  frame, and ``max_queue_bytes`` must hold two maximal frames, so any legal frame (up to
+  ``max_frame_size``) reaches a client that reads, even behind another one. When a frame does
+  not fit, the ``slow_reader`` policy applies:
 
-Both are counted in ``stats`` (``slow_disconnects``, ``queue_drops``) and logged. At most
-``max_clients`` clients are accepted; more are closed at once. A frame whose length prefix
-says more than ``max_frame_size`` disconnects its sender.
+  - ``"disconnect"`` (default): the client is disconnected at once (``slow_disconnects``; like
+    BIND 10 from 2011, which dropped clients that did not drain), so it notices instead of
+    silently missing messages;
+  - ``"drop"``: that frame is not queued for that client (``queue_drops``; like the 2009 C
+    msgq); the client stays.
+
+  ``queue_peak_bytes`` in ``stats`` is the most any client has had pending.
+* **Stopped readers** (``slow_reader_timeout``, :data:`DEFAULT_SLOW_READER_TIMEOUT`): "not
+  reading" is judged on progress, not on a byte count: a client that has data pending and takes
+  not a single byte of it for that long is disconnected (``stalled_disconnects``), whatever the
+  policy. A client that keeps reading, however slowly, keeps everything (within the queue
+  limits), in order. Other clients never wait for it.
+* **Handshake and partial frames** (``handshake_timeout``, ``frame_stall_timeout``): see
+  :mod:`pyzenoh.msgq.core`. A connection that has not issued one valid command within
+  :data:`~pyzenoh.msgq.core.DEFAULT_HANDSHAKE_TIMEOUT` seconds is closed; so is a client that
+  stops in the middle of a frame.
+* **Client cap** (``max_clients``, :data:`DEFAULT_MAX_CLIENTS`) counts every connection (it
+  bounds sockets). At the cap, a newcomer evicts the connection that has waited longest
+  without issuing a valid command (``evicted_clients``); only when every connection is an
+  established client is the newcomer refused (``refused_clients``). The reasoning is in
+  ``_Connection.connection_made``.
+* A frame whose length prefix says more than ``max_frame_size`` disconnects its sender.
 
 Bridge
 ------
@@ -62,12 +84,22 @@ from enum import StrEnum
 from typing import Any, Self
 
 from pyzenoh.errors import UsageError
-from pyzenoh.msgq.core import Action, Deliver, MsgqCore, MsgqObserver
+from pyzenoh.msgq.core import (
+    DEFAULT_FRAME_STALL_TIMEOUT,
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    Action,
+    Deliver,
+    MsgqCore,
+    MsgqObserver,
+)
+from pyzenoh.msgq.flow import OutputQueue
 from pyzenoh.msgq.frame import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = [
     "DEFAULT_MAX_CLIENTS",
     "DEFAULT_MAX_QUEUE_BYTES",
+    "DEFAULT_MAX_QUEUE_MESSAGES",
+    "DEFAULT_SLOW_READER_TIMEOUT",
     "DEFAULT_SOCKET_FILE",
     "SOCKET_FILE_ENV",
     "MsgqDaemon",
@@ -81,10 +113,24 @@ log = logging.getLogger("pyzenoh.msgq")
 
 DEFAULT_SOCKET_FILE = "/usr/local/var/bind10-devel/msgq_socket"
 SOCKET_FILE_ENV = "BIND10_MSGQ_SOCKET_FILE"
-DEFAULT_MAX_QUEUE_BYTES = 4 * 1024 * 1024
-"""Bytes a client may have waiting in user space before the slow-reader policy applies."""
+DEFAULT_MAX_QUEUE_BYTES = 64 * 1024 * 1024
+"""Bytes a client may have pending (in user space) before the slow-reader policy applies:
+four maximal frames at the default ``max_frame_size``. Must be at least two maximal frames."""
+DEFAULT_MAX_QUEUE_MESSAGES = 65536
+"""Frames a client may have waiting in its queue before the slow-reader policy applies."""
+DEFAULT_SLOW_READER_TIMEOUT = 30.0
+"""Seconds a client may leave pending data untouched (not one byte read) before it is
+disconnected. BIND 10 (2011) allowed 0.1 s; a module busy for a few seconds is not dead."""
 DEFAULT_MAX_CLIENTS = 1024
 """BIND 10 listened with a backlog of 1024; we also cap the connected clients."""
+LENGTH_FIELD_SIZE = 4
+"""A frame on the wire is this plus its total length field (at most ``max_frame_size``)."""
+TRANSPORT_HIGH_WATER = 256 * 1024
+"""Bytes handed to a client's transport beyond what its socket took, before the rest waits in
+its :class:`~pyzenoh.msgq.flow.OutputQueue` (which counts and limits messages)."""
+MIN_TICK_INTERVAL = 0.05
+MAX_TICK_INTERVAL = 1.0
+"""Bounds on the period of the deadline checks (a quarter of the shortest timeout)."""
 
 
 class SlowReaderPolicy(StrEnum):
@@ -123,16 +169,37 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.cid = 0
         self.dropping = False
+        self.paused = False
+        self.out = OutputQueue(daemon.max_queue_bytes, daemon.max_queue_messages)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         daemon = self.daemon
+        core = daemon.core
         if len(daemon._conns) >= daemon.max_clients:
-            log.warning("msgq: refusing a client: %d clients connected", len(daemon._conns))
-            transport.abort()
-            return
-        self.cid = daemon.core.connect(time.time())
+            # The cap bounds sockets, so it counts every connection. At the cap, the one to give
+            # up is the connection that has waited longest without issuing a valid command:
+            # BIND 10's clients send getlname as soon as they connect, so a real client spends
+            # milliseconds unestablished and the oldest silent connection is the least likely
+            # to be one. A running module is never evicted for a newcomer, and a crowd of
+            # connections that never speak cannot lock a (re)starting module out. (Counting
+            # only established clients would leave the number of sockets unbounded.) Only when
+            # every connection is an established client is the newcomer refused.
+            victim = core.oldest_unestablished()
+            if victim is None:
+                core.counters.refused_clients += 1
+                core.events.event(
+                    "refused_clients", logging.WARNING,
+                    "msgq: refusing a client: %d established clients connected (max_clients)",
+                    len(daemon._conns),
+                )  # fmt: skip
+                transport.abort()
+                return
+            why = f"evicted for a new client at max_clients={daemon.max_clients}"
+            daemon._apply(core.kick(victim, "evicted_clients", why))
+        transport.set_write_buffer_limits(high=TRANSPORT_HIGH_WATER)
+        self.cid = core.connect(time.time())
         daemon._conns[self.cid] = self
 
     def data_received(self, data: bytes) -> None:
@@ -140,38 +207,80 @@ class _Connection(asyncio.Protocol):
             self.daemon._apply(self.daemon.core.receive(self.cid, data))
 
     def eof_received(self) -> bool:
-        if self.cid and self.daemon.core.mid_frame(self.cid):
-            log.info("msgq: %s closed in the middle of a frame", self.daemon.core.lname(self.cid))
+        core = self.daemon.core
+        if self.cid and self.cid in core.clients and core.mid_frame(self.cid):
+            core.events.event(
+                "eof_mid_frame", logging.INFO, "msgq: %s closed in the middle of a frame",
+                core.lname(self.cid),
+            )  # fmt: skip
         return False  # close our side too, as BIND 10 did on EOF
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.cid:
             core = self.daemon.core
             if exc is not None and self.cid in core.clients:
-                log.info("msgq: %s connection lost: %s", core.lname(self.cid), exc)
+                core.events.event(
+                    "connection_errors", logging.INFO, "msgq: %s connection lost: %s",
+                    core.lname(self.cid), exc,
+                )  # fmt: skip
             core.disconnect(self.cid)
             self.daemon._conns.pop(self.cid, None)
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._flush()
+
+    def _in_transport(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
 
     def write(self, data: bytes) -> None:
         transport = self.transport
         if transport is None or transport.is_closing():
             return
         daemon = self.daemon
-        queued = transport.get_write_buffer_size()
-        if queued and queued + len(data) > daemon.max_queue_bytes:
+        counters = daemon.core.counters
+        in_transport = transport.get_write_buffer_size()
+        if not self.out.admits(len(data), in_transport):
             lname = daemon.core.lname(self.cid) if self.cid in daemon.core.clients else "?"
+            pending = self.out.pending(in_transport)
             if daemon.slow_reader == SlowReaderPolicy.DROP:
-                daemon.core.counters.queue_drops += 1
+                counters.queue_drops += 1
                 if not self.dropping:
-                    log.warning("msgq: %s is not reading; dropping its messages", lname)
+                    daemon.core.events.event(
+                        "queue_drops", logging.WARNING,
+                        "msgq: %s is not keeping up (%d bytes, %d frames pending); dropping "
+                        "its messages", lname, pending, len(self.out),
+                    )  # fmt: skip
                     self.dropping = True
                 return
-            daemon.core.counters.slow_disconnects += 1
-            log.warning("msgq: %s is not reading (%d bytes queued); disconnecting", lname, queued)
+            counters.slow_disconnects += 1
+            daemon.core.events.event(
+                "slow_disconnects", logging.WARNING,
+                "msgq: %s is not keeping up (%d bytes, %d frames pending); disconnecting",
+                lname, pending, len(self.out),
+            )  # fmt: skip
             self.abort()
             return
         self.dropping = False
-        transport.write(data)
+        if self.paused or len(self.out):
+            self.out.push(data)
+        else:
+            self.out.handed_over(len(data))
+            transport.write(data)  # may call pause_writing()
+        pending = self.out.pending(transport.get_write_buffer_size())
+        counters.queue_peak_bytes = max(counters.queue_peak_bytes, pending)
+
+    def _flush(self) -> None:
+        transport = self.transport
+        while not self.paused and len(self.out) and transport is not None and not transport.is_closing():
+            transport.write(self.out.pop())  # may call pause_writing()
+
+    def check_stalled(self, now: float) -> bool:
+        """Progress check for :meth:`MsgqDaemon._tick`: True if this reader has stopped."""
+        return self.out.stalled(now, self._in_transport(), self.daemon.slow_reader_timeout)
 
     def abort(self) -> None:
         self.daemon.core.disconnect(self.cid)
@@ -192,13 +301,34 @@ class MsgqDaemon:
         hostname: str | None = None,
         observer: MsgqObserver | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
+        max_queue_bytes: int | None = None,
+        max_queue_messages: int = DEFAULT_MAX_QUEUE_MESSAGES,
         slow_reader: SlowReaderPolicy | str = SlowReaderPolicy.DISCONNECT,
+        slow_reader_timeout: float | None = DEFAULT_SLOW_READER_TIMEOUT,
         max_clients: int = DEFAULT_MAX_CLIENTS,
+        handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
+        frame_stall_timeout: float | None = DEFAULT_FRAME_STALL_TIMEOUT,
         enforce_from: bool = False,
     ) -> None:
-        if max_queue_bytes < 1 or max_clients < 1:
-            raise UsageError("max_queue_bytes and max_clients must be positive")
+        two_frames = 2 * (LENGTH_FIELD_SIZE + max_frame_size)
+        if max_queue_bytes is None:
+            max_queue_bytes = DEFAULT_MAX_QUEUE_BYTES
+            if max_queue_bytes < two_frames:
+                max_queue_bytes = 2 * two_frames
+        if max_queue_bytes < 1 or max_queue_messages < 1 or max_clients < 1:
+            raise UsageError("max_queue_bytes, max_queue_messages and max_clients must be positive")
+        if max_queue_bytes < two_frames:
+            raise UsageError(
+                f"max_queue_bytes={max_queue_bytes} must hold two maximal frames "
+                f"(2 * (4 + max_frame_size) = {two_frames})"
+            )
+        for name, value in (
+            ("slow_reader_timeout", slow_reader_timeout),
+            ("handshake_timeout", handshake_timeout),
+            ("frame_stall_timeout", frame_stall_timeout),
+        ):
+            if value is not None and not value > 0:
+                raise UsageError(f"{name} must be positive (or None for no limit)")
         try:
             self.slow_reader = SlowReaderPolicy(slow_reader)
         except ValueError:
@@ -212,9 +342,14 @@ class MsgqDaemon:
             observer=observer,
             max_frame_size=max_frame_size,
             enforce_from=enforce_from,
+            handshake_timeout=handshake_timeout,
+            frame_stall_timeout=frame_stall_timeout,
         )
         self.max_queue_bytes = max_queue_bytes
+        self.max_queue_messages = max_queue_messages
+        self.slow_reader_timeout = slow_reader_timeout
         self.max_clients = max_clients
+        self._tick_handle: asyncio.TimerHandle | None = None
         self.tcp_addresses: list[tuple[str, int]] = []
         self._conns: dict[int, _Connection] = {}
         self._servers: list[asyncio.Server] = []
@@ -246,6 +381,7 @@ class MsgqDaemon:
         except BaseException:
             await self.close()
             raise
+        self._schedule_tick()
         log.info(
             "msgq listening on %s",
             ", ".join(
@@ -268,6 +404,9 @@ class MsgqDaemon:
 
     async def close(self) -> None:
         """Stop listening, disconnect every client, unlink the socket file."""
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None
         for server in self._servers:
             server.close()
         for conn in list(self._conns.values()):
@@ -325,6 +464,43 @@ class MsgqDaemon:
     @property
     def client_count(self) -> int:
         return len(self._conns)
+
+    @property
+    def tick_interval(self) -> float:
+        """Seconds between deadline checks: a quarter of the shortest timeout, bounded."""
+        timeouts = [
+            value
+            for value in (
+                self.core.handshake_timeout,
+                self.core.frame_stall_timeout,
+                self.slow_reader_timeout,
+            )
+            if value is not None
+        ]
+        quarter = min(timeouts, default=MAX_TICK_INTERVAL * 4) / 4
+        return min(MAX_TICK_INTERVAL, max(MIN_TICK_INTERVAL, quarter))
+
+    def _schedule_tick(self) -> None:
+        if self._loop is not None and not self._closed.is_set():
+            self._tick_handle = self._loop.call_later(self.tick_interval, self._tick)
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        try:
+            self._apply(self.core.tick(now))
+            for conn in list(self._conns.values()):
+                if conn.cid in self._conns and conn.check_stalled(now):
+                    core = self.core
+                    lname = core.lname(conn.cid) if conn.cid in core.clients else "?"
+                    core.counters.stalled_disconnects += 1
+                    core.events.event(
+                        "stalled_disconnects", logging.WARNING,
+                        "msgq: %s read nothing of %d pending bytes for %g s; disconnecting",
+                        lname, conn.out.pending(conn._in_transport()), self.slow_reader_timeout,
+                    )  # fmt: skip
+                    conn.abort()
+        finally:
+            self._schedule_tick()
 
     def _apply(self, actions: list[Action]) -> None:
         for action in actions:
