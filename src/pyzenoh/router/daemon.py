@@ -252,8 +252,9 @@ class RouterDaemon:
 
     @staticmethod
     def now() -> float:
-        """Wall-clock seconds: the core derives HLC timestamps from them."""
-        return time.time()
+        """Monotonic seconds (the event loop's clock) for the core's deadlines; the core
+        gets wall-clock time separately, for HLC timestamps only."""
+        return time.monotonic()
 
     def _rearm(self) -> None:
         loop = self._loop
@@ -262,7 +263,7 @@ class RouterDaemon:
         deadline = self.core.next_deadline()
         if deadline is None:
             return
-        when = loop.time() + max(0.0, deadline - self.now())
+        when = loop.time() + max(0.0, deadline - self.now())  # both monotonic
         if self._timer is not None:
             if self._timer_when <= when:
                 return
@@ -438,15 +439,15 @@ class RouterDaemon:
         if rec is None:
             try:
                 sends = self.core.handle(
-                    face_id, message, self.now(), raw=raw, reliable=reliable
+                    face_id, message, self.now(), raw=raw, reliable=reliable, wall=time.time()
                 )
             except PeerError as exc:
                 self._bad_input(face_id, exc)
                 sends = []
             self._deliver(sends)
             return
-        # Recording: one clock read gives the rx record's time and the core's time. The
-        # rx record is written by _deliver, with the copies of a routed PUSH/REQUEST
+        # Recording: one wall-clock read gives the rx record's time and the HLC's time.
+        # The rx record is written by _deliver, with the copies of a routed PUSH/REQUEST
         # (one recorder call).
         rx_ns = _time_ns()
         if raw is None:
@@ -454,7 +455,7 @@ class RouterDaemon:
         core = self.core
         try:
             sends = core.handle(
-                face_id, message, rx_ns / 1e9, raw=raw, reliable=reliable
+                face_id, message, self.now(), raw=raw, reliable=reliable, wall=rx_ns / 1e9
             )
         except PeerError as exc:
             # The bad input is recorded before the close it causes.

@@ -120,7 +120,8 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
         self._declarations_counted = 0  # every face's declarations, at the last count
         self._declarations_since_count = 0
         self._out: list[Send] = []
-        self._now = 0.0
+        self._now = 0.0  # monotonic: deadlines
+        self._wall = 0.0  # wall clock: HLC timestamps only
         self._closing: Face | None = None  # the face remove_face is tearing down
         self._init_routers(locators)
         self._init_peers(locators)
@@ -197,18 +198,22 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
 
     def handle(
         self, face: int, msg: NetworkMessage, now: float, raw: bytes | None = None,
-        reliable: bool = True,
+        reliable: bool = True, wall: float | None = None,
     ) -> list[Send]:  # fmt: skip
         """Route one message received on ``face``.
 
+        ``now`` is monotonic seconds (query deadlines); ``wall`` the wall-clock seconds the
+        HLC stamps data with (``now`` when not given: callers with one synthetic clock).
         ``raw`` is the message's encoded bytes (lets a PUSH go out unchanged without
         re-encoding); ``reliable`` the channel it came on. Bad input from the face is
-        dropped (see :class:`Dropped`), or raises :class:`FaceLimitExceeded`.
+        dropped (see :class:`Dropped`) or refused by a named limit; a neighbour's bad
+        link state raises a :class:`~pyzenoh.errors.PeerError`.
         """
         f = self._faces.get(face)
         if f is None or face == NORTH:
             raise UsageError(f"unknown face {face}")
         self._now = now
+        self._wall = now if wall is None else wall
         out = self._out = []
         if isinstance(msg, Push):
             self._on_push(f, msg, raw, reliable)

@@ -176,6 +176,7 @@ class RoutingTables:
     _resource_refs: dict[str, int]
     _out: list[Send]
     _now: float
+    _wall: float
     _closing: Face | None
     _queries_in_flight: int
     _declarations_counted: int

@@ -92,13 +92,13 @@ class PubSub(RoutingTables):
         stamped = False
         if dests and self.config.timestamping and isinstance(body, Put):
             if body.timestamp is None:
-                body = body.with_timestamp(self._hlc.new_timestamp(self._now))
+                body = body.with_timestamp(self._hlc.new_timestamp(self._wall))
                 stamped = True
-            elif not self._hlc.update(body.timestamp, self._now):
+            elif not self._hlc.update(body.timestamp, self._wall):
                 if self.config.drop_future_timestamp:
                     self._drop(f.fid, "timestamp too far in the future", msg)
                     return
-                body = body.with_timestamp(self._hlc.new_timestamp(self._now))
+                body = body.with_timestamp(self._hlc.new_timestamp(self._wall))
                 stamped = True
         self.stats.pushes_routed += 1
         if dests:
