@@ -198,6 +198,8 @@ class RouterDaemon:
             self.admin = None
         for task in self._connectors:
             task.cancel()
+        for listener in self.listeners:
+            listener.server.close()  # no new session once shutdown begins (as zenohd)
         links = [f.link for f in self._faces.values() if f.link is not None]
         await asyncio.gather(*(link.aclose(CloseReason.GENERIC) for link in links), return_exceptions=True)
         for listener in self.listeners:
