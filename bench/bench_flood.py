@@ -17,68 +17,31 @@ import argparse
 import json
 import os
 import platform
-import signal
 import socket
 import statistics
 import subprocess
 import sys
-import textwrap
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import zenoh
+from common import rss_mb, start_pyzenoh_router, start_real_router, stop
 
 from pyzenoh.codec import Declare, DeclareSubscriber, WhatAmI, WireExpr, ZenohId
-from pyzenoh.localnet import free_port, wait_listening
+from pyzenoh.localnet import free_port
 from pyzenoh.transport.link import Link, LinkClosed, LinkConfig, Role
 
-ZENOH_ROUTER = textwrap.dedent(
-    """
-    import sys, zenoh
-    conf = zenoh.Config()
-    conf.insert_json5("mode", '"router"')
-    conf.insert_json5("listen/endpoints", '["tcp/127.0.0.1:%d"]')
-    conf.insert_json5("scouting/multicast/enabled", "false")
-    s = zenoh.open(conf)
-    print("ready", flush=True)
-    sys.stdin.read()
-    """
-)
 #: Bound on each phase (seconds): nothing here waits longer.
 PHASE_TIMEOUT = 120.0
 PING_PERIOD = 0.05
 
 
-def start_router(kind: str, port: int) -> subprocess.Popen[bytes]:
+def start_router(kind: str, port: int, tmp: Path) -> subprocess.Popen[bytes]:
     if kind == "zenoh":
-        proc = subprocess.Popen([sys.executable, "-c", ZENOH_ROUTER % port],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
-        assert proc.stdout is not None
-        proc.stdout.readline()
-    else:
-        proc = subprocess.Popen([sys.executable, "-m", "pyzenoh", "--log-level", "error", "router",
-                                 "-l", f"tcp/127.0.0.1:{port}"])  # fmt: skip
-    wait_listening(port, proc)
-    return proc
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.stdin is not None:
-        proc.stdin.close()
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+        return start_real_router(port)
+    return start_pyzenoh_router(port, tmp / "router.json5", log_level="error")
 
 
 class Flooder:
@@ -116,7 +79,8 @@ def session(port: int) -> zenoh.Session:
 
 def run_case(kind: str, args: argparse.Namespace) -> dict[str, float]:
     port = free_port()
-    router = start_router(kind, port)
+    tmp = Path(tempfile.mkdtemp(prefix="benchflood"))
+    router = start_router(kind, port, tmp)
     pings: list[tuple[float, int]] = []
     stop_pinging = threading.Event()
     healthy = session(port)

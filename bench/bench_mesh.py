@@ -54,7 +54,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyzenoh.localnet import free_port, wait_listening
+from common import cpu_model, start_pyzenoh_router, start_real_router, stop
+
+from pyzenoh.localnet import free_port
 
 #: Longest wait for a router to start, and for a route to come up across a mesh.
 START_S = 30.0
@@ -72,20 +74,6 @@ LABELS = {
 }
 #: Router kinds of a line (R1, R2) per case.
 LINE_KINDS = {REAL: (REAL, REAL), PYZENOH: (PYZENOH, PYZENOH), MIXED: (REAL, PYZENOH)}
-
-REAL_ROUTER = textwrap.dedent(
-    """
-    import json, sys, zenoh
-    zenoh.init_log_from_env_or("warn")
-    conf = zenoh.Config()
-    for key, value in json.loads(sys.argv[1]).items():
-        conf.insert_json5(key, json.dumps(value))
-    session = zenoh.open(conf)
-    print("ready", flush=True)
-    sys.stdin.read()  # until the parent closes our stdin (or dies)
-    session.close()
-    """
-)
 
 # Shared by the driver scripts: client sessions and a bounded wait.
 PRELUDE = textwrap.dedent(
@@ -294,23 +282,11 @@ class Mesh:
         endpoints = [self.routers[c].endpoint for c in connect]
         with r.log.open("ab") as log:
             if kind == REAL:
-                conf = {"mode": "router", "listen/endpoints": [r.endpoint], "connect/endpoints": endpoints,
-                        "scouting/multicast/enabled": False, "timestamping/enabled": {"router": True}}  # fmt: skip
-                env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
-                r.proc = subprocess.Popen([sys.executable, "-c", REAL_ROUTER, json.dumps(conf)],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)  # fmt: skip
-                assert r.proc.stdout is not None
-                ready, _, _ = select.select([r.proc.stdout], [], [], START_S)
-                if not ready or not r.proc.stdout.readline().startswith(b"ready"):
-                    raise RuntimeError(f"real router {name} did not start; see {r.log}")
+                r.proc = start_real_router(r.port, {"connect/endpoints": endpoints,
+                                                    "timestamping/enabled": {"router": True}}, log)  # fmt: skip
             else:
-                cfg = self.tmp / f"{self.tag}-{name}.json5"
-                tree = {"mode": "router", "listen": {"endpoints": [r.endpoint]}, "connect": {"endpoints": endpoints},
-                        "scouting": {"multicast": {"enabled": False}}}  # fmt: skip
-                cfg.write_text(json.dumps(tree))
-                cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-c", str(cfg)]
-                r.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        wait_listening(r.port, r.proc, START_S)
+                r.proc = start_pyzenoh_router(r.port, self.tmp / f"{self.tag}-{name}.json5",
+                                              {"connect": {"endpoints": endpoints}}, log, "info")  # fmt: skip
         return r
 
     def kill(self, name: str) -> None:
@@ -333,22 +309,6 @@ def mesh(tmp: Path, tag: str) -> Iterator[Mesh]:
         yield m
     finally:
         m.close()
-
-
-def stop(proc: subprocess.Popen[Any]) -> None:
-    """Stop ``proc`` by PID: close its stdin, SIGTERM, then SIGKILL, each wait bounded."""
-    if proc.stdin is not None:
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(STOP_S)
 
 
 def run_driver(script: str, args: list[str], timeout: float) -> dict[str, Any]:
@@ -428,16 +388,6 @@ def reconvergence(kind: str, args: argparse.Namespace, tmp: Path, tag: str, vict
             return {"error": f"driver exited with {driver.returncode}: {err.strip()[-800:]}"}
         result: dict[str, Any] = json.loads(lines[-1])
         return result
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def med(results: list[dict[str, Any]], key: str) -> float:

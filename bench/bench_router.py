@@ -15,7 +15,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,20 +22,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from pyzenoh.localnet import free_port, wait_listening
+from common import cpu_model, start_pyzenoh_router, start_real_router, stop
 
-ZENOH_ROUTER = textwrap.dedent(
-    """
-    import sys, time, zenoh
-    conf = zenoh.Config()
-    conf.insert_json5("mode", '"router"')
-    conf.insert_json5("listen/endpoints", '["tcp/127.0.0.1:%d"]')
-    conf.insert_json5("scouting/multicast/enabled", "false")
-    s = zenoh.open(conf)
-    print("ready", flush=True)
-    sys.stdin.read()
-    """
-)
+from pyzenoh.localnet import free_port
 
 DRIVER = textwrap.dedent(
     """
@@ -87,35 +75,16 @@ DRIVER = textwrap.dedent(
 
 
 
-def start_router(kind: str, port: int, record_dir: Path | None) -> subprocess.Popen[bytes]:
+def start_router(kind: str, port: int, record_dir: Path | None, tmp: Path) -> subprocess.Popen[bytes]:
     if kind == "zenoh":
-        proc = subprocess.Popen([sys.executable, "-c", ZENOH_ROUTER % port],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
-        assert proc.stdout is not None
-        proc.stdout.readline()
-    else:
-        cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router", "-l", f"tcp/127.0.0.1:{port}"]
-        if record_dir is not None:
-            cmd += ["--record", str(record_dir)]
-        proc = subprocess.Popen(cmd)
-    wait_listening(port)
-    return proc
+        return start_real_router(port)
+    tree = {} if record_dir is None else {"pyzenoh": {"record": {"dir": str(record_dir)}}}
+    return start_pyzenoh_router(port, tmp / f"router-{port}.json5", tree)
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.stdin is not None:
-        proc.stdin.close()
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def run_case(kind: str, args: argparse.Namespace, record_dir: Path | None = None) -> dict[str, float]:
+def run_case(kind: str, args: argparse.Namespace, tmp: Path, record_dir: Path | None = None) -> dict[str, float]:
     port = free_port()
-    router = start_router(kind, port, record_dir)
+    router = start_router(kind, port, record_dir, tmp)
     try:
         out = subprocess.run(
             [sys.executable, "-c", DRIVER, f"tcp/127.0.0.1:{port}", str(args.seconds),
@@ -129,16 +98,6 @@ def run_case(kind: str, args: argparse.Namespace, record_dir: Path | None = None
     return result
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=5.0)
@@ -150,9 +109,9 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="benchrec"))
     try:
         results = {
-            "zenoh router (eclipse-zenoh 1.10.2)": run_case("zenoh", args),
-            "pyzenoh router": run_case("pyzenoh", args),
-            "pyzenoh router --record": run_case("pyzenoh", args, tmp / "rec"),
+            "zenoh router (eclipse-zenoh 1.10.2)": run_case("zenoh", args, tmp),
+            "pyzenoh router": run_case("pyzenoh", args, tmp),
+            "pyzenoh router --record": run_case("pyzenoh", args, tmp, tmp / "rec"),
         }
         rec_bytes = sum(f.stat().st_size for f in (tmp / "rec").glob("*"))
     finally:

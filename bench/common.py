@@ -1,0 +1,112 @@
+"""What the side-by-side benchmarks share: starting a real or a pyzenoh router on
+127.0.0.1, stopping any process by PID, and reading the machine and a process's memory.
+
+Imported by the ``bench_*.py`` scripts (run as ``python bench/bench_x.py``, so this
+folder is on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import IO, Any
+
+from pyzenoh.localnet import wait_listening
+
+#: Longest wait for a router to start listening.
+START_S = 30.0
+#: Graceful stop budget for a process before it is SIGKILLed.
+STOP_S = 10.0
+
+#: A real eclipse-zenoh 1.10.2 router: argv[1] is a JSON object of config key -> value.
+REAL_ROUTER = textwrap.dedent(
+    """
+    import json, sys, zenoh
+    zenoh.init_log_from_env_or("warn")
+    conf = zenoh.Config()
+    for key, value in json.loads(sys.argv[1]).items():
+        conf.insert_json5(key, json.dumps(value))
+    session = zenoh.open(conf)
+    print("ready", flush=True)
+    sys.stdin.read()  # until the parent closes our stdin (or dies)
+    session.close()
+    """
+)
+
+
+def start_real_router(port: int, conf: dict[str, Any] | None = None, log: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
+    """A real router listening on 127.0.0.1:``port`` (multicast scouting off), ``conf``
+    keys (``"connect/endpoints"``, ...) on top; returns once it listens."""
+    full: dict[str, Any] = {"mode": "router", "listen/endpoints": [f"tcp/127.0.0.1:{port}"],
+                            "scouting/multicast/enabled": False}  # fmt: skip
+    full.update(conf or {})
+    env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
+    proc = subprocess.Popen([sys.executable, "-c", REAL_ROUTER, json.dumps(full)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=log, env=env)  # fmt: skip
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], START_S)
+    if not ready or not proc.stdout.readline().startswith(b"ready"):
+        stop(proc)
+        raise RuntimeError("the real router did not start")
+    wait_listening(port, proc, START_S)
+    return proc
+
+
+def start_pyzenoh_router(
+    port: int, config_file: Path, tree: dict[str, Any] | None = None, log: IO[bytes] | None = None,
+    log_level: str = "warning",
+) -> subprocess.Popen[bytes]:  # fmt: skip
+    """``pyzenoh router`` listening on 127.0.0.1:``port`` (multicast scouting off), with
+    ``tree`` (a JSON5 config tree) merged in and written to ``config_file``."""
+    full: dict[str, Any] = {"mode": "router", "listen": {"endpoints": [f"tcp/127.0.0.1:{port}"]},
+                            "scouting": {"multicast": {"enabled": False}}}  # fmt: skip
+    full.update(tree or {})
+    config_file.write_text(json.dumps(full))
+    cmd = [sys.executable, "-m", "pyzenoh", "--log-level", log_level, "router", "-c", str(config_file)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT if log else None)
+    wait_listening(port, proc, START_S)
+    return proc
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Stop ``proc`` by PID: close its stdin, SIGTERM, then SIGKILL, each wait bounded."""
+    if proc.stdin is not None:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(STOP_S)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process ``pid`` in MiB (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
