@@ -20,7 +20,7 @@ from pyzenoh.errors import UsageError
 
 # Cache sizes: keys seen on the wire repeat a lot; the caches are bounded so a peer that
 # sends many distinct keys only costs this many entries.
-VALIDATION_CACHE_SIZE = 1 << 14
+VALIDATION_CACHE_SIZE = 1 << 13  # see relations.CHUNKS_CACHE_SIZE
 
 
 class KeyExprErrorKind(Enum):

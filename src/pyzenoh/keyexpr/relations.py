@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-# Bounded memo sizes: entries are small tuples / bools keyed by strings.
-CHUNKS_CACHE_SIZE = 1 << 16
-RELATION_CACHE_SIZE = 1 << 16
+# Bounded memo sizes: entries are small tuples / bools keyed by strings, about 0.5 KiB
+# each with their keys. A router whose clients use ever new keys (a query per key) keeps
+# these full: 8,192 entries hold the hot keys of a busy router for about 5 MB (65,536
+# held 36 MB for good, measured in bench/bench_soak.py).
+CHUNKS_CACHE_SIZE = 1 << 13
+RELATION_CACHE_SIZE = 1 << 13
 
 DOUBLE_WILD = "**"
 SINGLE_WILD = "*"
