@@ -47,7 +47,6 @@ import platform
 import re
 import select
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -59,13 +58,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from pyzenoh.localnet import free_port, wait_listening
+from common import (
+    START_S,
+    cpu_model,
+    start_pyzenoh_router,
+    start_real_router,
+    stop,
+)
 
-#: Longest wait for a router or a driver to start, and for routes to come up.
-START_S = 30.0
+from pyzenoh.localnet import free_port
+
+#: Longest wait for routes to come up (START_S, STOP_S: see common.py).
 CONVERGE_S = 20.0
-#: Graceful stop budget for a process before it is SIGKILLed.
-STOP_S = 10.0
 #: Longest wait, after the load, for late samples / token events / driver results.
 DRAIN_S = 20.0
 
@@ -78,20 +82,6 @@ REAL = "real"
 PYZENOH = "pyzenoh"
 LABELS = {REAL: "real (eclipse-zenoh 1.10.2)", PYZENOH: "pyzenoh"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-REAL_ROUTER = textwrap.dedent(
-    """
-    import json, sys, zenoh
-    zenoh.init_log_from_env_or("warn")
-    conf = zenoh.Config()
-    for key, value in json.loads(sys.argv[1]).items():
-        conf.insert_json5(key, json.dumps(value))
-    session = zenoh.open(conf)
-    print("ready", flush=True)
-    sys.stdin.read()  # until the parent closes our stdin (or dies)
-    session.close()
-    """
-)
 
 # Shared by the driver scripts: client sessions, a bounded wait, pacing, the result line.
 PRELUDE = textwrap.dedent(
@@ -400,22 +390,6 @@ def subscriber_specs(publishers: int) -> list[tuple[str, str, list[int]]]:
     return [("exact p0", "soak/ps/p0", [0]), ("soak/ps/*", "soak/ps/*", every), ("soak/**", "soak/**", every)]
 
 
-def stop(proc: subprocess.Popen[Any]) -> None:
-    """Stop ``proc`` by PID: close its stdin, SIGTERM, then SIGKILL, each wait bounded."""
-    if proc.stdin is not None:
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(STOP_S)
-
-
 def read_rss_kb(pid: int) -> int | None:
     """VmRSS of ``pid`` in kB, None once it is gone."""
     try:
@@ -486,28 +460,12 @@ class Run:
         return path
 
     def start_router(self, port: int) -> subprocess.Popen[bytes]:
-        endpoint = f"tcp/127.0.0.1:{port}"
         with self.log_path("router").open("ab") as log:
             if self.kind == REAL:
-                conf = {"mode": "router", "listen/endpoints": [endpoint], "scouting/multicast/enabled": False,
-                        "timestamping/enabled": {"router": True}}  # fmt: skip
-                env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
-                proc = subprocess.Popen([sys.executable, "-c", REAL_ROUTER, json.dumps(conf)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)  # fmt: skip
-                self.procs["router"] = proc
-                assert proc.stdout is not None
-                ready, _, _ = select.select([proc.stdout], [], [], START_S)
-                if not ready or not proc.stdout.readline().startswith(b"ready"):
-                    raise RuntimeError(f"real router did not start; see {self.logs['router']}")
+                proc = start_real_router(port, {"timestamping/enabled": {"router": True}}, log)
             else:
-                cfg = self.tmp / f"{self.kind}-router.json5"
-                tree = {"mode": "router", "listen": {"endpoints": [endpoint]},
-                        "scouting": {"multicast": {"enabled": False}}}  # fmt: skip
-                cfg.write_text(json.dumps(tree))
-                cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-c", str(cfg)]
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-                self.procs["router"] = proc
-        wait_listening(port, proc, START_S)
+                proc = start_pyzenoh_router(port, self.tmp / f"{self.kind}-router.json5", None, log, "info")
+        self.procs["router"] = proc
         return proc
 
     def spawn(self, name: str, script: str, args: list[str]) -> subprocess.Popen[str]:
@@ -751,16 +709,6 @@ def anomalies_of(kind: str, r: dict[str, Any]) -> list[str]:
             out.append(f"{tag}: log {name}: {found['traceback']} Traceback, {found['error']} ERROR lines: "
                        f"{found['examples'][:3]}")  # fmt: skip
     return out
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def ratio(ours: float | None, base: float | None) -> float | None:
