@@ -331,9 +331,13 @@ class RouterDaemon:
             self._refuse("max_sessions", _address(link.remote_address))
             link.close(CloseReason.MAX_SESSIONS)
             return
-        if ev.whatami is WhatAmI.ROUTER and any(f.zid == ev.zid for f in self._faces.values()):
-            # One session per router neighbour (zenohd keeps the first one too).
-            log.info("refusing a second link from router %s", ev.zid)
+        if ev.zid == self.zid:
+            log.info("refusing a session that claims this router's own id %s", ev.zid)
+            link.close(CloseReason.CONNECTION_TO_SELF)
+            return
+        if any(f.zid == ev.zid for f in self._faces.values()):
+            # One session per remote id (zenohd's max_links 1 keeps the first one too).
+            log.info("refusing a second session from %s %s", ev.whatami, ev.zid)
             link.close(CloseReason.MAX_LINKS)
             return
         face_id = self._new_face_id()

@@ -167,8 +167,14 @@ class RouterRegion(PubSub, Queries, Tokens):
                         self._send_north(d, DeclareToken(0, self._decl_key(d, key)), root)
 
     def _forget_routers(self, removed: Sequence[ZenohId]) -> None:
-        """Routers that became unreachable: every entity they owned goes."""
+        """Routers that became unreachable: every entity they owned goes. So do those of
+        owners the graph no longer holds at all (a neighbour may name a node no link
+        reaches, and declare for it: nothing else would ever remove those)."""
         gone = set(removed)
+        net = self._net
+        for table in (self._router_subs, self._router_tokens, self._router_qabls):
+            for owners in table.values():
+                gone.update(o for o in owners if net.index_of(o) is None)
         if not gone:
             return
         for key in [k for k, owners in self._router_subs.items() if owners & gone]:
