@@ -35,6 +35,8 @@ from pyzenoh.codec import (
 )
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.router.admin import AdminSpace
+from pyzenoh.router.admission import Admission
+from pyzenoh.router.backpressure import BLOCK_WAIT_SHARE, BlockBackPressure
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.memory import (
     RELEASE_AFTER_ENTITIES,
@@ -59,11 +61,6 @@ log = logging.getLogger(__name__)
 
 #: A face whose queue holds more than this many times the soft cap is closed.
 HARD_CAP_FACTOR = 4
-#: The share of ``block/wait_before_close`` a router gives a full destination before
-#: closing it. The publisher behind the router runs the same timer (zenohd's default is
-#: 5 s on both sides) from a few milliseconds later, when its own queue fills: waiting the
-#: whole time would let the publisher give up on the router at about the same moment.
-BLOCK_WAIT_SHARE = 0.5
 #: Recording: the memo of received keys is cleared when it holds this many.
 RX_KEY_MEMO_SIZE = 4096
 
@@ -150,17 +147,11 @@ class RouterDaemon:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.admin: AdminSpace | None = None
         self._scouting: Responder | None = None
-        # Block back-pressure: the face whose message is being routed, the faces paused
-        # for each full destination, and the destinations each paused face waits for.
+        # Block back-pressure pauses the face whose message is being routed (-1: none).
         self._ingress = -1
-        self._blocking: dict[int, set[int]] = {}
-        self._waiting_for: dict[int, set[int]] = {}
-        # Admission: accepted connections not established yet, and the address of every
-        # accepted connection still open (id(link) -> IP) with its count per address.
-        self._handshaking: set[int] = set()
-        self._address_of: dict[int, str] = {}
-        self._links_per_address: dict[str, int] = {}
-        self._refusals_logged: set[str] = set()
+        self.backpressure = BlockBackPressure(
+            config.block_wait_before_close_us / 1e6 * BLOCK_WAIT_SHARE, self._link_of, self._on_stalled)
+        self.admission = Admission(config, self.stats.refused)
         # Entities gone since memory was last given back (see router/memory.py).
         self._entities_freed = 0
         self._release: asyncio.TimerHandle | None = None
@@ -295,40 +286,12 @@ class RouterDaemon:
 
     def _admit(self, link: TcpLink) -> bool:
         """An accepted connection may start its handshake (False: dropped at once)."""
-        cfg = self.config
-        address = link.remote_address[0] if link.remote_address else ""
-        if len(self._handshaking) >= cfg.accept_pending:
-            return self._refuse("accept_pending", address)
-        if self._links_per_address.get(address, 0) >= cfg.max_links_per_address:
-            return self._refuse("max_links_per_address", address)
-        self._handshaking.add(id(link))
-        self._address_of[id(link)] = address
-        self._links_per_address[address] = self._links_per_address.get(address, 0) + 1
-        return True
-
-    def _refuse(self, limit: str, address: str) -> bool:
-        refused = self.stats.refused
-        refused[limit] = refused.get(limit, 0) + 1
-        if limit not in self._refusals_logged:  # once per limit: a flood must not flood the log
-            self._refusals_logged.add(limit)
-            log.warning("refusing a connection from %s: %s (%d) reached (logged once; counted in "
-                        "the admin space metrics)", address, limit, getattr(self.config, limit))  # fmt: skip
-        return False
-
-    def _forget_connection(self, link: TcpLink) -> None:
-        self._handshaking.discard(id(link))
-        address = self._address_of.pop(id(link), None)
-        if address is not None:
-            left = self._links_per_address[address] - 1
-            if left:
-                self._links_per_address[address] = left
-            else:
-                del self._links_per_address[address]
+        return self.admission.admit(id(link), link.remote_address[0] if link.remote_address else "")
 
     def _on_established(self, link: TcpLink, ev: Established) -> None:
-        self._handshaking.discard(id(link))
+        self.admission.established(id(link))
         if sum(1 for f in self._faces.values() if f.link is not None) >= self.config.max_sessions:
-            self._refuse("max_sessions", _address(link.remote_address))
+            self.admission.refuse("max_sessions", _address(link.remote_address))
             link.close(CloseReason.MAX_SESSIONS)
             return
         if ev.zid == self.zid:
@@ -359,9 +322,9 @@ class RouterDaemon:
         self._deliver(sends)
 
     def _on_closed(self, link: TcpLink, ev: LinkClosed) -> None:
-        if id(link) in self._handshaking:
+        if self.admission.in_handshake(id(link)):
             self.stats.handshakes_failed += 1
-        self._forget_connection(link)
+        self.admission.closed(id(link))
         face_id = self._face_of_link.pop(id(link), None)
         if face_id is None:
             return
@@ -373,8 +336,7 @@ class RouterDaemon:
         if self.recorder is not None:
             self.recorder.link_closed(time.time_ns(), face_id, f"{reason}: {ev.detail}".strip())
         self._rx_keys.clear()
-        for dest in self._waiting_for.pop(face_id, ()):
-            self._blocking.get(dest, set()).discard(face_id)
+        self.backpressure.face_closed(face_id)
         self._note_entities_freed(face_id)
         self._deliver(self.core.remove_face(face_id, self.now()))
 
@@ -598,42 +560,23 @@ class RouterDaemon:
             rec.messages(rx_ns, "tx", rx_key, copies, cause)
         self._rearm()
 
-    # --- Block back-pressure -----------------------------------------------------------
+    # --- Block back-pressure (router/backpressure.py) -----------------------------------
 
     def _block(self, dest: int, dest_link: TcpLink) -> None:
         """Pause the face being routed from until ``dest`` has room again."""
         src = self._faces.get(self._ingress)
-        if src is None or src.link is None or src.face_id == dest:
+        if src is None or src.link is None:
             return  # a local face or the timer: nothing to pause (the hard cap still holds)
-        waiting = self._waiting_for.setdefault(src.face_id, set())
-        if not waiting:
-            src.link.pause_reading()
-        waiting.add(dest)
-        blocked = self._blocking.get(dest)
-        if blocked is None:
-            blocked = self._blocking[dest] = set()
-            asyncio.create_task(self._await_room(dest, dest_link))
-        blocked.add(src.face_id)
+        self.backpressure.block(src.face_id, src.link, dest, dest_link)
 
-    async def _await_room(self, dest: int, link: TcpLink) -> None:
-        wait = self.config.block_wait_before_close_us / 1e6 * BLOCK_WAIT_SHARE
-        try:
-            await asyncio.wait_for(link.wait_writable(), wait)
-        except TimeoutError:
-            self.stats.faces_closed_slow += 1
-            log.warning("face %d stayed full for %.1f s with Block messages queued; closing it",
-                        dest, wait)  # fmt: skip
-            self._close_face(dest, CloseReason.UNRESPONSIVE)
-        for src in self._blocking.pop(dest, ()):
-            waiting = self._waiting_for.get(src)
-            if waiting is None:
-                continue
-            waiting.discard(dest)
-            if not waiting:
-                del self._waiting_for[src]
-                face = self._faces.get(src)
-                if face is not None and face.link is not None:
-                    face.link.resume_reading()
+    def _link_of(self, face_id: int) -> TcpLink | None:
+        face = self._faces.get(face_id)
+        return None if face is None else face.link
+
+    def _on_stalled(self, face_id: int, waited: float) -> None:
+        self.stats.faces_closed_slow += 1
+        log.warning("face %d stayed full for %.1f s with Block messages queued; closing it", face_id, waited)
+        self._close_face(face_id, CloseReason.UNRESPONSIVE)
 
     def _record_tx(self, send: Send, data: bytes, cause: int) -> None:
         key = self.core.key_of(send.face, send.message, incoming=False)
