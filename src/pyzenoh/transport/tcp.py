@@ -157,7 +157,10 @@ class TcpLink(asyncio.Protocol):
         link = self.link
         assert link is not None
         events = link.receive_data(data, self._loop.time())
-        if len(events) > MAX_EVENTS_PER_TURN:
+        if self._backlog:  # read while events still waited (should not happen): keep order
+            self._backlog += events
+            events = []
+        elif len(events) > MAX_EVENTS_PER_TURN:
             self._backlog = events[MAX_EVENTS_PER_TURN:]
             events = events[:MAX_EVENTS_PER_TURN]
             self._set_reading()
