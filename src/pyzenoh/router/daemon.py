@@ -197,6 +197,9 @@ class RouterDaemon:
             await listener.close(close_links=True)
         if self._timer is not None:
             self._timer.cancel()
+        if self._release is not None:
+            self._release.cancel()
+            self._release = None
         if self.recorder is not None:
             self.recorder.close()
         log.info("router %s stopped", self.zid)
@@ -342,10 +345,9 @@ class RouterDaemon:
 
     def _note_entities_freed(self, face_id: int) -> None:
         """Give memory back once a flood of entities has gone (after the burst)."""
-        state = self.core._faces.get(face_id)
-        if state is None or self._loop is None:
+        if self._loop is None:
             return
-        self._entities_freed += state.declaration_count() + len(state.outgoing) + len(state.remote_ids)
+        self._entities_freed += self.core.entity_count(face_id)
         if self._entities_freed < RELEASE_AFTER_ENTITIES:
             return
         if self._release is not None:

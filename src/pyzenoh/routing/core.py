@@ -266,6 +266,11 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
         self._out = []
         return out
 
+    def entity_count(self, face: int) -> int:
+        """What ``face`` holds in the tables: declarations, key ids, queries it asked."""
+        f = self._faces.get(face)
+        return 0 if f is None else f.declaration_count() + len(f.remote_ids) + len(f.outgoing)
+
     def compact(self) -> None:
         """Shrink the tables a flood grew (a dict keeps its largest size when emptied)
         and empty the route caches; for the daemon to call before giving memory back."""
