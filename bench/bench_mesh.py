@@ -54,7 +54,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import cpu_model, start_pyzenoh_router, start_real_router, stop
+from common import (
+    DRIVER_PRELUDE,
+    cpu_model,
+    start_pyzenoh_router,
+    start_real_router,
+    stop,
+)
 
 from pyzenoh.localnet import free_port
 
@@ -75,24 +81,9 @@ LABELS = {
 #: Router kinds of a line (R1, R2) per case.
 LINE_KINDS = {REAL: (REAL, REAL), PYZENOH: (PYZENOH, PYZENOH), MIXED: (REAL, PYZENOH)}
 
-# Shared by the driver scripts: client sessions and a bounded wait.
-PRELUDE = textwrap.dedent(
+# Shared by the driver scripts: client sessions, a bounded wait, the result line.
+PRELUDE = DRIVER_PRELUDE + textwrap.dedent(
     """
-    import json, sys, threading, time, zenoh
-    BLOCK = zenoh.CongestionControl.BLOCK
-    def client(endpoint):
-        c = zenoh.Config()
-        c.insert_json5("mode", '"client"')
-        c.insert_json5("connect/endpoints", json.dumps([endpoint]))
-        c.insert_json5("scouting/multicast/enabled", "false")
-        return zenoh.open(c)
-    def until(pred, timeout, step=0.01):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if pred():
-                return True
-            time.sleep(step)
-        return pred()
     def done(result, *sessions):
         print(json.dumps(result), flush=True)
         for s in sessions:

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from common import (
+    DRIVER_PRELUDE,
     START_S,
     cpu_model,
     start_pyzenoh_router,
@@ -84,24 +85,9 @@ LABELS = {REAL: "real (eclipse-zenoh 1.10.2)", PYZENOH: "pyzenoh"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # Shared by the driver scripts: client sessions, a bounded wait, pacing, the result line.
-PRELUDE = textwrap.dedent(
+PRELUDE = DRIVER_PRELUDE + textwrap.dedent(
     """
-    import json, sys, threading, time, zenoh
     from collections import deque
-    BLOCK = zenoh.CongestionControl.BLOCK
-    def client(endpoint):
-        c = zenoh.Config()
-        c.insert_json5("mode", '"client"')
-        c.insert_json5("connect/endpoints", json.dumps([endpoint]))
-        c.insert_json5("scouting/multicast/enabled", "false")
-        return zenoh.open(c)
-    def until(pred, timeout, step=0.01):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if pred():
-                return True
-            time.sleep(step)
-        return pred()
     def pace(t0, i, rate):
         delay = t0 + i / rate - time.monotonic()
         if delay > 0:

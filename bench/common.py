@@ -41,6 +41,29 @@ REAL_ROUTER = textwrap.dedent(
 )
 
 
+#: The start of every driver script (eclipse-zenoh clients in a process of their own):
+#: ``client(endpoint)`` opens a client session, ``until(pred, timeout)`` waits bounded.
+DRIVER_PRELUDE = textwrap.dedent(
+    """
+    import json, sys, threading, time, zenoh
+    BLOCK = zenoh.CongestionControl.BLOCK
+    def client(endpoint):
+        c = zenoh.Config()
+        c.insert_json5("mode", '"client"')
+        c.insert_json5("connect/endpoints", json.dumps([endpoint]))
+        c.insert_json5("scouting/multicast/enabled", "false")
+        return zenoh.open(c)
+    def until(pred, timeout, step=0.01):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pred():
+                return True
+            time.sleep(step)
+        return pred()
+    """
+)
+
+
 def start_real_router(port: int, conf: dict[str, Any] | None = None, log: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
     """A real router listening on 127.0.0.1:``port`` (multicast scouting off), ``conf``
     keys (``"connect/endpoints"``, ...) on top; returns once it listens."""
