@@ -140,6 +140,8 @@ class Established:
     patch: int
     initial_sn: int  # the peer's
     own_initial_sn: int
+    #: The user name the peer authenticated with (usrpwd), None without authentication.
+    username: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

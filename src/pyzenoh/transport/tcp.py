@@ -126,6 +126,10 @@ class TcpLink(asyncio.Protocol):
         self.dropped = 0
         self.local_address: tuple[str, int] | None = None
         self.remote_address: tuple[str, int] | None = None
+        #: The link protocol as in locators ("tcp", "tls"): an access-control subject.
+        self.protocol = "tcp"
+        #: The common name of the peer's verified TLS certificate (mTLS), else None.
+        self.cert_common_name: str | None = None
         # nobody may await these: keep "exception never retrieved" quiet
         self.established.add_done_callback(_consume)
         self.closed.add_done_callback(_consume)
