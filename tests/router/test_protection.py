@@ -34,8 +34,7 @@ def small_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterPro
     tmp = tmp_path_factory.mktemp("protect")
     conf = tmp / "router.json5"
     conf.write_text(json.dumps({
-        "transport": {"link": {"tx": {"queue": {"max_bytes": QUEUE_BYTES}}}},
-        "pyzenoh": {"limits": {"max_declarations_per_face": MAX_DECLARATIONS}},
+        "pyzenoh": {"limits": {"max_declarations_per_face": MAX_DECLARATIONS, "send_queue_max_bytes": QUEUE_BYTES}},
     }))  # fmt: skip
     with run_router(tmp, "-c", str(conf)) as router:
         yield router

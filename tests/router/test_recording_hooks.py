@@ -48,6 +48,8 @@ class FakeLink:
     queued_bytes: int = 0
     closed: bool = False
     is_full: bool = False  # never full: Block back-pressure is tested on real links
+    protocol: str = "tcp"
+    cert_common_name: str | None = None
 
     @property
     def remote_address(self) -> tuple[str, int]:

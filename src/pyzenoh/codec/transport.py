@@ -13,6 +13,7 @@ from pyzenoh.codec.extensions import (
     Extension,
     KnownExtensions,
     add_optional,
+    read_extensions,
     write_extensions,
 )
 from pyzenoh.codec.network import (
@@ -72,6 +73,11 @@ EXT_LOWLATENCY = 0x05
 EXT_COMPRESSION = 0x06
 EXT_PATCH = 0x27
 EXT_REGION_NAME = 0x48
+# Inside the Auth extension's body (its own extension list): the authentication methods.
+AUTH_PUBKEY = 0x01
+AUTH_USRPWD = 0x02
+#: The bits of an Auth inner extension header that name its method (zenoh's iext ID_MASK).
+AUTH_ID_MASK = 0x0F
 # OPEN-only extensions
 EXT_MULTILINK_ACK = 0x04
 EXT_REMOTE_BOUND = 0x27
@@ -84,6 +90,46 @@ EXT_JOIN_QOS = 0x51
 EXT_JOIN_SHM = 0x52
 
 PRIORITY_DATA = 5
+
+
+# --- Auth extension body ------------------------------------------------------------------
+
+
+def read_auth_extensions(body: bytes) -> tuple[Extension, ...]:
+    """The extension list inside an Auth extension (0x43) of INIT or OPEN.
+
+    An empty body is an empty list. Malformed bodies (truncated, reserved encoding, a
+    chain that does not end with the body, trailing bytes) raise :class:`DecodeError`
+    with reason GENERIC, the reason zenohd closes with when its Auth extension fails.
+    """
+    if not body:
+        return ()
+    r = Reader(body)
+    try:
+        exts = read_extensions(r)
+        if not r.at_end():
+            raise r.fail(f"{r.remaining()} trailing bytes after the auth extension list")
+    except DecodeError as exc:
+        raise DecodeError(f"malformed auth extension: {exc.reason}", exc.offset, CloseReason.GENERIC) from None
+    return tuple(exts)
+
+
+def write_auth_extensions(exts: list[Extension] | tuple[Extension, ...]) -> bytes | None:
+    """The body of an Auth extension holding ``exts`` (None, no extension, when empty)."""
+    if not exts:
+        return None
+    out = bytearray()
+    write_extensions(out, exts)
+    return bytes(out)
+
+
+def find_auth_extension(exts: tuple[Extension, ...], method: int) -> Extension | None:
+    """The first inner extension of ``method`` (:data:`AUTH_USRPWD`...), whatever its
+    encoding and M bits: the caller checks them, as zenoh does."""
+    for ext in exts:
+        if ext.id & AUTH_ID_MASK == method:
+            return ext
+    return None
 
 
 # --- INIT ---------------------------------------------------------------------------------

@@ -29,6 +29,14 @@ Shapes are those of a real eclipse-zenoh 1.10.2 router (zenohd), measured on the
   Admin-space entities (this router's or another's) are never listed.
 * ``@/<zid>/router/route/successor/src/<zid>/dst/<zid>``: ``application/json`` string,
   when the router network can tell.
+* ``@/<zid>/router/access_control`` (pyzenoh's own; only when ``access_control`` is
+  enabled): ``application/json``
+  ``{"enabled":true,"default_permission":...,"denied":{rule:count},
+  "denials":[{"rule","flow","message","count"}],"sessions":[{"zid","interfaces",
+  "link_protocol","cert_common_name","username","subjects":[...]}]}``. zenohd counts
+  these denials only in builds with its ``stats`` feature; the same totals by rule are
+  the metric ``pyzenoh_router_access_control_denied_total{reason="<rule id>"}``
+  (``<default_permission>`` when no rule allowed it, ``<no key expression>``).
 
 Every admin key intersecting the query's key expression is answered, then one
 RESPONSE_FINAL. Replies carry the router's zid and entity id 1 as responder, no
@@ -117,9 +125,13 @@ def admin_enabled(tree: Mapping[str, Any]) -> bool:
         raise UsageError("config adminspace must be an object")
     value = node.get("enabled")
     if value is None:
-        return True
+        value = True
     if not isinstance(value, bool):
         raise UsageError(f"config adminspace/enabled must be true or false, got {value!r}")
+    # permissions/read: false makes zenohd answer no admin query: serve none either.
+    permissions = node.get("permissions")
+    if isinstance(permissions, Mapping) and permissions.get("read") is False:
+        return False
     return value
 
 
@@ -366,6 +378,7 @@ _HELP = {
     "pyzenoh_routing_requests_routed": "REQUEST messages routed.",
     "pyzenoh_routing_query_timeouts": "Query destinations that timed out.",
     "pyzenoh_routing_dropped": "Messages the routing core ignored, by reason.",
+    "pyzenoh_router_access_control_denied": "Messages access control denied, by rule id.",
 }
 #: Stats fields whose metric name says more than the field's.
 _RENAMED = {"pyzenoh_router_by_reason": "pyzenoh_router_links_closed_by_reason"}
@@ -543,6 +556,9 @@ class AdminSpace:
                 reply_key = f"{root}/{kind}/{entity_key}"
                 if intersects(key, reply_key):
                     yield reply_key, JSON_ENCODING, dump_json(sources)
+        acl = getattr(self.daemon, "access_control", None)
+        if acl is not None and intersects(key, f"{root}/access_control"):
+            yield f"{root}/access_control", JSON_ENCODING, self.access_control_payload()
         if intersects(key, f"{root}/route/successor/**"):
             for src, dst, successor in self.route_successors():
                 reply_key = f"{root}/route/successor/src/{src}/dst/{dst}"
@@ -564,6 +580,19 @@ class AdminSpace:
 
     def locators(self) -> list[str]:
         return self.daemon.locators()
+
+    def access_control_payload(self) -> bytes:
+        """Deny counters, and each session's access-control subject and matched subjects."""
+        daemon = self.daemon
+        assert daemon.access_control is not None
+        info = daemon.access_control.snapshot()
+        sessions = []
+        for face_id, face in sorted(daemon._faces.items()):
+            face_acl = daemon.core.face_acl(face_id)
+            if face.link is not None and face_acl is not None:
+                sessions.append({**face_acl.subject.to_json(), "subjects": face_acl.subject_ids})
+        info["sessions"] = sessions
+        return dump_json(info)
 
     def router_payload(self) -> bytes:
         return router_json(self.zid, self.locators(), self.sessions(), metadata=self.daemon.config.metadata)

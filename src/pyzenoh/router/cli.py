@@ -44,7 +44,11 @@ def _router(args: argparse.Namespace) -> int:
     except UsageError as exc:
         log.error("%s", exc)
         return 2
-    asyncio.run(run_router(config))
+    try:
+        asyncio.run(run_router(config))
+    except UsageError as exc:  # found at start-up (e.g. a TLS file), before serving
+        log.error("%s", exc)
+        return 2
     return 0
 
 

@@ -17,11 +17,22 @@ Recognised keys (zenohd 1.x spelling)::
         unicast: { accept_timeout: 10000, accept_pending: 100, max_sessions: 1000,
                    qos: { enabled: true } },
         link: { tx: { lease: 10000, keep_alive: 4, batch_size: 65535,
-                      queue: { max_bytes: 8388608,    // pyzenoh: per-link send queue cap
-                               congestion_control: { block: { wait_before_close: 5000000 } } } } },
+                      queue: { congestion_control: { block: { wait_before_close: 5000000 } } },
+                // tls/ endpoints: zenohd's keys, see pyzenoh.security.tls
+                tls: { root_ca_certificate: "ca.pem", listen_certificate: "cert.pem",
+                       listen_private_key: "key.pem", enable_mtls: false } },
+        // usrpwd authentication, see pyzenoh.security.usrpwd (user and password go together)
+        auth: { usrpwd: { user: "me", password: "secret", dictionary_file: "users.txt" } },
       },
+      // zenohd's access control, see pyzenoh.routing.access_control
+      access_control: { enabled: true, default_permission: "deny",
+                        rules: [{ id: "r", messages: ["put"], flows: ["ingress"],
+                                  permission: "allow", key_exprs: ["demo/**"] }],
+                        subjects: [{ id: "s", usernames: ["me"] }],
+                        policies: [{ rules: ["r"], subjects: ["s"] }] },
       pyzenoh: {                                      // settings zenohd does not have
-        limits: { max_declarations_per_face: 10000, max_declarations_total: 1000000,
+        limits: { send_queue_max_bytes: 8388608,      // per-link send queue cap
+                  max_declarations_per_face: 10000, max_declarations_total: 1000000,
                   max_pending_queries_per_face: 1000, max_pending_queries_total: 100000,
                   max_keyexpr_ids_per_face: 10000, max_links_per_address: 1000,
                   max_fragmented_message: 1073741824, max_reassembly_bytes: 268435456,
@@ -34,7 +45,10 @@ Recognised keys (zenohd 1.x spelling)::
       },
     }
 
-Unknown keys are ignored with a warning, as zenohd tolerates keys of other plugins.
+As zenohd, start-up stops on any key or value outside zenohd 1.10.2's schema (or
+pyzenoh's own section), on security settings pyzenoh does not implement, and on
+endpoints it cannot serve; other zenohd settings it ignores are named in one warning
+(pyzenoh.config).
 """
 
 from __future__ import annotations
@@ -45,20 +59,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import json5
-
+from pyzenoh.config import check_config, loads
 from pyzenoh.errors import UsageError
 from pyzenoh.router.admin import admin_enabled
 from pyzenoh.router.scouting import ScoutingSettings, scouting_settings
+from pyzenoh.routing.access_control import AccessControlConfig, parse_access_control
+from pyzenoh.security.tls import TlsConfig, tls_config
+from pyzenoh.security.usrpwd import UsrPwd, usrpwd_from_config
 
 log = logging.getLogger(__name__)
 
 DEFAULT_LISTEN = "tcp/[::]:7447"
-
-_KNOWN_TOP = {
-    "mode", "id", "listen", "connect", "queries_default_timeout", "timestamping",
-    "routing", "transport", "pyzenoh", "scouting", "adminspace", "plugins", "metadata",
-}  # fmt: skip
+FACTOR_KEY = "connect/retry/period_increase_factor"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +129,13 @@ class RouterConfig:
     retry_period_increase_factor: float = 2.0
     record: RecordSettings = field(default_factory=RecordSettings)
     msgq: MsgqSettings = field(default_factory=MsgqSettings)
+    #: transport/link/tls (files are read when the router starts).
+    tls: TlsConfig = field(default_factory=TlsConfig)
+    #: transport/auth/usrpwd: user/password presented on links this router opens, the
+    #: dictionary_file users required on every link it accepts (read when parsed).
+    usrpwd: UsrPwd | None = None
+    #: access_control (zenohd's schema and checks, see pyzenoh.routing.access_control).
+    access_control: AccessControlConfig = field(default_factory=AccessControlConfig)
 
     def with_overrides(self, **changes: Any) -> RouterConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -140,7 +159,7 @@ def _positive_int(value: Any, name: str) -> int:
 def _endpoints(value: Any, name: str) -> tuple[str, ...]:
     if isinstance(value, dict):
         # zenohd's per-mode form: { router: [...], peer: [...], client: [...] }
-        value = value.get("router", [])
+        value = value.get("router") or []  # null: none for this mode
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -151,12 +170,10 @@ def _endpoints(value: Any, name: str) -> tuple[str, ...]:
 def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
     if not isinstance(tree, dict):
         raise UsageError("a router config must be a JSON5 object")
-    for key in tree:
-        if key not in _KNOWN_TOP:
-            log.warning("ignoring unknown config key %r", key)
-    mode = tree.get("mode", "router")
+    check_config(tree, "router")  # every key and value first, each named
+    mode = tree.get("mode") or "router"
     if mode != "router":
-        raise UsageError(f"pyzenoh router only runs in mode 'router', not {mode!r}")
+        raise UsageError(f"mode: pyzenoh router only runs in mode 'router', not {mode!r}")
     zid = tree.get("id")
     if zid is not None and not isinstance(zid, str):
         raise UsageError("config id must be a hex string")
@@ -172,7 +189,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         "max_pending_queries_total": "pyzenoh/limits/max_pending_queries_total",
         "queries_default_timeout_ms": "queries_default_timeout",
         "interests_timeout_ms": "routing/interests/timeout",
-        "send_queue_max_bytes": "transport/link/tx/queue/max_bytes",
+        "send_queue_max_bytes": "pyzenoh/limits/send_queue_max_bytes",
         "block_wait_before_close_us": "transport/link/tx/queue/congestion_control/block/wait_before_close",
         "max_declarations_per_face": "pyzenoh/limits/max_declarations_per_face",
         "max_pending_queries_per_face": "pyzenoh/limits/max_pending_queries_per_face",
@@ -186,16 +203,20 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
     base = RouterConfig()
     values: dict[str, Any] = {}
     for attr, path in ints.items():
-        raw = _get(tree, path, None)
+        raw = _for_router(_get(tree, path, None), path)
         if raw is not None:
             values[attr] = _positive_int(raw, path)
+    rx_max = _get(tree, "transport/link/rx/max_message_size", None)
+    if rx_max is not None and "max_fragmented_message" not in values:  # zenohd's name for it
+        values["max_fragmented_message"] = _positive_int(rx_max, "transport/link/rx/max_message_size")
     if values.get("batch_size", 0) > 65_535:
         raise UsageError("transport/link/tx/batch_size cannot exceed 65535")
     listen = _endpoints(_get(tree, "listen/endpoints", list(base.listen)), "listen/endpoints")
     connect = _endpoints(_get(tree, "connect/endpoints", []), "connect/endpoints")
     timestamping = _get(tree, "timestamping/enabled", True)
     if isinstance(timestamping, dict):
-        timestamping = timestamping.get("router", True)
+        timestamping = timestamping.get("router")
+        timestamping = True if timestamping is None else timestamping
     qos = _get(tree, "transport/unicast/qos/enabled", True)
     rec = _get(tree, "pyzenoh/record", {})
     record = RecordSettings(
@@ -216,13 +237,25 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
         gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
         adminspace=admin_enabled(tree), metadata=tree.get("metadata"),
-        scouting=scouting_settings(tree),
-        retry_period_increase_factor=_factor(_get(tree, "connect/retry/period_increase_factor", 2.0)),
+        scouting=scouting_settings(tree), tls=tls_config(tree),
+        usrpwd=usrpwd_from_config(_get(tree, "transport/auth/usrpwd", None)),
+        access_control=parse_access_control(tree.get("access_control")),
+        retry_period_increase_factor=_factor(_for_router(_get(tree, FACTOR_KEY, None), FACTOR_KEY)),
         **values,
     )  # fmt: skip
 
 
+def _for_router(value: Any, path: str) -> Any:
+    """A connect/retry value for this router: zenohd's keys there also take a per-mode
+    object {router: .., peer: .., client: ..} (null: the default)."""
+    if path.startswith("connect/retry/") and isinstance(value, dict):
+        return value.get("router")
+    return value
+
+
 def _factor(value: Any) -> float:
+    if value is None:
+        return 2.0  # zenohd's default
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
         raise UsageError(f"config connect/retry/period_increase_factor must be >= 1, got {value!r}")
     return float(value)
@@ -234,7 +267,7 @@ def load_config(path: str | os.PathLike[str]) -> RouterConfig:
     except OSError as exc:
         raise UsageError(f"cannot read config {path}: {exc}") from exc
     try:
-        tree = json5.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"config {path} is not valid JSON5: {exc}") from exc
+        tree = loads(text)
+    except UsageError as exc:
+        raise UsageError(f"config {path}: {exc}") from exc
     return config_from_dict(tree)

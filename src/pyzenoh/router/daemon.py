@@ -33,7 +33,7 @@ from pyzenoh.codec import (
     ZenohId,
     encode_network_message,
 )
-from pyzenoh.errors import CloseReason, PeerError
+from pyzenoh.errors import CloseReason, PeerError, UsageError
 from pyzenoh.router.admin import AdminSpace
 from pyzenoh.router.admission import Admission
 from pyzenoh.router.backpressure import BLOCK_WAIT_SHARE, BlockBackPressure
@@ -45,6 +45,7 @@ from pyzenoh.router.memory import (
 )
 from pyzenoh.router.scouting import Responder, start_responder
 from pyzenoh.routing import RoutingConfig, RoutingCore, Send
+from pyzenoh.routing.access_control import AccessControl, FaceSubject, interface_names
 from pyzenoh.scouting.core import hello_locators
 from pyzenoh.scouting.udp import list_interfaces
 from pyzenoh.transport.link import (
@@ -54,8 +55,16 @@ from pyzenoh.transport.link import (
     LinkConfig,
     ReassemblyBudget,
     Received,
+    Role,
 )
-from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
+from pyzenoh.transport.tcp import (
+    Endpoint,
+    TcpLink,
+    TcpListener,
+    connect,
+    listen,
+    prepare_tls,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +99,13 @@ class RouterStats:
     faces_closed_slow: int = 0
     faces_closed_bad_input: int = 0
     handshakes_failed: int = 0
+    #: Handshakes ended by usrpwd authentication (refused credentials, in or out).
+    auth_failed: int = 0
     by_reason: dict[str, int] = field(default_factory=dict)
     #: Connections refused by a limit (RouterConfig field name -> count).
     refused: dict[str, int] = field(default_factory=dict)
+    #: Messages access control denied, by rule id (the access control's own counters).
+    access_control_denied: dict[str, int] = field(default_factory=dict)
 
 
 class RouterDaemon:
@@ -101,6 +114,12 @@ class RouterDaemon:
     def __init__(self, config: RouterConfig, *, recorder: Any = None) -> None:
         self.config = config
         self.zid = ZenohId.from_str(config.id) if config.id else ZenohId.random(os.urandom(16))
+        self.stats = RouterStats()
+        # zenohd's access control: off unless enabled (then every link's face gets a subject).
+        self.access_control: AccessControl | None = None
+        if config.access_control.enabled:
+            self.access_control = AccessControl(config.access_control)
+            self.stats.access_control_denied = self.access_control.denied_by_rule
         self.core = RoutingCore(
             self.zid,
             whatami=WhatAmI.ROUTER,
@@ -116,6 +135,7 @@ class RouterDaemon:
                 enforce_budget=config.enforce_budget,
                 gossip=config.gossip,
             ),
+            access_control=self.access_control,
         )
         self.link_config = LinkConfig(
             zid=self.zid,
@@ -127,7 +147,11 @@ class RouterDaemon:
             handshake_timeout_s=config.accept_timeout_ms / 1000.0,
             max_message_size=config.max_fragmented_message,
             reassembly_timeout_s=config.reassembly_timeout_ms / 1000.0,
+            usrpwd=config.usrpwd,
         )
+        if config.usrpwd is not None and not config.usrpwd.users and config.listen:
+            log.warning("transport/auth/usrpwd has user/password but no dictionary_file: as zenohd, "
+                        "this router requires credentials it cannot check and refuses every session it accepts")
         self.reassembly_budget = ReassemblyBudget(config.max_reassembly_bytes)
         self.recorder = recorder
         # Recording: the full key of the (face, scope, suffix, M) wire expressions of the
@@ -135,7 +159,6 @@ class RouterDaemon:
         # message. Key-expression ids change only when the core handles something else
         # (a D_KEYEXPR or U_KEYEXPR, a face coming or going): the memo is cleared then.
         self._rx_keys: dict[tuple[int, int, str, bool], str | None] = {}
-        self.stats = RouterStats()
         self.listeners: list[TcpListener] = []
         self._faces: dict[int, _Face] = {}
         self._face_of_link: dict[int, int] = {}
@@ -160,6 +183,13 @@ class RouterDaemon:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        # TLS certificates, keys and CAs are checked before anything listens: a bad one
+        # stops the start with a UsageError naming it (never a plaintext tls/ listener).
+        for endpoint in self.config.listen:
+            prepare_tls(Endpoint.parse(endpoint), self.config.tls, server_side=True)
+        for endpoint in self.config.connect:
+            if endpoint.startswith("tls/"):
+                prepare_tls(Endpoint.parse(endpoint), self.config.tls, server_side=False)
         if self.config.adminspace:
             self.admin = AdminSpace(self)
             self.admin.attach()
@@ -167,7 +197,7 @@ class RouterDaemon:
             listener = await listen(
                 endpoint, self.link_config, self._on_event,
                 max_queue_bytes=self.config.send_queue_max_bytes, admit=self._admit,
-                reassembly_budget=self.reassembly_budget,
+                reassembly_budget=self.reassembly_budget, tls=self.config.tls,
             )  # fmt: skip
             self.listeners.append(listener)
             log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))
@@ -232,9 +262,12 @@ class RouterDaemon:
                 link = await connect(
                     endpoint, self.link_config, self._on_event,
                     max_queue_bytes=cfg.send_queue_max_bytes, reassembly_budget=self.reassembly_budget,
+                    tls=cfg.tls,
                 )  # fmt: skip
             except (OSError, ConnectionError, TimeoutError) as exc:
                 log.debug("connect %s failed: %s (retry in %.1f s)", endpoint, exc, delay)
+            except UsageError as exc:  # e.g. a TLS file removed since the start
+                log.warning("connect %s: %s (retry in %.1f s)", endpoint, exc, delay)
             else:
                 established = id(link) in self._face_of_link
                 await link.closed
@@ -310,13 +343,14 @@ class RouterDaemon:
         self._faces[face_id] = _Face(face_id, link, ev.zid, ev.whatami)
         self._face_of_link[id(link)] = face_id
         self.stats.links_accepted += 1
-        log.info("face %d: %s %s from %s", face_id, ev.whatami, ev.zid, link.remote_address)
+        log.info("face %d: %s %s from %s%s", face_id, ev.whatami, ev.zid, link.remote_address,
+                 "" if ev.username is None else f" (usrpwd user {ev.username!r})")  # fmt: skip
         if self.recorder is not None:
             self.recorder.link_opened(time.time_ns(), face_id, str(ev.zid), str(ev.whatami),
-                                      _address(link.remote_address))  # fmt: skip
+                                      _address(link.remote_address, link.protocol))  # fmt: skip
         self._rx_keys.clear()
         try:
-            sends = self.core.add_face(face_id, ev.zid, ev.whatami, self.now())
+            sends = self.core.add_face(face_id, ev.zid, ev.whatami, self.now(), subject=self._subject(link, ev))
         except PeerError as exc:
             log.warning("refusing %s %s: %s", ev.whatami, ev.zid, exc)
             del self._faces[face_id], self._face_of_link[id(link)]
@@ -324,9 +358,22 @@ class RouterDaemon:
             return
         self._deliver(sends)
 
+    def _subject(self, link: TcpLink, ev: Established) -> FaceSubject | None:
+        """What access control knows of a new session (None when it is off). As zenohd,
+        the interface is the one holding the link's local address."""
+        if self.access_control is None:
+            return None
+        local = link.local_address[0] if link.local_address else None
+        return FaceSubject(ev.zid, interface_names(local, list_interfaces()), link.protocol,
+                           link.cert_common_name, ev.username)  # fmt: skip
+
     def _on_closed(self, link: TcpLink, ev: LinkClosed) -> None:
         if self.admission.in_handshake(id(link)):
             self.stats.handshakes_failed += 1
+        if ev.auth_failed:  # once per connection; the detail never holds a password
+            self.stats.auth_failed += 1
+            log.warning("usrpwd: %s %s: %s", "refused" if link.role is Role.ACCEPTOR else "refused by",
+                        _address(link.remote_address, link.protocol), ev.detail)  # fmt: skip
         self.admission.closed(id(link))
         face_id = self._face_of_link.pop(id(link), None)
         if face_id is None:
@@ -590,8 +637,8 @@ class RouterDaemon:
             face.link.close(reason)
 
 
-def _address(addr: tuple[str, int] | None) -> str:
+def _address(addr: tuple[str, int] | None, protocol: str = "tcp") -> str:
     if addr is None:
         return ""
     host, port = addr[0], addr[1]
-    return f"tcp/[{host}]:{port}" if ":" in host else f"tcp/{host}:{port}"
+    return f"{protocol}/[{host}]:{port}" if ":" in host else f"{protocol}/{host}:{port}"

@@ -9,8 +9,8 @@ API
 
 .. code-block:: python
 
-    core = RoutingCore(zid, config=RoutingConfig(), observer=None)
-    core.add_face(face, zid, whatami, now)            -> list[Send]   # after OpenAck
+    core = RoutingCore(zid, config=RoutingConfig(), observer=None, access_control=None)
+    core.add_face(face, zid, whatami, now, subject=None) -> list[Send]  # after OpenAck
     core.handle(face, msg, now, raw=None, reliable=True) -> list[Send]
     core.remove_face(face, now)                       -> list[Send]   # closed / lease expired
     core.next_deadline()                              -> float | None
@@ -36,6 +36,13 @@ API
   and destination faces of every routed PUSH), :class:`QueryRouted` and
   :class:`Dropped` events.
 * Call ``handle_timer(now)`` once ``now >= next_deadline()``: it expires queries.
+* ``access_control`` (an :class:`~pyzenoh.routing.access_control.AccessControl`, zenohd's
+  ``access_control``) filters what enters and leaves every face added with a ``subject``
+  (:class:`~pyzenoh.routing.access_control.FaceSubject`: zid, interfaces, link protocol,
+  certificate common name, username): denied messages are dropped silently and counted
+  per rule, ingress-denied declarations are not registered, egress-denied ones are
+  never sent (nor their undeclarations), a denied query or liveliness query is answered
+  with its final alone. Decisions are cached per face and, for data, in the route.
 
 Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
 =================================================================

@@ -53,6 +53,7 @@ from pyzenoh.codec import (
 from pyzenoh.codec.network import OAM_LINKSTATE
 from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExprTree
+from pyzenoh.routing.access_control import INGRESS, AccessControl, FaceAcl, FaceSubject
 from pyzenoh.routing.declared import QueryableInfo
 from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
 from pyzenoh.routing.hlc import Hlc
@@ -89,9 +90,12 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
         config: RoutingConfig = DEFAULT_CONFIG,
         observer: Callable[[RoutingEvent], None] | None = None,
         locators: Callable[[], Sequence[str]] = tuple,
+        access_control: AccessControl | None = None,
     ) -> None:
         """``locators`` gives the endpoints this router is reachable on (announced in its
-        link state to routers and, with gossip, to peers)."""
+        link state to routers and, with gossip, to peers). ``access_control`` filters
+        what faces given a subject (:meth:`add_face`) send and receive; without it
+        nothing is filtered and routing pays nothing for it."""
         self.zid = zid
         self.whatami = whatami
         self.config = config
@@ -123,19 +127,24 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
         self._now = 0.0  # monotonic: deadlines
         self._wall = 0.0  # wall clock: HLC timestamps only
         self._closing: Face | None = None  # the face remove_face is tearing down
+        self._acl = access_control
         self._init_routers(locators)
         self._init_peers(locators)
 
-    def add_face(self, face: int, zid: ZenohId, whatami: WhatAmI, now: float) -> list[Send]:
+    def add_face(self, face: int, zid: ZenohId, whatami: WhatAmI, now: float,
+                 subject: FaceSubject | None = None) -> list[Send]:  # fmt: skip
         """A session is open on ``face`` (an id >= 0).
 
         Real routers send nothing to a client then; a peer gets the router's gossip
         LINKSTATE, a router its link state (the region rules in :mod:`.peers`,
-        :mod:`.routers`).
+        :mod:`.routers`). ``subject`` (the remote's zid and link properties) puts the
+        face under access control; local faces have none, as zenohd's own sessions.
         """
         if face in self._faces or face == NORTH:
             raise UsageError(f"face {face} already exists")
         f = self._faces[face] = Face(face, zid, whatami)
+        if self._acl is not None and subject is not None:
+            f.acl = self._acl.face(subject)
         self._invalidate_routes()
         self._now = now
         out = self._out = []
@@ -258,10 +267,11 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
             q = d.pending.pop(rid)
             self.stats.query_timeouts += 1
             # Like real routers: an ERR "Timeout" naming the silent face, then the final.
-            if q.src in self._faces:
+            src = self._faces.get(q.src)
+            if src is not None:
                 err = Response(q.src_rid, EMPTY_WIRE_EXPR, Err(TIMEOUT_PAYLOAD), qos=q.qos,
                                responder=EntityGlobalId(d.zid, 0))  # fmt: skip
-                self._emit(q.src, err, q.qos)
+                self._emit_reply(src, err, None)
             self._finish_destination(q, dest)
         self._out = []
         return out
@@ -310,6 +320,17 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
 
     def faces(self) -> list[int]:
         return sorted(self._faces.keys() - {NORTH})
+
+    @property
+    def access_control(self) -> AccessControl | None:
+        """The access control in force (None: off), with its deny counters."""
+        return self._acl
+
+    def face_acl(self, face: int) -> FaceAcl | None:
+        """The access control of ``face``: its subject, the config subjects it matched
+        (None: nothing it sends or receives is filtered)."""
+        f = self._faces.get(face)
+        return None if f is None else f.acl
 
     def face_state(self, face: int) -> dict[str, object]:
         """A snapshot of what the core holds for ``face`` (for tests and diagnostics)."""
@@ -402,6 +423,9 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
             self._invalidate_routes()
         elif isinstance(body, DeclareSubscriber):
             self._on_declare_subscriber(f, body, msg)
+        elif (f.acl is not None and isinstance(body, UndeclareSubscriber | UndeclareQueryable | UndeclareToken)
+              and self._declaration_denied(f, INGRESS, body, self._undeclared_key(f, body))):  # fmt: skip
+            return  # an undeclaration naming a key its subject may not (un)declare
         elif isinstance(body, UndeclareSubscriber):
             key = f.subs.pop(body.entity_id, None)
             if key is None:

@@ -16,17 +16,30 @@ from dataclasses import dataclass, field
 from pyzenoh.codec import (
     Declare,
     DeclareKeyExpr,
+    DeclareQueryable,
     DeclareSubscriber,
     DeclareToken,
     InterestMode,
     InterestOptions,
     NetworkMessage,
+    UndeclareQueryable,
+    UndeclareSubscriber,
+    UndeclareToken,
     WhatAmI,
     WireExpr,
     ZenohId,
 )
 from pyzenoh.codec.network import QOS_DECLARE, DeclarationBody
 from pyzenoh.keyexpr import KeyExprTree, intersects, is_canonical
+from pyzenoh.routing.access_control import (
+    DECLARE_QUERYABLE,
+    DECLARE_SUBSCRIBER,
+    EGRESS,
+    INGRESS,
+    LIVELINESS_TOKEN,
+    AccessControl,
+    FaceAcl,
+)
 from pyzenoh.routing.declared import (
     DeclaredResources,
     QueryableInfo,
@@ -60,6 +73,14 @@ NORTH = -1
 
 _K = InterestOptions.KEYEXPRS
 
+#: The access-control message kind of each declaration body it filters (zenohd files an
+#: undeclaration under its declaration's kind).
+DECLARATION_MESSAGES: dict[type, int] = {
+    DeclareSubscriber: DECLARE_SUBSCRIBER, UndeclareSubscriber: DECLARE_SUBSCRIBER,
+    DeclareQueryable: DECLARE_QUERYABLE, UndeclareQueryable: DECLARE_QUERYABLE,
+    DeclareToken: LIVELINESS_TOKEN, UndeclareToken: LIVELINESS_TOKEN,
+}  # fmt: skip
+
 
 @dataclass(slots=True)
 class InterestState:
@@ -82,6 +103,7 @@ class PendingQuery:
 
 class Face:
     __slots__ = (
+        "acl",
         "fid",
         "interests",
         "is_peer",
@@ -131,6 +153,8 @@ class Face:
         self.pending: dict[int, PendingQuery] = {}  # rid we sent to this face -> its query
         self.outgoing: dict[int, PendingQuery] = {}  # qid -> queries this face asked
         self.limits_logged: set[str] = set()  # limits already logged for this face
+        #: Access control of what enters and leaves this face (None: nothing is filtered).
+        self.acl: FaceAcl | None = None
 
     def declaration_count(self) -> int:
         return len(self.subs) + len(self.qabls) + len(self.tokens) + len(self.interests)
@@ -182,6 +206,7 @@ class RoutingTables:
     _declarations_counted: int
     _declarations_since_count: int
     _route_caches: tuple[dict[object, object], ...]  # dropped by _invalidate_routes
+    _acl: AccessControl | None  # None: access control is off (no face has a FaceAcl)
 
     # Hooks the router region (:mod:`.routers`) implements: the south started or stopped
     # holding an entity on a key, so this router's own entry in the mesh changes.
@@ -214,8 +239,50 @@ class RoutingTables:
               reliable: bool = True) -> None:  # fmt: skip
         self._out.append(make_send(face, msg, qos, raw, reliable))
 
-    def _declare(self, d: Face, body: DeclarationBody, interest_id: int | None = None) -> None:
+    def _declare(self, d: Face, body: DeclarationBody, interest_id: int | None = None,
+                 key: str | None = None) -> None:  # fmt: skip
+        """Send a declaration to ``d``. ``key`` is the full key of a subscriber, queryable
+        or token (un)declaration: egress access control may hide it, and, deciding the
+        same for the undeclaration, never undeclares what it hid."""
+        if d.acl is not None and self._declaration_denied(d, EGRESS, body, key):
+            return
         self._emit(d.fid, Declare(body, interest_id, QOS_DECLARE), QOS_DECLARE)
+
+    def _egress_denied(self, d: Face, message: int, key: str | None) -> bool:
+        """Does ``d``'s access control deny sending it ``message`` on ``key`` (counted)?"""
+        acl = d.acl
+        return acl is not None and acl.denies(EGRESS, message, key)
+
+    def _declaration_denied(self, f: Face, flow: int, body: DeclarationBody, key: str | None) -> bool:
+        """Does ``f``'s access control deny this (un)declaration on ``flow`` (counted)?
+
+        Like zenohd, D_KEYEXPR, U_KEYEXPR and D_FINAL pass; an ingress undeclaration is
+        filtered only when it names its key (else it undeclares what was let in, or
+        nothing, as the routing tables decide)."""
+        message = DECLARATION_MESSAGES.get(type(body))
+        if message is None or f.acl is None:
+            return False
+        if key is None:
+            if flow == INGRESS:
+                return False
+            we = getattr(body, "wire_expr", None)  # a caller that did not name the key
+            key = None if we is None else self._sent_key(f, we)
+        return f.acl.denies(flow, message, key)
+
+    def _sent_key(self, d: Face, we: WireExpr) -> str | None:
+        """The full key of a wire expression sent to ``d``."""
+        if we.scope == 0:
+            return we.suffix
+        prefix = (d.local_ids if we.mapping_sender else d.remote_ids).get(we.scope)
+        return None if prefix is None else prefix + we.suffix
+
+    def _undeclared_key(self, f: Face, body: DeclarationBody) -> str | None:
+        """The key an undeclaration received from ``f`` names (its WireExpr extension);
+        None when it names none (1.10.2 clients send an empty one)."""
+        we = getattr(body, "ext_wire_expr", None)
+        if we is None or (we.scope == 0 and not we.suffix):
+            return None
+        return self._resolve(f, we)
 
     def _drop(self, face: int, reason: str, msg: NetworkMessage) -> None:
         self.stats.dropped[reason] = self.stats.dropped.get(reason, 0) + 1
@@ -415,6 +482,8 @@ class RoutingTables:
         key = self._resolve_key(f, body.wire_expr, msg)
         if key is None:
             return None
+        if f.acl is not None and self._declaration_denied(f, INGRESS, body, key):
+            return None  # not registered, as zenohd: silently
         old = table.get(body.entity_id)
         if old is not None:
             if old != key:

@@ -21,6 +21,11 @@ from pyzenoh.codec import (
     InterestOptions,
 )
 from pyzenoh.keyexpr import intersects
+from pyzenoh.routing.access_control import (
+    DECLARE_LIVELINESS_SUBSCRIBER,
+    INGRESS,
+    LIVELINESS_QUERY,
+)
 from pyzenoh.routing.declared import QueryableInfo, merge_queryable_infos
 from pyzenoh.routing.faces import Face, InterestState, RoutingTables
 
@@ -40,6 +45,10 @@ class Interests(RoutingTables):
             self._on_interest_final(f, msg)
             return
         options = msg.options
+        if f.acl is not None and options & _T and self._liveliness_denied(f, msg):
+            # As zenohd: not registered, and answered with D_FINAL so nothing waits.
+            self._declare(f, DeclareFinal(), iid)
+            return
         aggregate = msg.aggregate and not f.is_peer and not options & _T
         current = mode in (InterestMode.CURRENT, InterestMode.CURRENT_FUTURE)
         future = mode in (InterestMode.FUTURE, InterestMode.CURRENT_FUTURE)
@@ -72,6 +81,15 @@ class Interests(RoutingTables):
         # A router has nobody north to wait for: every accepted interest, Future ones
         # included, is final at once (checked on the wire against a 1.10.2 router).
         self._declare(f, DeclareFinal(), iid)
+
+    def _liveliness_denied(self, f: Face, msg: Interest) -> bool:
+        """Access control of a liveliness interest, as zenohd classifies it: a Current one
+        is a liveliness query, a Future one a liveliness subscriber. One with no key (or
+        an unknown key id) is denied on a filtered flow."""
+        assert f.acl is not None
+        key = None if msg.wire_expr is None else self._resolve(f, msg.wire_expr)
+        message = LIVELINESS_QUERY if msg.mode == InterestMode.CURRENT else DECLARE_LIVELINESS_SUBSCRIBER
+        return f.acl.denies(INGRESS, message, key)
 
     def _on_interest_final(self, f: Face, msg: Interest) -> None:
         iid = msg.interest_id
@@ -121,13 +139,13 @@ class Interests(RoutingTables):
             else:
                 ident, info = 0, (True if matches else None)
             if info is not None:
-                self._declare(f, DeclareSubscriber(ident, self._decl_key(f, key)), iid)
+                self._declare(f, DeclareSubscriber(ident, self._decl_key(f, key)), iid, key)
             return
         for k in matches:
             ident = 0
             if future:
                 ident, _ = f.local_subs.insert_simple(k, True, lambda: self._new_id(f), (iid,))
-            self._declare(f, DeclareSubscriber(ident, self._decl_key(f, k)), iid)
+            self._declare(f, DeclareSubscriber(ident, self._decl_key(f, k)), iid, k)
 
     def _current_queryables(self, f: Face, iid: int, key: str | None, aggregate: bool,
                             future: bool) -> None:  # fmt: skip
@@ -148,14 +166,14 @@ class Interests(RoutingTables):
                 ident, agg = 0, f.local_qabls.aggregate_many(key, sorted(matches.items()))
             if agg is not None:
                 self._declare(f, DeclareQueryable(ident, self._decl_key(f, key), agg.complete,
-                                                  agg.distance), iid)  # fmt: skip
+                                                  agg.distance), iid, key)  # fmt: skip
             return
         for k, info in matches.items():
             ident = 0
             if future:
                 ident, _ = f.local_qabls.insert_simple(k, info, lambda: self._new_id(f), (iid,))
             self._declare(f, DeclareQueryable(ident, self._decl_key(f, k), info.complete,
-                                              info.distance), iid)  # fmt: skip
+                                              info.distance), iid, k)  # fmt: skip
 
     def _current_tokens(self, f: Face, iid: int, key: str | None, future: bool) -> None:
         seen: dict[str, None] = {}
@@ -173,4 +191,4 @@ class Interests(RoutingTables):
             if future:
                 ident = f.local_tokens.get(k, 0) or self._new_id(f)
                 f.local_tokens[k] = ident
-            self._declare(f, DeclareToken(ident, self._decl_key(f, k)), iid)
+            self._declare(f, DeclareToken(ident, self._decl_key(f, k)), iid, k)

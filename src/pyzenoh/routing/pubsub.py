@@ -9,7 +9,7 @@ timestamp is spliced into the received bytes rather than re-encoding the message
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyzenoh.codec import (
     Declare,
@@ -23,6 +23,7 @@ from pyzenoh.codec import (
     WireExpr,
 )
 from pyzenoh.codec.data import FLAG_T as PUT_FLAG_T
+from pyzenoh.routing.access_control import DELETE, EGRESS, INGRESS, PUT, Denial, FaceAcl
 from pyzenoh.routing.faces import (
     MAX_ROUTE_CACHE,
     NORTH,
@@ -33,14 +34,39 @@ from pyzenoh.routing.types import PushRouted
 
 _S = InterestOptions.SUBSCRIBERS
 
+# (face, key as written to it, NodeId: set only towards router neighbours)
+Dests = tuple[tuple[int, WireExpr, int | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AclDecision:
+    """What access control does to one message kind (PUT or DELETE) on a data route: the
+    source's ingress denial, the destinations left, and the egress denials to count.
+    Decided once per route, counted per message."""
+
+    message: int
+    ingress: Denial | None
+    dests: Dests
+    egress: tuple[tuple[FaceAcl, Denial], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AclPush:
+    """Access control's decisions on a data route; None for a kind it allows everywhere."""
+
+    put: AclDecision | None
+    delete: AclDecision | None
+
 
 @dataclass(frozen=True, slots=True)
 class DataRoute:
     key: str | None  # None: the message is dropped for ``reason``
-    # (face, key as written to it, NodeId: set only towards router neighbours)
-    dests: tuple[tuple[int, WireExpr, int | None], ...] = ()
+    dests: Dests = ()
     reason: str = ""
     faces: frozenset[int] = frozenset()  # the destination faces, for observers
+    #: None when access control lets everything on this route through (always when it
+    #: is off): an allowed PUSH on a warm route pays one attribute check for it.
+    acl: AclPush | None = None
 
 
 class PubSub(RoutingTables):
@@ -77,10 +103,47 @@ class PubSub(RoutingTables):
                     dests[fid] = (self._best_key(d, key), None)
             route = DataRoute(key, tuple((fid, we, node) for fid, (we, node) in sorted(dests.items())),
                               faces=frozenset(dests))  # fmt: skip
+            if self._acl is not None:
+                route = self._acl_data_route(f, route)
         if len(self._data_routes) >= MAX_ROUTE_CACHE:
             self._data_routes.clear()
         self._data_routes[cache_key] = route
         return route
+
+    def _acl_data_route(self, f: Face, route: DataRoute) -> DataRoute:
+        """``route`` with access control's decisions for it (unchanged when it allows all)."""
+        put, delete = self._acl_decision(f, route, PUT), self._acl_decision(f, route, DELETE)
+        if put is None and delete is None:
+            return route
+        return replace(route, acl=AclPush(put, delete))
+
+    def _acl_decision(self, f: Face, route: DataRoute, message: int) -> AclDecision | None:
+        key = route.key
+        ingress = None if f.acl is None else f.acl.check(INGRESS, message, key)
+        kept, denied = [], []
+        for dest in route.dests:
+            acl = self._faces[dest[0]].acl
+            denial = None if acl is None else acl.check(EGRESS, message, key)
+            if acl is None or denial is None:
+                kept.append(dest)
+            else:
+                denied.append((acl, denial))
+        if ingress is None and not denied:
+            return None
+        return AclDecision(message, ingress, tuple(kept), tuple(denied))
+
+    @staticmethod
+    def _acl_push(f: Face, key: str | None, acl: AclDecision) -> Dests | None:
+        """The destinations of a message on a route access control restricts for its kind
+        (None: denied on the way in); every denial is counted. Denied data is dropped
+        silently."""
+        if acl.ingress is not None:
+            assert f.acl is not None
+            f.acl.record(INGRESS, acl.message, key, acl.ingress)
+            return None
+        for face_acl, denial in acl.egress:
+            face_acl.record(EGRESS, acl.message, key, denial)
+        return acl.dests
 
     def _on_push(self, f: Face, msg: Push, raw: bytes | None, reliable: bool) -> None:
         route = self._data_route(f, msg.wire_expr, msg)
@@ -88,6 +151,14 @@ class PubSub(RoutingTables):
             self._drop(f.fid, route.reason, msg)
             return
         dests = route.dests
+        acl = route.acl
+        if acl is not None:  # access control restricts this route (never when it is off)
+            decision = acl.put if msg.body.__class__ is Put else acl.delete
+            if decision is not None:
+                acl_dests = self._acl_push(f, route.key, decision)
+                if acl_dests is None:
+                    return
+                dests = acl_dests
         body = msg.body
         stamped = False
         if dests and self.config.timestamping and isinstance(body, Put):
@@ -122,7 +193,8 @@ class PubSub(RoutingTables):
                         out = shared[(we, node)] = msg.routed(we, body, net_ts, node)
                     self._emit(fid, out, msg.qos, None, reliable)
         if self.observer is not None:
-            self.observer(PushRouted(f.fid, route.key, route.faces, msg, stamped))
+            faces = route.faces if dests is route.dests else frozenset(d[0] for d in dests)
+            self.observer(PushRouted(f.fid, route.key, faces, msg, stamped))
 
     @staticmethod
     def _body_bytes(msg: Push, raw: bytes | None, body: Put | Del) -> bytes | None:
@@ -208,7 +280,7 @@ class PubSub(RoutingTables):
                 self._propagate_sub(d, key)
             elif was and not now:
                 for change in d.local_subs.remove_simple(key):
-                    self._declare(d, UndeclareSubscriber(change.id))
+                    self._declare(d, UndeclareSubscriber(change.id), key=change.key)
 
     def _propagate_sub(self, d: Face, key: str) -> None:
         if d.local_subs.contains_simple(key):
@@ -219,4 +291,4 @@ class PubSub(RoutingTables):
         simple = [iid for iid, it in matching if not it.aggregate]
         _, changes = d.local_subs.insert_simple(key, True, lambda: self._new_id(d), simple)
         for change in changes:
-            self._declare(d, DeclareSubscriber(change.id, self._decl_key(d, change.key)))
+            self._declare(d, DeclareSubscriber(change.id, self._decl_key(d, change.key)), key=change.key)

@@ -28,6 +28,7 @@ from pyzenoh.codec import (
     WireExpr,
 )
 from pyzenoh.keyexpr import includes
+from pyzenoh.routing.access_control import EGRESS, INGRESS, QUERY, REPLY
 from pyzenoh.routing.declared import QueryableInfo, merge_queryable_infos
 from pyzenoh.routing.faces import (
     MAX_ROUTE_CACHE,
@@ -144,6 +145,10 @@ class Queries(RoutingTables):
             self._drop(f.fid, route.reason, msg)
             self._final(f.fid, msg.request_id, msg.qos)
             return
+        if f.acl is not None and f.acl.denies(INGRESS, QUERY, route.key):
+            # As zenohd: a denied query ends at once, no reply and no error.
+            self._final(f.fid, msg.request_id, msg.qos)
+            return
         limit = None
         if len(f.outgoing) >= self.config.max_pending_queries_per_face:
             limit = "max_pending_queries_per_face"
@@ -155,10 +160,14 @@ class Queries(RoutingTables):
             text = f"{limit} ({getattr(self.config, limit)}) reached".encode()
             err = Response(msg.request_id, EMPTY_WIRE_EXPR, Err(text), qos=msg.qos,
                            responder=EntityGlobalId(self.zid, 0))  # fmt: skip
-            self._emit(f.fid, err, msg.qos)
+            self._emit_reply(f, err, None)
             self._final(f.fid, msg.request_id, msg.qos)
             return
         dests = self._select(route.candidates, msg.target)
+        if self._acl is not None:
+            # As zenohd, egress control comes after the choice of destinations: a query a
+            # destination may not receive is finished there at once.
+            dests = [fid for fid in dests if not self._egress_denied(self._faces[fid], QUERY, route.key)]
         self.stats.requests_routed += 1
         if self.observer is not None:
             self.observer(QueryRouted(f.fid, route.key, frozenset(dests), msg))
@@ -196,19 +205,33 @@ class Queries(RoutingTables):
             self._drop(d.fid, "unknown request id", msg)
             return
         we = msg.wire_expr
+        key: str | None = None
         if we.scope != 0 or we.suffix:
             key = self._resolve_key(d, we, msg)
             if key is None:
                 return
             we = WireExpr(0, key, True)
+        if d.acl is not None and d.acl.denies(INGRESS, REPLY, key):
+            return
         if self.config.enforce_budget and q.budget is not None and q.replies >= q.budget:
             self._drop(d.fid, "over query budget", msg)
+            return
+        src = self._faces.get(q.src)
+        if src is not None and src.acl is not None and src.acl.denies(EGRESS, REPLY, key):
             return
         q.replies += 1
         if we == msg.wire_expr and q.src_rid == msg.request_id and q.qos == msg.qos:
             self._emit(q.src, msg, q.qos, raw)
         else:
             self._emit(q.src, replace(msg, request_id=q.src_rid, wire_expr=we, qos=q.qos), q.qos)
+
+    def _emit_reply(self, src: Face, msg: Response, key: str | None) -> None:
+        """Send a reply of the router's own (an ERR) to the querier ``src``, unless egress
+        access control denies it: as zenohd, an ERR with no key is denied on a filtered
+        flow (the querier then gets the final alone)."""
+        if src.acl is not None and src.acl.denies(EGRESS, REPLY, key):
+            return
+        self._emit(src.fid, msg, msg.qos)
 
     def _on_response_final(self, d: Face, msg: ResponseFinal) -> None:
         q = d.pending.pop(msg.request_id, None)
@@ -252,6 +275,8 @@ class Queries(RoutingTables):
         key = self._resolve_key(f, body.wire_expr, msg)
         if key is None:
             return
+        if f.acl is not None and self._declaration_denied(f, INGRESS, body, key):
+            return  # not registered, as zenohd: silently
         info = QueryableInfo(body.complete, body.distance)
         old = f.qabls.get(body.entity_id)
         if old is not None:
@@ -357,6 +382,7 @@ class Queries(RoutingTables):
 
     def _declare_qabl_change(self, d: Face, ident: int, key: str, info: QueryableInfo | None) -> None:
         if info is None:
-            self._declare(d, UndeclareQueryable(ident))
+            self._declare(d, UndeclareQueryable(ident), key=key)
         else:
-            self._declare(d, DeclareQueryable(ident, self._decl_key(d, key), info.complete, info.distance))
+            self._declare(d, DeclareQueryable(ident, self._decl_key(d, key), info.complete, info.distance),
+                          key=key)  # fmt: skip

@@ -42,6 +42,7 @@ from pyzenoh.codec import (
 from pyzenoh.codec.network import OAM_LINKSTATE, QOS_DECLARE, DeclarationBody
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.keyexpr import is_canonical
+from pyzenoh.routing.access_control import EGRESS, INGRESS
 from pyzenoh.routing.declared import QueryableInfo
 from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
 from pyzenoh.routing.network import Network
@@ -152,19 +153,19 @@ class RouterRegion(PubSub, Queries, Tokens):
             for key, subs in self._router_subs.items():
                 if owner in subs:
                     for d in faces:
-                        self._send_north(d, DeclareSubscriber(0, self._decl_key(d, key)), root)
+                        self._send_north(d, DeclareSubscriber(0, self._decl_key(d, key)), root, key)
         for root, owner, faces in trees:
             for key, qabls in self._router_qabls.items():
                 info = qabls.get(owner)
                 if info is not None:
                     for d in faces:
                         self._send_north(d, DeclareQueryable(0, self._decl_key(d, key), info.complete,
-                                                             info.distance), root)  # fmt: skip
+                                                             info.distance), root, key)  # fmt: skip
         for root, owner, faces in trees:
             for key, tokens in self._router_tokens.items():
                 if owner in tokens:
                     for d in faces:
-                        self._send_north(d, DeclareToken(0, self._decl_key(d, key)), root)
+                        self._send_north(d, DeclareToken(0, self._decl_key(d, key)), root, key)
 
     def _forget_routers(self, removed: Sequence[ZenohId]) -> None:
         """Routers that became unreachable: every entity they owned goes. So do those of
@@ -189,7 +190,9 @@ class RouterRegion(PubSub, Queries, Tokens):
 
     # -- sending along trees ----------------------------------------------------------------
 
-    def _send_north(self, d: Face, body: DeclarationBody, node: int) -> None:
+    def _send_north(self, d: Face, body: DeclarationBody, node: int, key: str) -> None:
+        if d.acl is not None and self._declaration_denied(d, EGRESS, body, key):
+            return  # access control applies to router links too, as in zenohd
         self._emit(d.fid, Declare(body, None, QOS_DECLARE, node_id=node or None), QOS_DECLARE)
 
     def _tree_children(self, owner: ZenohId, exclude: Face | None) -> tuple[int, list[Face]]:
@@ -219,7 +222,7 @@ class RouterRegion(PubSub, Queries, Tokens):
             else:
                 body = (DeclareToken(0, self._decl_key(d, key)) if declared
                         else UndeclareToken(0, self._decl_key(d, key)))  # fmt: skip
-            self._send_north(d, body, root)
+            self._send_north(d, body, root, key)
 
     # -- the router-owned tables ------------------------------------------------------------
 
@@ -350,6 +353,8 @@ class RouterRegion(PubSub, Queries, Tokens):
         if key is None:
             self._drop(f.fid, "unknown key in router declaration", msg)
             return
+        if f.acl is not None and self._declaration_denied(f, INGRESS, body, key):
+            return  # not registered (an undeclaration: nothing was), as zenohd
         if isinstance(body, DeclareSubscriber):
             self._set_router_sub(key, owner, True, f)
         elif isinstance(body, UndeclareSubscriber):

@@ -64,13 +64,13 @@ class Tokens(RoutingTables):
             return
         ident = self._new_id(d)
         d.local_tokens[key] = ident
-        self._declare(d, DeclareToken(ident, self._decl_key(d, key)))
+        self._declare(d, DeclareToken(ident, self._decl_key(d, key)), key=key)
 
     def _unpropagate_token(self, d: Face, key: str) -> None:
         ident = d.local_tokens.pop(key, None)
         if ident is not None:
-            self._declare(d, UndeclareToken(ident))
+            self._declare(d, UndeclareToken(ident), key=key)
         elif self._matching_interests(d, _T, key):
             # A token d never heard of (it predates a no-history liveliness subscriber):
             # real routers undeclare it with id 0 and its key in the WireExpr extension.
-            self._declare(d, UndeclareToken(0, self._best_key(d, key)))
+            self._declare(d, UndeclareToken(0, self._best_key(d, key)), key=key)

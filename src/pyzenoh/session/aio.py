@@ -52,7 +52,7 @@ H = TypeVar("H")
 async def open(config: Config | dict[str, Any] | str | None = None) -> AsyncSession:
     """Open a session in the running loop (client or peer mode)."""
     cfg = to_config(config)
-    cfg.mode  # noqa: B018  (validates)
+    cfg.check_open()  # the whole tree; refuses security a session does not implement
     rt = Runtime(cfg, asyncio.get_running_loop(), threaded=False)
     await rt.connect()
     return AsyncSession(rt)

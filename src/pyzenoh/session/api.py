@@ -190,7 +190,7 @@ class _LoopThread:
 def open(config: Config | dict[str, Any] | str | None = None) -> Session:
     """Open a session (client or peer mode) to the first reachable ``connect/endpoints``."""
     cfg = to_config(config)
-    cfg.mode  # validate early  # noqa: B018
+    cfg.check_open()  # the whole tree; refuses security a session does not implement
     lt = _LoopThread()
     rt = Runtime(cfg, lt.loop, threaded=True)
     fut = asyncio.run_coroutine_threadsafe(rt.connect(), lt.loop)

@@ -1,13 +1,22 @@
-"""Session configuration: zenoh's JSON5 tree, with the keys pyzenoh understands.
+"""Session configuration: zenoh's JSON5 tree, as strict as zenoh-python's ``zenoh.Config``.
 
 Same shape and key names as eclipse-zenoh's configuration, so an existing config file
-works; keys pyzenoh does not implement are kept and ignored. Understood keys:
+works. As zenoh-python does, ``Config.from_json5``, ``from_file``, ``from_env`` and
+``insert_json5`` (and pyzenoh's ``Config(dict)``, ``from_dict``, ``set``) refuse any key or
+value outside zenoh 1.10.2's schema, naming it (:mod:`pyzenoh.config`); pyzenoh's own
+keys live under ``pyzenoh/``. Opening a session then runs the start-up gate
+(:meth:`Config.check_open`): security settings a session does not implement stop it,
+and the harmless zenoh settings it ignores are named in one warning. Understood keys:
 
 ``mode`` (``"client"`` | ``"peer"``), ``connect/endpoints``, ``id``,
 ``transport/link/tx/lease`` (ms), ``transport/link/tx/keep_alive``,
 ``transport/link/tx/batch_size``, ``transport/link/tx/sequence_number_resolution``,
 ``transport/unicast/open_timeout`` (ms), ``transport/unicast/qos/enabled``,
-``queries_default_timeout`` (ms), and pyzenoh's own ``transport/link/tx/queue/max_bytes``.
+``queries_default_timeout`` (ms), ``scouting/...`` (see :mod:`pyzenoh.session.scouting`),
+``transport/link/protocols``, ``transport/link/tls/*`` (for ``tls/`` endpoints, see
+:mod:`pyzenoh.security.tls`), ``transport/auth/usrpwd/{user,password,dictionary_file}``
+(see :mod:`pyzenoh.security.usrpwd`), and pyzenoh's own
+``pyzenoh/limits/send_queue_max_bytes`` (per-link send queue cap, default 4 MiB).
 """
 
 from __future__ import annotations
@@ -18,22 +27,44 @@ import os
 from pathlib import Path
 from typing import Any
 
-import json5
-
+from pyzenoh.config import (
+    check_config,
+    endpoints_for,
+    insert_problems,
+    loads,
+    node_at,
+    problems,
+    raise_problems,
+    split_key,
+)
 from pyzenoh.errors import UsageError
+from pyzenoh.security.tls import TlsConfig, tls_config
+from pyzenoh.security.usrpwd import UsrPwd, usrpwd_from_config
 
 _RESOLUTIONS = {"8bit": 0, "16bit": 1, "32bit": 2, "64bit": 3}
 #: Config files larger than this are refused (they are hand-written JSON5).
 MAX_CONFIG_BYTES = 1 << 20
+#: A session's per-link send queue cap when ``pyzenoh/limits/send_queue_max_bytes`` is unset.
+DEFAULT_SEND_QUEUE_MAX_BYTES = 4 << 20
+
+
+def _checked(tree: Any, what: str = "config") -> dict[str, Any]:
+    if not isinstance(tree, dict):
+        raise UsageError(f"a config must be a JSON5 object, got {type(tree).__name__}")
+    raise_problems(problems(tree), what)
+    return tree
 
 
 class Config:
-    """A zenoh configuration tree (``Config()``, ``from_json5``, ``from_file``, ``from_dict``)."""
+    """A zenoh configuration tree (``Config()``, ``from_json5``, ``from_file``, ``from_dict``).
+
+    Every way in refuses keys and values outside the schema with a UsageError naming them.
+    """
 
     __slots__ = ("_tree",)
 
     def __init__(self, tree: dict[str, Any] | None = None) -> None:
-        self._tree: dict[str, Any] = {} if tree is None else copy.deepcopy(dict(tree))
+        self._tree: dict[str, Any] = {} if tree is None else _checked(copy.deepcopy(tree))
 
     @classmethod
     def from_dict(cls, tree: dict[str, Any]) -> Config:
@@ -41,20 +72,24 @@ class Config:
 
     @classmethod
     def from_json5(cls, text: str) -> Config:
-        try:
-            tree = json5.loads(text)
-        except ValueError as exc:
-            raise UsageError(f"invalid JSON5 config: {exc}") from None
-        if not isinstance(tree, dict):
-            raise UsageError("a config must be a JSON5 object")
-        return cls(tree)
+        tree = loads(text)
+        config = cls()
+        config._tree = _checked(tree)
+        return config
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Config:
+    def from_file(cls, path: str | os.PathLike[str]) -> Config:
         p = Path(path)
-        if p.stat().st_size > MAX_CONFIG_BYTES:
-            raise UsageError(f"config file {p} is larger than {MAX_CONFIG_BYTES} bytes")
-        return cls.from_json5(p.read_text(encoding="utf-8"))
+        try:
+            if p.stat().st_size > MAX_CONFIG_BYTES:
+                raise UsageError(f"config file {p} is larger than {MAX_CONFIG_BYTES} bytes")
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read config file {p}: {exc}") from None
+        try:
+            return cls.from_json5(text)
+        except UsageError as exc:
+            raise UsageError(f"config file {p}: {exc}") from None
 
     @classmethod
     def from_env(cls) -> Config:
@@ -65,15 +100,21 @@ class Config:
 
     # --- zenoh-python style access --------------------------------------------------------
 
-    def get_json(self, key: str) -> Any:
-        """The value at a ``a/b/c`` path, as JSON text (like zenoh's ``get_json``)."""
+    def get_json(self, key: str) -> str:
+        """The value at a ``a/b/c`` path as JSON text (null when unset), like zenoh's
+        ``get_json``; a key outside the schema is refused."""
+        parts = split_key(key)
+        if not parts or (parts[0] not in ("plugins", "metadata") and node_at(key) is None):
+            raise UsageError(f"unknown config key {key!r}")
         return json.dumps(self.get(key))
 
     def insert_json5(self, key: str, value: str) -> None:
+        """Set the value at ``key`` from JSON5 text, refusing (and changing nothing) where
+        zenoh-python's ``insert_json5`` refuses: a key outside the schema or a bad value."""
         try:
-            parsed = json5.loads(value)
-        except ValueError as exc:
-            raise UsageError(f"invalid JSON5 value for {key!r}: {exc}") from None
+            parsed = loads(value)
+        except UsageError as exc:
+            raise UsageError(f"config {key}: {exc}") from None
         self.set(key, parsed)
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -85,7 +126,9 @@ class Config:
         return node
 
     def set(self, key: str, value: Any) -> None:
+        """Set the value at ``key`` (a Python value), checked as :meth:`insert_json5` does."""
         parts = _parts(key)
+        raise_problems(insert_problems(key, value))
         node = self._tree
         for part in parts[:-1]:
             child = node.get(part)
@@ -93,7 +136,7 @@ class Config:
                 child = {}
                 node[part] = child
             node = child
-        node[parts[-1]] = value
+        node[parts[-1]] = copy.deepcopy(value)
 
     def to_dict(self) -> dict[str, Any]:
         return copy.deepcopy(self._tree)
@@ -101,25 +144,30 @@ class Config:
     def __str__(self) -> str:
         return json.dumps(self._tree)
 
+    def check_open(self) -> list[str]:
+        """The start-up gate of a session (``open()``): the whole tree against the schema
+        (zenoh's cross-key rules included), then refusals of what a session must not start
+        with (security it does not implement, unservable endpoints); returns the ignored
+        settings it warned about. The usrpwd dictionary_file and TLS files are read when
+        the session builds its link configuration, before anything is sent."""
+        return check_config(self._tree, "session", self.mode)
+
     # --- typed views ---------------------------------------------------------------------
 
     @property
     def mode(self) -> str:
-        mode = self.get("mode", "peer")
+        mode = self.get("mode") or "peer"  # null: zenoh's default
         if mode not in ("client", "peer"):
             raise UsageError(f"mode {mode!r} is not supported (client or peer)")
         return str(mode)
 
     @property
     def connect(self) -> list[str]:
-        eps = self.get("connect/endpoints", [])
-        if isinstance(eps, dict):  # zenoh allows {router: [...], peer: [...]}
-            eps = eps.get(self.mode, [])
-        if isinstance(eps, str):
-            eps = [eps]
-        if not isinstance(eps, list) or not all(isinstance(e, str) for e in eps):
-            raise UsageError("connect/endpoints must be a list of strings")
-        return list(eps)
+        # One list, or zenoh's {router: [...], peer: [...], client: [...]} (null: none).
+        eps = endpoints_for(self._tree, "connect/endpoints", self.mode)
+        if not all(isinstance(e, str) for e in eps):
+            raise UsageError("connect/endpoints: endpoint groups {strategy, locators} are not implemented")
+        return eps
 
     def _int(self, key: str, default: int, minimum: int = 0) -> int:
         value = self.get(key, default)
@@ -162,7 +210,18 @@ class Config:
 
     @property
     def max_queue_bytes(self) -> int:
-        return self._int("transport/link/tx/queue/max_bytes", 4 * 1024 * 1024, 1)
+        return self._int("pyzenoh/limits/send_queue_max_bytes", DEFAULT_SEND_QUEUE_MAX_BYTES, 1)
+
+    @property
+    def tls(self) -> TlsConfig:
+        """``transport/link/tls``: certificates are read when a tls/ endpoint is opened."""
+        return tls_config(self._tree)
+
+    @property
+    def usrpwd(self) -> UsrPwd | None:
+        """``transport/auth/usrpwd``: the user/password presented to the router (a
+        dictionary_file is read and checked, but a session never accepts links)."""
+        return usrpwd_from_config(self.get("transport/auth/usrpwd"))
 
     @property
     def zid(self) -> str | None:
@@ -175,7 +234,7 @@ class Config:
 
 
 def _parts(key: str) -> list[str]:
-    parts = [p for p in key.strip("/").split("/") if p]
+    parts = split_key(key)
     if not parts:
         raise UsageError("empty config key")
     return parts

@@ -74,12 +74,13 @@ class Runtime:
             self.zid, self.whatami, lease_ms=cfg.lease_ms, keepalives_per_lease=cfg.keep_alive,
             batch_size=cfg.batch_size, resolution=cfg.resolution, qos=cfg.qos,
             handshake_timeout_s=cfg.open_timeout_s,
+            usrpwd=cfg.usrpwd,  # a bad usrpwd section (or dictionary) fails open() here
         )  # fmt: skip
         errors: list[str] = []
         if not cfg.connect:  # no endpoint: scout for a node first, as zenoh does (scouting.py)
             scouted = await connect_scouted(cfg, lambda ep: connect(
-                ep, link_cfg, self._on_link_event, max_queue_bytes=cfg.max_queue_bytes, keep_raw=False),
-                errors)
+                ep, link_cfg, self._on_link_event, max_queue_bytes=cfg.max_queue_bytes, keep_raw=False,
+                tls=cfg.tls), errors)
             if scouted is not None:
                 self.link = scouted
                 self.pump()
@@ -87,7 +88,8 @@ class Runtime:
         for ep in cfg.connect or [DEFAULT_ENDPOINT]:
             try:
                 self.link = await connect(ep, link_cfg, self._on_link_event,
-                                          max_queue_bytes=cfg.max_queue_bytes, keep_raw=False)  # fmt: skip
+                                          max_queue_bytes=cfg.max_queue_bytes, keep_raw=False,
+                                          tls=cfg.tls)  # fmt: skip
                 break
             except (OSError, ConnectionError, TimeoutError) as exc:
                 errors.append(f"{ep}: {exc or type(exc).__name__}")

@@ -43,7 +43,14 @@ from pyzenoh.codec import (
     encode_network_message,
 )
 from pyzenoh.codec.transport import PROTOCOL_VERSION
-from pyzenoh.errors import CloseReason, DecodeError, UsageError
+from pyzenoh.errors import CloseReason, DecodeError, PeerError, UsageError
+from pyzenoh.security.usrpwd import (
+    NONCE_LEN,
+    AcceptorAuth,
+    AuthError,
+    OpenerAuth,
+    UsrPwd,
+)
 from pyzenoh.transport.fastpath import decode_batch as fast_decode_batch
 
 log = logging.getLogger(__name__)
@@ -114,6 +121,9 @@ class LinkConfig:
     handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     reassembly_timeout_s: float = DEFAULT_REASSEMBLY_TIMEOUT_S
+    #: usrpwd authentication (security/usrpwd.py): the credentials presented when this
+    #: side opens, the users required when it accepts. None: no authentication.
+    usrpwd: UsrPwd | None = None
 
     def __post_init__(self) -> None:
         if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:
@@ -156,11 +166,17 @@ class Received:
 
 @dataclass(frozen=True, slots=True)
 class LinkClosed:
-    """The link is over. ``by_peer``: the peer sent CLOSE or the connection dropped."""
+    """The link is over. ``by_peer``: the peer sent CLOSE or the connection dropped.
+
+    ``auth_failed``: the handshake ended on usrpwd authentication: the acceptor refused
+    the peer's credentials (or their absence), or the opener's credentials were refused
+    or the peer would not check them. ``detail`` says which, never with a password.
+    """
 
     reason: int
     by_peer: bool
     detail: str = ""
+    auth_failed: bool = False
 
 
 Event = Established | Received | LinkClosed
@@ -241,6 +257,8 @@ class Link:
         self._cookie = b""
         self._peer_zid: ZenohId | None = None
         self._peer_whatami: WhatAmI | None = None
+        self._opener_auth = OpenerAuth(config.usrpwd)
+        self._acceptor_auth: AcceptorAuth | None = None
         # transmit side
         # Runs of consecutive messages with the same (priority, reliability), in send order.
         self._pending: list[tuple[int, bool, list[bytes]]] = []
@@ -262,7 +280,7 @@ class Link:
                 InitSyn(
                     zid=config.zid, whatami=config.whatami, resolution=config.resolution,
                     batch_size=config.batch_size, qos=config.qos,
-                    patch=config.patch if config.patch else None,
+                    patch=config.patch if config.patch else None, auth=self._opener_auth.init_syn(),
                 )
             )  # fmt: skip
 
@@ -298,7 +316,9 @@ class Link:
                 self._on_batch(payload, now, events)
                 if self.is_closed:  # a CLOSE from the peer ends the stream
                     break
-        except DecodeError as exc:
+        except AuthError as exc:
+            self._fail(exc.close_reason, f"usrpwd authentication failed: {exc}", events, auth_failed=True)
+        except PeerError as exc:
             self._fail(exc.close_reason, f"bad input from peer: {exc}", events)
         return events
 
@@ -409,22 +429,33 @@ class Link:
         self._sent_since_keepalive = True
         return data
 
-    def _closed(self, reason: int, by_peer: bool, detail: str) -> LinkClosed:
+    def _closed(self, reason: int, by_peer: bool, detail: str, auth_failed: bool = False) -> LinkClosed:
         self.state = State.CLOSED
         self._pending = []
         self._pending_bytes = 0
         for d in self._defrag:
             self._defrag_reset(d)
-        self.close_event = LinkClosed(reason, by_peer, detail)
+        self.close_event = LinkClosed(reason, by_peer, detail, auth_failed)
         return self.close_event
 
-    def _fail(self, reason: int, detail: str, events: list[Event]) -> None:
+    def _fail(self, reason: int, detail: str, events: list[Event], auth_failed: bool = False) -> None:
         """Close from our side: queue CLOSE(reason) and report it."""
         if self.state is State.CLOSED:
             return
         log.debug("closing link (%s): %s", CloseReason(reason).name if reason in CloseReason._value2member_map_ else reason, detail)
         self._emit(Close(reason))
-        events.append(self._closed(reason, False, detail))
+        events.append(self._closed(reason, False, detail, auth_failed))
+
+    def _peer_close(self, reason: int) -> LinkClosed:
+        """The peer sent CLOSE: during the handshake, say what it most likely refused."""
+        detail = f"peer sent CLOSE({reason})"
+        if self.role is Role.OPENER and self.state is State.OPEN_SENT and self._opener_auth.presents:
+            user = self._opener_auth.user
+            return self._closed(reason, True, f"{detail} in reply to our usrpwd credentials: "
+                                f"the peer refused user {user!r} (wrong user or password?)", True)  # fmt: skip
+        if self.role is Role.OPENER and self.state is State.INIT_SENT and reason == CloseReason.GENERIC:
+            detail += " in reply to our InitSyn (does the peer require usrpwd credentials?)"
+        return self._closed(reason, True, detail)
 
     # --- handshake -----------------------------------------------------------------------
 
@@ -455,7 +486,7 @@ class Link:
                     raise DecodeError("FRAGMENT before the handshake finished")
                 self._on_fragment(msg, now, events)
             elif isinstance(msg, Close):
-                events.append(self._closed(msg.reason, True, f"peer sent CLOSE({msg.reason})"))
+                events.append(self._peer_close(msg.reason))
                 return
             elif isinstance(msg, InitAck):  # before InitSyn: InitAck subclasses it
                 self._on_init_ack(msg, events)
@@ -493,12 +524,15 @@ class Link:
         self._peer_zid = msg.zid
         self._peer_whatami = msg.whatami
         self._cookie = self._random_bytes(COOKIE_LEN)
+        nonce = int.from_bytes(self._random_bytes(NONCE_LEN), "little") if cfg.usrpwd is not None else 0
+        self._acceptor_auth = AcceptorAuth(cfg.usrpwd, nonce)
+        self._acceptor_auth.on_init_syn(msg.auth)
         # never ack Shm, LowLatency or Compression: we implement none of them
         self._emit(
             InitAck(
                 zid=cfg.zid, whatami=cfg.whatami, resolution=res, batch_size=self._batch_size,
                 qos=self._qos, patch=self._patch if msg.patch is not None else None,
-                cookie=self._cookie,
+                cookie=self._cookie, auth=self._acceptor_auth.init_ack(),
             )
         )  # fmt: skip
         self.state = State.WAIT_OPEN
@@ -522,8 +556,10 @@ class Link:
         self._patch = min(cfg.patch, msg.patch or 0)
         self._peer_zid = msg.zid
         self._peer_whatami = msg.whatami
+        self._opener_auth.on_init_ack(msg.auth)
         self._own_isn = initial_sn(cfg.zid, msg.zid, self._mask)
-        self._emit(OpenSyn(lease_ms=cfg.lease_ms, initial_sn=self._own_isn, cookie=msg.cookie))
+        self._emit(OpenSyn(lease_ms=cfg.lease_ms, initial_sn=self._own_isn, cookie=msg.cookie,
+                           auth=self._opener_auth.open_syn()))  # fmt: skip
         self.state = State.OPEN_SENT
 
     def _on_open_syn(self, msg: OpenSyn, now: float, events: list[Event]) -> None:
@@ -531,14 +567,17 @@ class Link:
             raise DecodeError("unexpected OpenSyn")
         if not hmac.compare_digest(msg.cookie, self._cookie):
             raise DecodeError("OpenSyn carries a bad cookie")
-        assert self._peer_zid is not None
+        assert self._peer_zid is not None and self._acceptor_auth is not None
+        username = self._acceptor_auth.on_open_syn(msg.auth)
         self._own_isn = initial_sn(self.config.zid, self._peer_zid, self._mask)
-        self._emit(OpenAck(lease_ms=self.config.lease_ms, initial_sn=self._own_isn))
-        self._establish(msg.lease_ms, msg.initial_sn, now, events)
+        self._emit(OpenAck(lease_ms=self.config.lease_ms, initial_sn=self._own_isn,
+                           auth=self._acceptor_auth.open_ack()))  # fmt: skip
+        self._establish(msg.lease_ms, msg.initial_sn, now, events, username)
 
     def _on_open_ack(self, msg: OpenAck, now: float, events: list[Event]) -> None:
         if self.role is not Role.OPENER or self.state is not State.OPEN_SENT:
             raise DecodeError("unexpected OpenAck")
+        self._opener_auth.on_open_ack(msg.auth)
         self._establish(msg.lease_ms, msg.initial_sn, now, events)
 
     def _set_batch_size(self, size: int) -> None:
@@ -547,7 +586,9 @@ class Link:
         self._batch_size = size
         self._max_payload = size - LENGTH_PREFIX
 
-    def _establish(self, peer_lease_ms: int, peer_isn: int, now: float, events: list[Event]) -> None:
+    def _establish(
+        self, peer_lease_ms: int, peer_isn: int, now: float, events: list[Event], username: str | None = None
+    ) -> None:
         if peer_isn > self._mask:
             raise DecodeError(f"initial SN {peer_isn} exceeds the SN resolution")
         if peer_lease_ms == 0:
@@ -565,7 +606,7 @@ class Link:
         self.peer = Established(
             zid=self._peer_zid, whatami=self._peer_whatami, lease_ms=peer_lease_ms,
             batch_size=self._batch_size, resolution=self._resolution, qos=self._qos,
-            patch=self._patch, initial_sn=peer_isn, own_initial_sn=self._own_isn,
+            patch=self._patch, initial_sn=peer_isn, own_initial_sn=self._own_isn, username=username,
         )  # fmt: skip
         events.append(self.peer)
 

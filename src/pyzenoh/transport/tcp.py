@@ -1,4 +1,4 @@
-"""asyncio glue for :class:`pyzenoh.transport.link.Link` over TCP.
+"""asyncio glue for :class:`pyzenoh.transport.link.Link` over TCP and TLS.
 
 Each :class:`TcpLink` is an :class:`asyncio.Protocol`: it owns one socket, one sans-IO
 :class:`Link` and one timer, and nothing else, so many links share an event loop without
@@ -8,6 +8,13 @@ Output is coalesced: every ``send`` in one loop iteration ends up in the same wr
 outgoing queue (bytes queued in the link plus the transport's write buffer) is bounded:
 ``send(..., drop_if_full=True)`` drops when it is full (congestion control Drop) and
 :meth:`TcpLink.wait_writable` lets a Block sender wait for room.
+
+TLS (``tls/HOST:PORT``, contexts from :mod:`pyzenoh.security.tls`): a connecting link
+gets its TLS transport from ``create_connection``; an accepted link is admitted as a
+plain connection first (so the accept limits count it), then runs the server handshake
+itself with ``start_tls``, bounded by the handshake timeout. A failed handshake ends only
+that link: it is logged once with the peer's address and reported as a
+:class:`LinkClosed` during the handshake, like a failed Zenoh handshake.
 """
 
 from __future__ import annotations
@@ -15,12 +22,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyzenoh.codec import NetworkMessage
 from pyzenoh.errors import CloseReason, UsageError
+from pyzenoh.security.tls import (
+    DEFAULT_HANDSHAKE_TIMEOUT_S,
+    TlsConfig,
+    peer_common_name,
+    peer_not_after,
+)
 from pyzenoh.transport.link import (
     Established,
     Event,
@@ -43,33 +58,46 @@ LISTEN_BACKLOG = 1024
 #: not read, so the other links get their turn in between.
 MAX_EVENTS_PER_TURN = 512
 DEFAULT_PORT = 7447
+#: The link protocols of ``Endpoint.parse``.
+PROTOCOLS = ("tcp", "tls")
+#: A link closed on its peer's certificate expiry re-checks the clock at least this often
+#: (a long timer would drift from the wall clock that expiry is measured in).
+EXPIRY_CHECK_MAX_S = 600.0
 
 EventCallback = Callable[["TcpLink", Event], None]
 
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """A parsed ``tcp/HOST:PORT`` locator (metadata after ``?``/``#`` is ignored)."""
+    """A parsed ``tcp/HOST:PORT`` or ``tls/HOST:PORT`` endpoint.
+
+    Metadata after ``?`` is ignored; the configuration after ``#`` (zenoh's
+    ``key=value;key=value``) is kept in ``params`` (TLS reads it, see security/tls.py)
+    and is no part of the locator (``str``) nor of equality.
+    """
 
     host: str
     port: int
+    protocol: str = "tcp"
+    params: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @classmethod
     def parse(cls, text: str) -> Endpoint:
         proto, sep, rest = text.partition("/")
-        if not sep or proto != "tcp":
-            raise UsageError(f"unsupported endpoint {text!r}: only tcp/HOST:PORT is implemented")
-        for cut in ("?", "#"):
-            rest = rest.split(cut, 1)[0]
+        if not sep or proto not in PROTOCOLS:
+            raise UsageError(f"unsupported endpoint {text!r}: only tcp/HOST:PORT and tls/HOST:PORT are implemented")
+        rest, _, config = rest.partition("#")
+        rest = rest.split("?", 1)[0]
+        params = tuple((k, v) for k, _, v in (p.partition("=") for p in config.split(";")) if k)
         if rest.startswith("["):
             host, bracket, tail = rest[1:].partition("]")
             if not bracket or not tail.startswith(":"):
-                raise UsageError(f"bad IPv6 endpoint {text!r}: expected tcp/[ADDR]:PORT")
+                raise UsageError(f"bad IPv6 endpoint {text!r}: expected {proto}/[ADDR]:PORT")
             port_text = tail[1:]
         else:
             host, colon, port_text = rest.rpartition(":")
             if not colon or ":" in host:
-                raise UsageError(f"bad endpoint {text!r}: expected tcp/HOST:PORT (IPv6 in brackets)")
+                raise UsageError(f"bad endpoint {text!r}: expected {proto}/HOST:PORT (IPv6 in brackets)")
         if not host:
             raise UsageError(f"endpoint {text!r} has no host")
         try:
@@ -78,11 +106,40 @@ class Endpoint:
             raise UsageError(f"endpoint {text!r} has a bad port") from None
         if not 0 <= port <= 0xFFFF:
             raise UsageError(f"endpoint {text!r}: port out of range")
-        return cls(host, port)
+        return cls(host, port, proto, params)
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"tcp/{host}:{self.port}"
+        return f"{self.protocol}/{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTls:
+    """What one TLS link needs: its context and the settings of its endpoint."""
+
+    context: ssl.SSLContext
+    handshake_timeout_s: float
+    close_link_on_expiration: bool = False
+    so_sndbuf: int | None = None
+    so_rcvbuf: int | None = None
+
+
+def prepare_tls(
+    endpoint: Endpoint, tls: TlsConfig | None, *, server_side: bool, default_timeout_s: float | None = None
+) -> LinkTls | None:
+    """The TLS side of links on ``endpoint`` (None for tcp/); :class:`UsageError` when the
+    configuration cannot work (a missing file, bad PEM, a listener without certificate).
+
+    The handshake timeout is the endpoint's ``tls_handshake_timeout_ms``, else
+    ``default_timeout_s`` (the router passes its accept_timeout), else zenohd's 10 s.
+    """
+    if endpoint.protocol != "tls":
+        return None
+    cfg = (tls or TlsConfig()).for_endpoint(endpoint.params, str(endpoint))
+    context = cfg.server_context() if server_side else cfg.client_context()
+    timeout = cfg.handshake_timeout_s or default_timeout_s or DEFAULT_HANDSHAKE_TIMEOUT_S
+    return LinkTls(context, timeout, cfg.flag("close_link_on_expiration"),
+                   cfg.size("so_sndbuf"), cfg.size("so_rcvbuf"))  # fmt: skip
 
 
 class TcpLink(asyncio.Protocol):
@@ -98,8 +155,11 @@ class TcpLink(asyncio.Protocol):
         keep_raw: bool = True,
         admit: Callable[[TcpLink], bool] | None = None,
         reassembly_budget: ReassemblyBudget | None = None,
+        tls: LinkTls | None = None,
     ) -> None:
         self.config = config
+        #: TLS settings; an acceptor runs the TLS handshake itself once admitted.
+        self.tls = tls
         self.reassembly_budget = reassembly_budget
         #: Asked once the addresses are known; False: the connection is dropped at once,
         #: before any handshake (as zenohd drops links over its accept limits).
@@ -130,6 +190,10 @@ class TcpLink(asyncio.Protocol):
         self.protocol = "tcp"
         #: The common name of the peer's verified TLS certificate (mTLS), else None.
         self.cert_common_name: str | None = None
+        self._tls_task: asyncio.Task[None] | None = None
+        self._early: list[bytes] = []  # TLS data decrypted before start_tls returned
+        self._expiry: asyncio.TimerHandle | None = None
+        self._closing = False  # close() was called (a TLS handshake it ends is no failure)
         # nobody may await these: keep "exception never retrieved" quiet
         self.established.add_done_callback(_consume)
         self.closed.add_done_callback(_consume)
@@ -150,6 +214,22 @@ class TcpLink(asyncio.Protocol):
         if self.admit is not None and not self.admit(self):
             transport.abort()
             return
+        tls = self.tls
+        if tls is not None:
+            self.protocol = "tls"
+            if sock is not None:
+                _set_buffers(sock, tls)
+            if transport.get_extra_info("ssl_object") is None:
+                # Accepted: nothing may be read as plaintext; start_tls resumes reading.
+                transport.pause_reading()
+                self._tls_task = self._loop.create_task(self._accept_tls(transport, tls))
+                return
+            self._tls_established(transport, tls)  # connected: create_connection did TLS
+        self._start_link()
+
+    def _start_link(self) -> None:
+        transport = self.transport
+        assert transport is not None
         # pause_writing() past half the bound keeps room for Block messages
         transport.set_write_buffer_limits(high=max(self.max_queue_bytes // 2, 1))
         self.link = Link(self.config, self.role, self._loop.time(), keep_raw=self._keep_raw,
@@ -159,7 +239,12 @@ class TcpLink(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         link = self.link
-        assert link is not None
+        if link is None:
+            # The TLS layer hands on what came with the peer's last handshake message
+            # before start_tls returns: kept for the link about to start.
+            if self._tls_task is not None:
+                self._early.append(data)
+            return
         events = link.receive_data(data, self._loop.time())
         if self._backlog:  # read while events still waited (should not happen): keep order
             self._backlog += events
@@ -208,6 +293,9 @@ class TcpLink(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
         if self._backlog:  # what arrived before the connection went, in order
             backlog, self._backlog = self._backlog, []
             self._dispatch(backlog)
@@ -318,6 +406,7 @@ class TcpLink(asyncio.Protocol):
     def close(self, reason: int = CloseReason.GENERIC) -> None:
         """Send CLOSE after whatever is queued, then close the socket."""
         if self.link is None:
+            self._closing = True
             if self.transport is not None:
                 self.transport.close()
             return
@@ -335,8 +424,82 @@ class TcpLink(asyncio.Protocol):
 
     def abort(self) -> None:
         """Drop the connection at once, without CLOSE (as a crashed process would)."""
+        self._closing = True
         if self.transport is not None:
             self.transport.abort()
+
+    # --- TLS -----------------------------------------------------------------------------
+
+    async def _accept_tls(self, raw: asyncio.Transport, tls: LinkTls) -> None:
+        """Run the server side of the TLS handshake, then the Zenoh link over it."""
+        try:
+            transport = await self._loop.start_tls(
+                raw, self, tls.context, server_side=True, ssl_handshake_timeout=tls.handshake_timeout_s)
+            if transport is None:
+                raise ConnectionError("the TLS layer gave no transport")
+        except Exception as exc:  # noqa: BLE001  (whatever failed, it ends only this link)
+            self._tls_failed(raw, exc)
+            return
+        except BaseException as exc:  # cancelled (the loop is stopping): still report it
+            self._tls_failed(raw, exc)
+            raise
+        finally:
+            self._tls_task = None
+        if self.closed.done():  # closed while the handshake ran
+            transport.abort()
+            return
+        self.transport = transport
+        self._tls_established(transport, tls)
+        self._start_link()
+        early, self._early = self._early, []
+        for data in early:
+            self.data_received(data)
+
+    def _tls_failed(self, raw: asyncio.Transport, exc: BaseException) -> None:
+        self._early = []
+        raw.abort()  # start_tls has closed it; abort also drops what it had queued
+        level = logging.WARNING
+        if self._closing or isinstance(exc, asyncio.CancelledError):
+            level, reason = logging.DEBUG, "closed by this side"
+        elif isinstance(exc, ssl.SSLCertVerificationError):
+            reason = f"{exc.reason}: {exc.verify_message}"
+        elif isinstance(exc, ssl.SSLError) and exc.reason:
+            reason = exc.reason  # the short OpenSSL name, e.g. PEER_DID_NOT_RETURN_A_CERTIFICATE
+        elif isinstance(exc, ConnectionAbortedError):  # asyncio's handshake timeout
+            reason = f"no TLS handshake within {self.tls.handshake_timeout_s if self.tls else 0:g} s"
+        elif isinstance(exc, ConnectionResetError):
+            # closed before or during the handshake: a port probe as much as a TLS failure
+            level, reason = logging.INFO, "the peer closed the connection"
+        else:
+            reason = str(exc) or type(exc).__name__
+        log.log(level, "TLS handshake with %s failed: %s", _peer(self.remote_address), reason)
+        if not self.closed.done():
+            self._dispatch([LinkClosed(CloseReason.GENERIC, True, f"TLS handshake failed: {reason}")])
+        if not self._lost.done():
+            self._lost.set_result(None)
+        self._space.set()
+
+    def _tls_established(self, transport: asyncio.BaseTransport, tls: LinkTls) -> None:
+        peercert = transport.get_extra_info("peercert")
+        self.cert_common_name = peer_common_name(peercert)
+        if tls.close_link_on_expiration:
+            not_after = peer_not_after(peercert)
+            if not_after is None:
+                log.warning("cannot watch the expiry of the TLS link with %s: the peer presented no "
+                            "certificate", _peer(self.remote_address))  # fmt: skip
+            else:
+                self._check_expiry(not_after)
+
+    def _check_expiry(self, not_after: float) -> None:
+        """Close the link once the peer's certificate expires (close_link_on_expiration)."""
+        self._expiry = None
+        left = not_after - time.time()  # certificates expire by the wall clock
+        if left <= 0:
+            log.warning("closing the TLS link with %s: the peer's certificate expired",
+                        _peer(self.remote_address))  # fmt: skip
+            self.close(CloseReason.GENERIC)
+            return
+        self._expiry = self._loop.call_later(min(left, EXPIRY_CHECK_MAX_S), self._check_expiry, not_after)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -413,6 +576,22 @@ def _consume(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
+def _set_buffers(sock: socket.socket, tls: LinkTls) -> None:
+    for option, size in ((socket.SO_SNDBUF, tls.so_sndbuf), (socket.SO_RCVBUF, tls.so_rcvbuf)):
+        if size is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, option, size)
+            except OSError as exc:
+                log.debug("cannot set socket buffer size %d: %s", size, exc)
+
+
+def _peer(address: tuple[str, int] | None) -> str:
+    if not address:
+        return "an unknown address"
+    host, port = address[0], address[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 async def connect(
     endpoint: str | Endpoint,
     config: LinkConfig,
@@ -421,22 +600,30 @@ async def connect(
     max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
     keep_raw: bool = True,
     reassembly_budget: ReassemblyBudget | None = None,
+    tls: TlsConfig | None = None,
 ) -> TcpLink:
     """Connect to ``endpoint`` and run the opener handshake; returns an established link.
 
-    Raises :class:`ConnectionError` (or :class:`OSError`) when the connection or the
-    handshake fails; the handshake is bounded by ``config.handshake_timeout_s``.
+    Raises :class:`ConnectionError` (or :class:`OSError`, e.g. :class:`ssl.SSLError` for a
+    server certificate that does not verify) when the connection or the handshake fails;
+    both are bounded by ``config.handshake_timeout_s``. A ``tls/`` endpoint uses ``tls``
+    (zenohd's transport/link/tls settings); :class:`UsageError` if they cannot work.
     """
     ep = endpoint if isinstance(endpoint, Endpoint) else Endpoint.parse(endpoint)
     loop = asyncio.get_running_loop()
+    link_tls = prepare_tls(ep, tls, server_side=False, default_timeout_s=config.handshake_timeout_s)
 
     def factory() -> TcpLink:
         return TcpLink(config, Role.OPENER, on_event, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw,
-                       reassembly_budget=reassembly_budget)  # fmt: skip
+                       reassembly_budget=reassembly_budget, tls=link_tls)  # fmt: skip
 
-    _, proto = await asyncio.wait_for(
-        loop.create_connection(factory, ep.host, ep.port), config.handshake_timeout_s
-    )
+    if link_tls is None:
+        opening = loop.create_connection(factory, ep.host, ep.port)
+    else:
+        # server_hostname: the name checked (verify_name_on_connect) and sent as SNI
+        opening = loop.create_connection(factory, ep.host, ep.port, ssl=link_tls.context, server_hostname=ep.host,
+                                         ssl_handshake_timeout=link_tls.handshake_timeout_s)  # fmt: skip
+    _, proto = await asyncio.wait_for(opening, config.handshake_timeout_s)
     try:
         await proto.established
     except BaseException:
@@ -448,13 +635,22 @@ async def connect(
 class TcpListener:
     """A listening socket whose accepted connections run the acceptor role."""
 
-    def __init__(self, server: asyncio.Server, links: set[TcpLink]) -> None:
+    def __init__(self, server: asyncio.Server, links: set[TcpLink], endpoint: Endpoint | None = None) -> None:
         self.server = server
         self.links = links
+        self.endpoint = endpoint
 
     @property
     def endpoints(self) -> list[Endpoint]:
-        """The bound endpoints (with the real port when 0 was asked for)."""
+        """The bound endpoints (with the real port when 0 was asked for).
+
+        A TLS listener keeps the host as configured (a name stays a name), as zenohd's
+        TLS locators do: a client reaching it by that locator can verify the name.
+        """
+        ep = self.endpoint
+        if ep is not None and ep.protocol == "tls":
+            ports = dict.fromkeys(s.getsockname()[1] for s in self.server.sockets)
+            return [Endpoint(ep.host, port, "tls") for port in ports]
         return [Endpoint(s.getsockname()[0], s.getsockname()[1]) for s in self.server.sockets]
 
     async def close(self, close_links: bool = True) -> None:
@@ -475,15 +671,20 @@ async def listen(
     keep_raw: bool = True,
     admit: Callable[[TcpLink], bool] | None = None,
     reassembly_budget: ReassemblyBudget | None = None,
+    tls: TlsConfig | None = None,
 ) -> TcpListener:
     """Listen on ``endpoint``; each connection becomes a :class:`TcpLink` (acceptor).
 
     ``on_event(link, event)`` sees every link's :class:`Established`, :class:`Received`
-    and :class:`LinkClosed` events.
+    and :class:`LinkClosed` events (a failed TLS handshake is a LinkClosed before any
+    Established). A ``tls/`` endpoint needs ``tls`` with a certificate and key
+    (:class:`UsageError` otherwise, before anything listens); its TLS handshakes are
+    bounded by ``config.handshake_timeout_s`` (unless the endpoint sets its own).
     """
     ep = endpoint if isinstance(endpoint, Endpoint) else Endpoint.parse(endpoint)
     loop = asyncio.get_running_loop()
     links: set[TcpLink] = set()
+    link_tls = prepare_tls(ep, tls, server_side=True, default_timeout_s=config.handshake_timeout_s)
 
     def forget(link: TcpLink, ev: Event) -> None:
         if isinstance(ev, LinkClosed):
@@ -493,11 +694,11 @@ async def listen(
 
     def factory() -> TcpLink:
         link = TcpLink(config, Role.ACCEPTOR, forget, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw,
-                       admit=admit, reassembly_budget=reassembly_budget)  # fmt: skip
+                       admit=admit, reassembly_budget=reassembly_budget, tls=link_tls)  # fmt: skip
         links.add(link)
         if on_accept is not None:
             on_accept(link)
         return link
 
     server = await loop.create_server(factory, ep.host, ep.port, reuse_address=True, backlog=LISTEN_BACKLOG)
-    return TcpListener(server, links)
+    return TcpListener(server, links, ep)

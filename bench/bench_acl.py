@@ -1,0 +1,207 @@
+"""The cost of access control on an allowed PUSH: eclipse-zenoh publisher -> ROUTER ->
+subscriber, with ``access_control`` off and with an ACL of 100 rules, side by side on
+the real eclipse-zenoh 1.10.2 router and on ``pyzenoh router``.
+
+The ACL (default deny) has 100 rules in one policy for the subject ``interfaces: [lo]``
+(both clients are on 127.0.0.1): 99 on other keys (allow and deny, every message kind,
+both flows) and one allowing the benchmark's traffic on ``bench/**``. Variants:
+
+* ``acl-100``: the allowing rule covers put, delete and declare_subscriber: every
+  decision on the route is "allow" (pyzenoh keeps no access-control state on the route);
+* ``acl-100-put-only`` (pyzenoh): the allowing rule covers put and declare_subscriber but
+  not delete, so the cached route carries the decisions and each PUT takes that path.
+
+The publisher sends 8-byte PUTs with congestion control Block for a bounded count and
+time; the subscriber counts what arrives. Each case runs ``--repeat`` times, alternating,
+and the best run counts. Prints msg/s and ratios (ACL on / off, pyzenoh / zenoh).
+
+Then the routing core alone, in this process (no I/O, so the cost is not hidden behind
+the sockets): ``RoutingCore.handle`` of the same PUSH from one client face to another,
+``--core-messages`` times, with each variant; best of ``--repeat``.
+
+Usage: python bench/bench_acl.py [--seconds 4] [--max-messages 300000] [--repeat 2]
+                                 [--core-messages 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from common import (
+    DRIVER_PRELUDE,
+    cpu_model,
+    start_pyzenoh_router,
+    start_real_router,
+    stop,
+)
+
+from pyzenoh.localnet import free_port
+
+#: Rules in the benchmark's ACL (one of them allows the traffic).
+RULES = 100
+MESSAGES = ["put", "delete", "declare_subscriber", "query", "declare_queryable", "reply", "liveliness_token",
+            "declare_liveliness_subscriber", "liveliness_query"]  # fmt: skip
+
+DRIVER = DRIVER_PRELUDE + textwrap.dedent(
+    """
+    endpoint, seconds, max_messages, size = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    sub_s, pub_s = client(endpoint), client(endpoint)
+    count = [0]
+    last = [0.0]
+    def on_sample(_):
+        count[0] += 1
+        last[0] = time.perf_counter()
+    sub_s.declare_subscriber("bench/x", on_sample)
+    pub = pub_s.declare_publisher("bench/x", congestion_control=BLOCK)
+    if not until(lambda: pub.matching_status.matching, 10):
+        sys.exit("the subscriber never matched: the ACL denies the benchmark")
+    payload = b"x" * size
+    for _ in range(200):  # warm-up: the route is cached from here on
+        pub.put(payload)
+    until(lambda: count[0] >= 200, 10)
+    start_count = count[0]
+    t0 = time.perf_counter()
+    sent = 0
+    deadline = t0 + seconds
+    while sent < max_messages and time.perf_counter() < deadline:
+        for _ in range(100):
+            pub.put(payload)
+        sent += 100
+    send_time = time.perf_counter() - t0
+    until(lambda: count[0] - start_count >= sent, 10)
+    received = count[0] - start_count
+    elapsed = max(last[0] - t0, send_time)
+    print(json.dumps({"sent": sent, "received": received, "seconds": elapsed}), flush=True)
+    pub_s.close(); sub_s.close()
+    """
+)
+
+
+def acl_tree(variant: str) -> dict[str, Any] | None:
+    """The ``access_control`` of a variant (None: off)."""
+    if variant == "off":
+        return None
+    rules: list[dict[str, Any]] = []
+    for i in range(RULES - 1):
+        rules.append({
+            "id": f"other-{i}", "messages": [MESSAGES[i % len(MESSAGES)], MESSAGES[(i + 4) % len(MESSAGES)]],
+            "key_exprs": [f"app/{i}/**", f"svc/*/{i}"], "permission": "deny" if i % 3 == 0 else "allow",
+            "flows": ["ingress" if i % 2 else "egress"] if i % 4 else ["ingress", "egress"],
+        })  # fmt: skip
+    allowed = ["put", "declare_subscriber"] + (["delete"] if variant == "acl-100" else [])
+    rules.append({"id": "bench", "messages": allowed, "key_exprs": ["bench/**"], "permission": "allow",
+                  "flows": ["ingress", "egress"]})  # (zenohd warns about every rule without flows)
+    assert len(rules) == RULES
+    return {"enabled": True, "default_permission": "deny", "rules": rules,
+            "subjects": [{"id": "local", "interfaces": ["lo"]}],
+            "policies": [{"id": "all", "rules": [r["id"] for r in rules], "subjects": ["local"]}]}  # fmt: skip
+
+
+def run_case(kind: str, variant: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    port = free_port()
+    endpoint = f"tcp/127.0.0.1:{port}"
+    acl = acl_tree(variant)
+    if kind == "zenoh":
+        router = start_real_router(port, {"access_control": acl} if acl else {})
+    else:
+        router = start_pyzenoh_router(port, tmp / f"router-{port}.json5", {"access_control": acl} if acl else {})
+    try:
+        out = subprocess.run([sys.executable, "-c", DRIVER, endpoint, str(args.seconds), str(args.max_messages),
+                              str(args.payload)], capture_output=True, text=True, timeout=args.seconds + 60,
+                             check=True)  # fmt: skip
+    finally:
+        stop(router)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["msg_per_s"] = result["received"] / result["seconds"]
+    return result
+
+
+def core_rate(variant: str, messages: int) -> float:
+    """PUSHes per second through ``RoutingCore.handle`` on a warm route (one subscriber)."""
+    from pyzenoh.codec import (
+        Declare,
+        DeclareSubscriber,
+        Push,
+        Put,
+        WhatAmI,
+        WireExpr,
+        ZenohId,
+    )
+    from pyzenoh.codec import encode_network_message as encode
+    from pyzenoh.routing import RoutingCore
+    from pyzenoh.routing.access_control import (
+        AccessControl,
+        FaceSubject,
+        parse_access_control,
+    )
+
+    tree = acl_tree(variant)
+    acl = None if tree is None else AccessControl(parse_access_control(tree))
+    core = RoutingCore(ZenohId(0xA1), access_control=acl)
+    for face in (1, 2):
+        zid = ZenohId(0xC0 + face)
+        core.add_face(face, zid, WhatAmI.CLIENT, 0.0, subject=FaceSubject(zid, ("lo",), "tcp"))
+    core.handle(2, Declare(DeclareSubscriber(1, WireExpr(0, "bench/x", True))), 0.0)
+    msg = Push(WireExpr(0, "bench/x", True), Put(b"x" * 8))
+    raw = encode(msg)
+    handle = core.handle
+    assert handle(1, msg, 0.0, raw), "the ACL denies the benchmark"
+    t0 = time.perf_counter()
+    for _ in range(messages):
+        handle(1, msg, 1.0, raw)
+    return messages / (time.perf_counter() - t0)
+
+
+CASES = [("zenoh", "off"), ("zenoh", "acl-100"), ("pyzenoh", "off"), ("pyzenoh", "acl-100"),
+         ("pyzenoh", "acl-100-put-only")]  # fmt: skip
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=4.0)
+    p.add_argument("--max-messages", type=int, default=300_000)
+    p.add_argument("--payload", type=int, default=8)
+    p.add_argument("--repeat", type=int, default=2, help="runs per case (alternating); the best counts")
+    p.add_argument("--core-messages", type=int, default=200_000, help="PUSHes through the routing core alone")
+    args = p.parse_args()
+    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d')}; {args.payload} B PUTs, 1 publisher -> 1 subscriber, "
+          f"ACL of {RULES} rules")  # fmt: skip
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="benchacl") as tmp:
+        for _ in range(args.repeat):
+            for case in CASES:
+                r = run_case(*case, args, Path(tmp))
+                if case not in best or r["msg_per_s"] > best[case]["msg_per_s"]:
+                    best[case] = r
+    print(f"{'router':10s} {'access_control':18s} {'sent':>9s} {'received':>9s} {'msg/s':>10s} {'vs off':>7s}")
+    for kind, variant in CASES:
+        r = best[(kind, variant)]
+        ratio = r["msg_per_s"] / best[(kind, "off")]["msg_per_s"]
+        print(f"{kind:10s} {variant:18s} {r['sent']:9d} {r['received']:9d} {r['msg_per_s']:10.0f} {ratio:7.3f}")
+    for variant in ("off", "acl-100"):
+        ratio = best[("pyzenoh", variant)]["msg_per_s"] / best[("zenoh", variant)]["msg_per_s"]
+        print(f"pyzenoh / zenoh with access_control {variant}: {ratio:.3f}")
+    variants = ("off", "acl-100", "acl-100-put-only")
+    rates = {v: 0.0 for v in variants}
+    for _ in range(args.repeat):
+        for v in variants:
+            rates[v] = max(rates[v], core_rate(v, args.core_messages))
+    print(f"routing core alone ({args.core_messages} PUSHes, warm route, one subscriber):")
+    for v in variants:
+        print(f"  {v:18s} {rates[v]:10.0f} msg/s {rates[v] / rates['off']:7.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
