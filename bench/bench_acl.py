@@ -26,20 +26,17 @@ Usage: python bench/bench_acl.py [--seconds 4] [--max-messages 300000] [--repeat
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 from common import (
-    DRIVER_PRELUDE,
     cpu_model,
+    run_throughput,
     start_pyzenoh_router,
     start_real_router,
     stop,
@@ -51,41 +48,6 @@ from pyzenoh.localnet import free_port
 RULES = 100
 MESSAGES = ["put", "delete", "declare_subscriber", "query", "declare_queryable", "reply", "liveliness_token",
             "declare_liveliness_subscriber", "liveliness_query"]  # fmt: skip
-
-DRIVER = DRIVER_PRELUDE + textwrap.dedent(
-    """
-    endpoint, seconds, max_messages, size = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    sub_s, pub_s = client(endpoint), client(endpoint)
-    count = [0]
-    last = [0.0]
-    def on_sample(_):
-        count[0] += 1
-        last[0] = time.perf_counter()
-    sub_s.declare_subscriber("bench/x", on_sample)
-    pub = pub_s.declare_publisher("bench/x", congestion_control=BLOCK)
-    if not until(lambda: pub.matching_status.matching, 10):
-        sys.exit("the subscriber never matched: the ACL denies the benchmark")
-    payload = b"x" * size
-    for _ in range(200):  # warm-up: the route is cached from here on
-        pub.put(payload)
-    until(lambda: count[0] >= 200, 10)
-    start_count = count[0]
-    t0 = time.perf_counter()
-    sent = 0
-    deadline = t0 + seconds
-    while sent < max_messages and time.perf_counter() < deadline:
-        for _ in range(100):
-            pub.put(payload)
-        sent += 100
-    send_time = time.perf_counter() - t0
-    until(lambda: count[0] - start_count >= sent, 10)
-    received = count[0] - start_count
-    elapsed = max(last[0] - t0, send_time)
-    print(json.dumps({"sent": sent, "received": received, "seconds": elapsed}), flush=True)
-    pub_s.close(); sub_s.close()
-    """
-)
-
 
 def acl_tree(variant: str) -> dict[str, Any] | None:
     """The ``access_control`` of a variant (None: off)."""
@@ -116,14 +78,9 @@ def run_case(kind: str, variant: str, args: argparse.Namespace, tmp: Path) -> di
     else:
         router = start_pyzenoh_router(port, tmp / f"router-{port}.json5", {"access_control": acl} if acl else {})
     try:
-        out = subprocess.run([sys.executable, "-c", DRIVER, endpoint, str(args.seconds), str(args.max_messages),
-                              str(args.payload)], capture_output=True, text=True, timeout=args.seconds + 60,
-                             check=True)  # fmt: skip
+        return run_throughput(endpoint, args.seconds, args.max_messages, args.payload)
     finally:
         stop(router)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    result["msg_per_s"] = result["received"] / result["seconds"]
-    return result
 
 
 def core_rate(variant: str, messages: int) -> float:

@@ -11,68 +11,24 @@ Usage: python bench/bench_router.py [--seconds 5] [--max-messages 300000] [--pay
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-from common import cpu_model, start_pyzenoh_router, start_real_router, stop
-
-from pyzenoh.localnet import free_port
-
-DRIVER = textwrap.dedent(
-    """
-    import json, sys, threading, time, zenoh
-    endpoint, seconds, max_messages, size = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    def conf():
-        c = zenoh.Config()
-        c.insert_json5("mode", '"client"')
-        c.insert_json5("connect/endpoints", '["%s"]' % endpoint)
-        c.insert_json5("scouting/multicast/enabled", "false")
-        return c
-    sub_s, pub_s = zenoh.open(conf()), zenoh.open(conf())
-    count = [0]
-    last = [0.0]
-    def on_sample(_):
-        count[0] += 1
-        last[0] = time.perf_counter()
-    sub_s.declare_subscriber("bench/x", on_sample)
-    pub = pub_s.declare_publisher("bench/x", congestion_control=zenoh.CongestionControl.BLOCK)
-    time.sleep(0.5)
-    while not pub.matching_status.matching:
-        time.sleep(0.05)
-    payload = b"x" * size
-    for _ in range(200):  # warm-up
-        pub.put(payload)
-    time.sleep(0.5)
-    start_count = count[0]
-    t0 = time.perf_counter()
-    sent = 0
-    deadline = t0 + seconds
-    while sent < max_messages and time.perf_counter() < deadline:
-        for _ in range(100):
-            pub.put(payload)
-        sent += 100
-    send_time = time.perf_counter() - t0
-    quiet_until = time.perf_counter() + 10
-    while count[0] - start_count < sent and time.perf_counter() < quiet_until:
-        time.sleep(0.01)
-    received = count[0] - start_count
-    elapsed = max(last[0] - t0, send_time)
-    print(json.dumps({"sent": sent, "received": received, "seconds": elapsed}), flush=True)
-    pub_s.close(); sub_s.close()
-    """
+from common import (
+    cpu_model,
+    run_throughput,
+    start_pyzenoh_router,
+    start_real_router,
+    stop,
 )
 
-
-
-
+from pyzenoh.localnet import free_port
 
 
 def start_router(kind: str, port: int, record_dir: Path | None, tmp: Path) -> subprocess.Popen[bytes]:
@@ -86,16 +42,9 @@ def run_case(kind: str, args: argparse.Namespace, tmp: Path, record_dir: Path | 
     port = free_port()
     router = start_router(kind, port, record_dir, tmp)
     try:
-        out = subprocess.run(
-            [sys.executable, "-c", DRIVER, f"tcp/127.0.0.1:{port}", str(args.seconds),
-             str(args.max_messages), str(args.payload)],
-            capture_output=True, text=True, timeout=args.seconds + 60, check=True,
-        )  # fmt: skip
+        return run_throughput(f"tcp/127.0.0.1:{port}", args.seconds, args.max_messages, args.payload)
     finally:
         stop(router)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["msg_per_s"] = result["received"] / result["seconds"]
-    return result
 
 
 def main() -> int:

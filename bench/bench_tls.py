@@ -12,68 +12,24 @@ Usage: python bench/bench_tls.py [--seconds 5] [--max-messages 300000] [--payloa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
-from common import cpu_model, start_pyzenoh_router, start_real_router, stop
+from common import (
+    cpu_model,
+    run_throughput,
+    start_pyzenoh_router,
+    start_real_router,
+    stop,
+)
 
 from pyzenoh.localnet import free_port
-
-DRIVER = textwrap.dedent(
-    """
-    import json, sys, time, zenoh
-    endpoint, tls, seconds, max_messages, size = (sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]),
-                                                  int(sys.argv[4]), int(sys.argv[5]))
-    def conf():
-        c = zenoh.Config()
-        c.insert_json5("mode", '"client"')
-        c.insert_json5("connect/endpoints", json.dumps([endpoint]))
-        c.insert_json5("scouting/multicast/enabled", "false")
-        if tls:
-            c.insert_json5("transport/link/tls", json.dumps(tls))
-        return c
-    sub_s, pub_s = zenoh.open(conf()), zenoh.open(conf())
-    count = [0]
-    last = [0.0]
-    def on_sample(_):
-        count[0] += 1
-        last[0] = time.perf_counter()
-    sub_s.declare_subscriber("bench/x", on_sample)
-    pub = pub_s.declare_publisher("bench/x", congestion_control=zenoh.CongestionControl.BLOCK)
-    deadline = time.monotonic() + 10
-    while not pub.matching_status.matching and time.monotonic() < deadline:
-        time.sleep(0.05)
-    payload = b"x" * size
-    for _ in range(200):  # warm-up
-        pub.put(payload)
-    time.sleep(0.5)
-    start_count = count[0]
-    t0 = time.perf_counter()
-    sent = 0
-    deadline = t0 + seconds
-    while sent < max_messages and time.perf_counter() < deadline:
-        for _ in range(100):
-            pub.put(payload)
-        sent += 100
-    send_time = time.perf_counter() - t0
-    quiet_until = time.perf_counter() + 10
-    while count[0] - start_count < sent and time.perf_counter() < quiet_until:
-        time.sleep(0.01)
-    received = count[0] - start_count
-    elapsed = max(last[0] - t0, send_time)
-    print(json.dumps({"sent": sent, "received": received, "seconds": elapsed}), flush=True)
-    pub_s.close(); sub_s.close()
-    """
-)
 
 
 def make_certs(tmp: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -101,16 +57,10 @@ def run_case(kind: str, proto: str, args: argparse.Namespace, tmp: Path) -> dict
         tree = {"listen": {"endpoints": [endpoint]}, "transport": {"link": {"tls": router_tls}}}
         router = start_pyzenoh_router(port, tmp / f"router-{port}.json5", tree)
     try:
-        out = subprocess.run(
-            [sys.executable, "-c", DRIVER, endpoint, json.dumps(client_tls), str(args.seconds),
-             str(args.max_messages), str(args.payload)],
-            capture_output=True, text=True, timeout=args.seconds + 60, check=True,
-        )  # fmt: skip
+        return run_throughput(endpoint, args.seconds, args.max_messages, args.payload,
+                              {"transport/link/tls": client_tls} if client_tls else None)  # fmt: skip
     finally:
         stop(router)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    result["msg_per_s"] = result["received"] / result["seconds"]
-    return result
 
 
 def main() -> int:

@@ -47,11 +47,13 @@ DRIVER_PRELUDE = textwrap.dedent(
     """
     import json, sys, threading, time, zenoh
     BLOCK = zenoh.CongestionControl.BLOCK
-    def client(endpoint):
+    def client(endpoint, extra=None):  # extra: config key -> value, e.g. transport/link/tls
         c = zenoh.Config()
         c.insert_json5("mode", '"client"')
         c.insert_json5("connect/endpoints", json.dumps([endpoint]))
         c.insert_json5("scouting/multicast/enabled", "false")
+        for key, value in (extra or {}).items():
+            c.insert_json5(key, json.dumps(value))
         return zenoh.open(c)
     def until(pred, timeout, step=0.01):
         deadline = time.monotonic() + timeout
@@ -62,6 +64,56 @@ DRIVER_PRELUDE = textwrap.dedent(
         return pred()
     """
 )
+
+
+#: 1 -> 1 throughput through one router: argv endpoint, client config (JSON key -> value),
+#: seconds, max messages, payload size. 8-byte PUTs by default, congestion control Block,
+#: warm-up first; prints {"sent", "received", "seconds"} as JSON.
+THROUGHPUT_DRIVER = DRIVER_PRELUDE + textwrap.dedent(
+    """
+    endpoint, extra, seconds, max_messages, size = (sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]),
+                                                    int(sys.argv[4]), int(sys.argv[5]))
+    sub_s, pub_s = client(endpoint, extra), client(endpoint, extra)
+    count = [0]
+    last = [0.0]
+    def on_sample(_):
+        count[0] += 1
+        last[0] = time.perf_counter()
+    sub_s.declare_subscriber("bench/x", on_sample)
+    pub = pub_s.declare_publisher("bench/x", congestion_control=BLOCK)
+    if not until(lambda: pub.matching_status.matching, 10):
+        sys.exit("the subscriber never matched (an access control denying the benchmark?)")
+    payload = b"x" * size
+    for _ in range(200):  # warm-up: the route is cached from here on
+        pub.put(payload)
+    until(lambda: count[0] >= 200, 10)
+    start_count = count[0]
+    t0 = time.perf_counter()
+    sent = 0
+    deadline = t0 + seconds
+    while sent < max_messages and time.perf_counter() < deadline:
+        for _ in range(100):
+            pub.put(payload)
+        sent += 100
+    send_time = time.perf_counter() - t0
+    until(lambda: count[0] - start_count >= sent, 10)
+    received = count[0] - start_count
+    elapsed = max(last[0] - t0, send_time)
+    print(json.dumps({"sent": sent, "received": received, "seconds": elapsed}), flush=True)
+    pub_s.close(); sub_s.close()
+    """
+)
+
+
+def run_throughput(endpoint: str, seconds: float, max_messages: int, payload: int,
+                   client_conf: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Run :data:`THROUGHPUT_DRIVER` against ``endpoint``; its result plus ``msg_per_s``."""
+    out = subprocess.run([sys.executable, "-c", THROUGHPUT_DRIVER, endpoint, json.dumps(client_conf or {}),
+                          str(seconds), str(max_messages), str(payload)],
+                         capture_output=True, text=True, timeout=seconds + 60, check=True)  # fmt: skip
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["msg_per_s"] = result["received"] / result["seconds"]
+    return result
 
 
 def start_real_router(port: int, conf: dict[str, Any] | None = None, log: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
