@@ -27,9 +27,6 @@ import contextlib
 import json
 import queue
 import re
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,7 +35,8 @@ from typing import Any
 
 import pytest
 
-from pyzenoh.localnet import free_port, wait_listening
+from pyzenoh.localnet import free_port
+from tests.interop.zenoh_procs import pyzenoh_router_process
 from tests.security.certs import Pki
 
 zenoh = pytest.importorskip("zenoh")
@@ -152,25 +150,9 @@ def _router_config(tcp: str, tls: str, pki: Pki, server: Any, dictionary: Path) 
 @contextlib.contextmanager
 def _pyzenoh_router(tmp: Path, config: dict[str, Any], ports: tuple[int, int]) -> Iterator[tuple[str, Path]]:
     zid = f"{ports[0]:x}ac1"
-    cfg = tmp / "router.json5"
-    cfg.write_text(json.dumps({**config, "id": zid}))
-    log = tmp / "router.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-c", str(cfg)],
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
-    try:
-        for port in ports:
-            wait_listening(port, proc, 20.0)
+    with pyzenoh_router_process({**config, "id": zid}, tmp / "router.json5", ports) as (proc, log):
         yield zid, log
         assert proc.poll() is None, log.read_text()
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
 
 
 @contextlib.contextmanager

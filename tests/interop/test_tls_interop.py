@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,8 +26,8 @@ import pytest
 import zenoh
 
 import pyzenoh.session as pz
-from pyzenoh.localnet import free_port, wait_listening
-from tests.interop.zenoh_procs import Proc, start_router
+from pyzenoh.localnet import free_port
+from tests.interop.zenoh_procs import Proc, opened, pyzenoh_router_process, start_router
 from tests.security.certs import KeyPair, Pki
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
@@ -68,15 +65,6 @@ class PyRouter:
     def endpoint(self, name: str) -> str:
         return f"{'tcp' if name == 'tcp' else 'tls'}/127.0.0.1:{self.ports[name]}"
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
 
 @contextlib.contextmanager
 def pyzenoh_router(tmp: Path, listen: dict[str, str], tls: dict[str, Any], connect: list[str] | None = None
@@ -87,19 +75,8 @@ def pyzenoh_router(tmp: Path, listen: dict[str, str], tls: dict[str, Any], conne
               "connect": {"endpoints": connect or []}, "scouting": {"multicast": {"enabled": False}},
               "transport": {"link": {"tls": tls}}}  # fmt: skip
     name = f"pz-router-{ports[next(iter(ports))]}"
-    (tmp / f"{name}.json5").write_text(json.dumps(config))
-    log = tmp / f"{name}.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-c",
-                                 str(tmp / f"{name}.json5")], stdout=out, stderr=subprocess.STDOUT,
-                                env=os.environ.copy())  # fmt: skip
-    router = PyRouter(proc, log, ports)
-    try:
-        for port in ports.values():
-            wait_listening(port, proc, 20)
-        yield router
-    finally:
-        router.stop()
+    with pyzenoh_router_process(config, tmp / f"{name}.json5", ports.values()) as (proc, log):
+        yield PyRouter(proc, log, ports)
 
 
 @contextlib.contextmanager
@@ -124,16 +101,6 @@ def zopen(endpoint: str, tls: dict[str, Any] | None = None, open_timeout_ms: int
     if open_timeout_ms:
         c.insert_json5("transport/unicast/open_timeout", str(open_timeout_ms))
     return zenoh.open(c)
-
-
-@contextlib.contextmanager
-def opened(*sessions: Any) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        for s in sessions:
-            with contextlib.suppress(Exception):
-                s.close()
 
 
 def crosses(put: Callable[[bytes], None], declare: Callable[[Callable[[Any], None]], Any], key: str) -> bytes:

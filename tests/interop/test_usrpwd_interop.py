@@ -9,7 +9,6 @@ import contextlib
 import json
 import queue
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -20,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from pyzenoh.localnet import free_port, wait_listening
-from tests.interop.zenoh_procs import Proc, start_router
+from pyzenoh.localnet import free_port
+from tests.interop.zenoh_procs import Proc, opened, pyzenoh_router_process, start_router
 
 zenoh = pytest.importorskip("zenoh")
 import pyzenoh.session as pz
@@ -49,27 +48,12 @@ class PyRouter:
 def pyzenoh_router(tmp: Path, name: str, auth: dict[str, Any], connect: tuple[str, ...] = ()) -> Iterator[PyRouter]:
     port = free_port()
     zid = f"{port:x}{name.encode().hex()}"[:32]
-    cfg = tmp / f"{name}.json5"
-    cfg.write_text(json.dumps({
+    config = {
         "id": zid, "listen": {"endpoints": [f"tcp/127.0.0.1:{port}"]}, "connect": {"endpoints": list(connect)},
         "scouting": {"multicast": {"enabled": False}}, "transport": {"auth": {"usrpwd": auth}},
-    }))  # fmt: skip
-    log = tmp / f"{name}.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-c", str(cfg)],
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
-    router = PyRouter(proc, f"tcp/127.0.0.1:{port}", zid, log)
-    try:
-        wait_listening(port, proc, 20.0)
-        yield router
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+    }  # fmt: skip
+    with pyzenoh_router_process(config, tmp / f"{name}.json5", [port]) as (proc, log):
+        yield PyRouter(proc, f"tcp/127.0.0.1:{port}", zid, log)
 
 
 @contextlib.contextmanager
@@ -106,16 +90,6 @@ def dictionary(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("usrpwd") / "users.txt"
     path.write_text(USERS)
     return str(path)
-
-
-@contextlib.contextmanager
-def opened(*sessions: Any) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        for s in sessions:
-            with contextlib.suppress(Exception):
-                s.close()
 
 
 def put_until_received(put: Callable[[], None], got: queue.Queue[bytes]) -> bytes:

@@ -14,12 +14,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from pyzenoh.localnet import free_port
+from pyzenoh.localnet import free_port, wait_listening
 
 #: How long a subprocess may take to print its ready line.
 START_TIMEOUT_S = 30.0
@@ -182,3 +183,46 @@ def pyzenoh_config(endpoint: str, mode: str = "client", **extra: Any) -> dict[st
     cfg: dict[str, Any] = {"mode": mode, "connect": {"endpoints": [endpoint]}}
     cfg.update(extra)
     return cfg
+
+
+@contextmanager
+def pyzenoh_router_process(
+    config: dict[str, Any], config_file: Path, ports: Iterable[int]
+) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """``pyzenoh router -c config_file`` (``config`` written there) logging at info to
+    ``config_file`` with suffix ``.log``; yields (process, log) once every port in
+    ``ports`` listens, and stops it by PID (SIGTERM, then SIGKILL) afterwards."""
+    config_file.write_text(json.dumps(config))
+    log = config_file.with_suffix(".log")
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-c",
+                                 str(config_file)], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)  # fmt: skip
+    try:
+        for port in ports:
+            wait_listening(port, proc, START_TIMEOUT_S)
+        yield proc, log
+    finally:
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM ``proc``, SIGKILL it if it has not exited within a bounded wait."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(STOP_TIMEOUT_S)
+
+
+@contextmanager
+def opened(*sessions: Any) -> Iterator[None]:
+    """Close every session (eclipse-zenoh or pyzenoh) at the end, whatever happens."""
+    try:
+        yield
+    finally:
+        for s in sessions:
+            with suppress(Exception):
+                s.close()
