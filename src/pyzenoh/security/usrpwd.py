@@ -278,6 +278,18 @@ def _as_auth_error(exc: DecodeError) -> AuthError:
     return AuthError(f"malformed auth extension: {exc.reason}")
 
 
+def _required_ext(body: bytes | None, expected: int, what: str, missing: str) -> Extension:
+    """The usrpwd extension of a handshake step that must carry one; :class:`AuthError`
+    saying ``missing`` when it is absent, or why it is malformed."""
+    try:
+        ext = _usrpwd_ext(body, expected, what)
+    except DecodeError as exc:
+        raise _as_auth_error(exc) from None
+    if ext is None:
+        raise AuthError(missing)
+    return ext
+
+
 class OpenerAuth:
     """The usrpwd side of the handshake of a link this node opened."""
 
@@ -304,12 +316,8 @@ class OpenerAuth:
         if not self.presents:
             read_auth_extensions(body or b"")
             return
-        try:
-            ext = _usrpwd_ext(body, EXT_INIT_ACK, "InitAck")
-        except DecodeError as exc:
-            raise _as_auth_error(exc) from None
-        if ext is None:
-            raise AuthError("the peer does not check usrpwd credentials (no challenge in its InitAck)")
+        ext = _required_ext(body, EXT_INIT_ACK, "InitAck",
+                            "the peer does not check usrpwd credentials (no challenge in its InitAck)")
         assert isinstance(ext.value, int)
         self._nonce = ext.value
 
@@ -327,12 +335,7 @@ class OpenerAuth:
         if not self.presents:
             read_auth_extensions(body or b"")
             return
-        try:
-            ext = _usrpwd_ext(body, EXT_OPEN_ACK, "OpenAck")
-        except DecodeError as exc:
-            raise _as_auth_error(exc) from None
-        if ext is None:
-            raise AuthError("the peer's OpenAck does not accept our usrpwd credentials")
+        _required_ext(body, EXT_OPEN_ACK, "OpenAck", "the peer's OpenAck does not accept our usrpwd credentials")
 
 
 class AcceptorAuth:
@@ -359,12 +362,7 @@ class AcceptorAuth:
         if not self.checks:
             read_auth_extensions(body or b"")
             return
-        try:
-            ext = _usrpwd_ext(body, EXT_INIT_SYN, "InitSyn")
-        except DecodeError as exc:
-            raise _as_auth_error(exc) from None
-        if ext is None:
-            raise AuthError("no usrpwd credentials offered (no usrpwd extension in InitSyn)")
+        _required_ext(body, EXT_INIT_SYN, "InitSyn", "no usrpwd credentials offered (no usrpwd extension in InitSyn)")
 
     def init_ack(self) -> bytes | None:
         """The InitAck Auth body: the challenge (None when we do not check)."""
@@ -376,11 +374,9 @@ class AcceptorAuth:
         if auth is None:
             read_auth_extensions(body or b"")
             return None
+        ext = _required_ext(body, EXT_OPEN_SYN, "OpenSyn", "no usrpwd credentials in OpenSyn")
+        assert isinstance(ext.value, bytes)
         try:
-            ext = _usrpwd_ext(body, EXT_OPEN_SYN, "OpenSyn")
-            if ext is None:
-                raise AuthError("no usrpwd credentials in OpenSyn")
-            assert isinstance(ext.value, bytes)
             user, proof = decode_open_syn(ext.value)
         except DecodeError as exc:
             raise _as_auth_error(exc) from None
