@@ -49,7 +49,6 @@ def _refusals(tmp: Path) -> list[tuple[str, str | dict[str, Any], list[str]]]:
          ["refusing to start", "ws/127.0.0.1:1"]),
         ("required plugin", {"plugins": {"rest": {"__required__": True, "http_port": 8000}}},
          ["refusing to start", "plugins/rest"]),
-        ("peer mode", {"mode": "peer"}, ["mode: pyzenoh router only runs in mode 'router'"]),
         ("missing certificate", {**tls_ep, **_tls(listen_certificate=missing, listen_private_key=str(server.key))},
          ["transport/link/tls/listen_certificate", missing]),
         ("missing key", {**tls_ep, **_tls(listen_certificate=str(server.cert), listen_private_key=missing)},
@@ -114,6 +113,17 @@ def test_harmless_unimplemented_settings_warn_once_and_the_router_serves(tmp_pat
         assert name in warnings[0]
     for quiet in ("shared_memory", "timestamping", "pyzenoh/limits"):
         assert quiet not in warnings[0]
+
+
+def test_a_peer_mode_config_starts_a_router_naming_the_mode(tmp_path: Path) -> None:
+    # zenohd's DEFAULT_CONFIG.json5 says mode: "peer"; pyzenoh router runs it as a router
+    tree = {**zenoh_default_tree(), "mode": "peer", "scouting": {"multicast": {"enabled": False}}}
+    config = tmp_path / "peer.json5"
+    config.write_text(json.dumps(tree))
+    with run_router(tmp_path, "-c", str(config)) as router:
+        assert router.proc.poll() is None
+    log = router.log.read_text()
+    assert "mode: 'peer' is ignored: pyzenoh router runs as a router" in log, log
 
 
 def test_zenohs_default_tree_starts_a_router_without_warnings(tmp_path: Path) -> None:

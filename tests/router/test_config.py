@@ -52,7 +52,7 @@ def test_json5_file_with_zenohd_keys(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "tree",
     [
-        {"mode": "client"},
+        {"mode": "routre"},  # not a mode (a peer or client mode only warns)
         {"transport": {"link": {"tx": {"lease": -1}}}},
         {"transport": {"link": {"tx": {"batch_size": 70000}}}},
         {"listen": {"endpoints": [7447]}},

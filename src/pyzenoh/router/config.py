@@ -173,7 +173,12 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
     check_config(tree, "router")  # every key and value first, each named
     mode = tree.get("mode") or "router"
     if mode != "router":
-        raise UsageError(f"mode: pyzenoh router only runs in mode 'router', not {mode!r}")
+        # zenohd would run this config as a peer or client; pyzenoh router has no such mode.
+        # Like other settings it cannot honour harmlessly, it is named, not refused, so that
+        # zenohd's own DEFAULT_CONFIG.json5 (mode: "peer") starts a router; the per-mode
+        # values read are the router's.
+        log.warning("mode: %r is ignored: pyzenoh router runs as a router (per-mode values are read "
+                    "for mode 'router')", mode)  # fmt: skip
     zid = tree.get("id")
     if zid is not None and not isinstance(zid, str):
         raise UsageError("config id must be a hex string")
