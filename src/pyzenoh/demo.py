@@ -1,9 +1,12 @@
 """``pyzenoh demo``: the main job on embedded defaults, showing the whole system.
 
 1. Starts ``pyzenoh router`` in a child process on 127.0.0.1, with a BIND 10 msgq daemon
-   bridged into it and traffic recording on.
+   bridged into it and traffic recording on; when ``trustme`` is installed (the test
+   extra) it is secured too: usrpwd on every link, a ``tls/`` endpoint requiring client
+   certificates (mTLS) and an access control rule.
 2. Drives it: a pyzenoh subscriber and a real eclipse-zenoh publisher (when installed),
-   a queryable and a get, liveliness tokens, and a msgq client talking to Zenoh.
+   a queryable and a get, liveliness tokens, a msgq client talking to Zenoh, and (secured)
+   a refused password, an mTLS client and a put the access control drops.
 3. Stops the router (SIGTERM) and runs the Spark pipeline (embedded ``local[*]``) over
    the recording: Parquet tables plus ``report.html``.
 
@@ -13,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import queue
 import signal
@@ -20,12 +24,63 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pyzenoh.localnet import free_port, wait_listening
 
 WAIT_S = 10.0
+#: The demo's usrpwd user, and the common name of its mTLS client certificate.
+DEMO_USER, DEMO_PASSWORD, SENSOR_CN = "demo", "demo-password", "sensor-1"
+
+
+@dataclass(frozen=True)
+class Security:
+    """The demo router's security: config sections for the router and its clients."""
+
+    tls_endpoint: str
+    router: dict[str, Any]
+    client_tls: dict[str, Any]  # transport/link/tls of the mTLS client
+
+    @staticmethod
+    def make(directory: Path, tls_port: int) -> Security | None:
+        """Certificates (a throwaway CA), a user dictionary and the config; None without
+        ``trustme``."""
+        try:
+            import trustme
+        except ImportError:
+            return None
+        ca = trustme.CA(organization_name="pyzenoh demo CA")
+        files = {name: str(directory / f"{name}.pem") for name in ("ca", "router", "router-key", "sensor", "sensor-key")}
+        ca.cert_pem.write_to_path(files["ca"])
+        for stem, leaf in (("router", ca.issue_cert("localhost", "127.0.0.1", common_name="router")),
+                           ("sensor", ca.issue_cert("sensor-1.demo", common_name=SENSOR_CN))):  # fmt: skip
+            Path(files[stem]).write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+            leaf.private_key_pem.write_to_path(files[f"{stem}-key"])
+        users = directory / "users.txt"
+        users.write_text(f"{DEMO_USER}:{DEMO_PASSWORD}\n")
+        router = {
+            "transport": {
+                "link": {"tls": {"root_ca_certificate": files["ca"], "enable_mtls": True,
+                                 "listen_certificate": files["router"], "listen_private_key": files["router-key"]}},
+                "auth": {"usrpwd": {"dictionary_file": str(users)}},
+            },
+            "access_control": {
+                "enabled": True, "default_permission": "allow",
+                "rules": [{"id": "sensors-keep-out-of-vault", "permission": "deny", "flows": ["ingress"],
+                           "messages": ["put", "delete"], "key_exprs": ["vault/**"]}],
+                "subjects": [{"id": "sensors", "cert_common_names": [SENSOR_CN]}],
+                "policies": [{"rules": ["sensors-keep-out-of-vault"], "subjects": ["sensors"]}],
+            },
+        }  # fmt: skip
+        client_tls = {"root_ca_certificate": files["ca"], "enable_mtls": True,
+                      "connect_certificate": files["sensor"], "connect_private_key": files["sensor-key"]}  # fmt: skip
+        return Security(f"tls/localhost:{tls_port}", router, client_tls)
+
+    @staticmethod
+    def credentials(password: str = DEMO_PASSWORD) -> dict[str, Any]:
+        return {"auth": {"usrpwd": {"user": DEMO_USER, "password": password}}}
 
 
 
@@ -36,13 +91,15 @@ def _say(text: str) -> None:
     print(f"[demo] {text}", flush=True)
 
 
-def _drive(endpoint: str, msgq_socket: str) -> None:
+def _drive(endpoint: str, msgq_socket: str, security: Security | None) -> None:
     """Exercise pub/sub, queries, liveliness and the msgq bridge through the router."""
     import pyzenoh.session as pz
     from pyzenoh.msgq import Session as MsgqSession
     from pyzenoh.msgq import decode
 
-    conf = {"mode": "client", "connect": {"endpoints": [endpoint]}}
+    conf: dict[str, Any] = {"mode": "client", "connect": {"endpoints": [endpoint]}}
+    if security is not None:
+        conf["transport"] = Security.credentials()
     with pz.open(conf) as sub_s, pz.open(conf) as pub_s:
         samples: queue.Queue[Any] = queue.Queue()
         sub_s.declare_subscriber("demo/**", samples.put)
@@ -64,6 +121,8 @@ def _drive(endpoint: str, msgq_socket: str) -> None:
             zconf.insert_json5("mode", '"client"')
             zconf.insert_json5("connect/endpoints", f'["{endpoint}"]')
             zconf.insert_json5("scouting/multicast/enabled", "false")
+            if security is not None:
+                zconf.insert_json5("transport/auth/usrpwd", json.dumps(Security.credentials()["auth"]["usrpwd"]))
             with zenoh.open(zconf) as zs:
                 zs.put("demo/from-eclipse-zenoh", "hello from the Rust core")
                 s = samples.get(timeout=WAIT_S)
@@ -97,24 +156,63 @@ def _drive(endpoint: str, msgq_socket: str) -> None:
             group = env.get("group", "?") if env else "?"
             _say(f"Zenoh put -> msgq client (group {group!r}): {msg!r}")
 
+        if security is not None:
+            _drive_secured(conf, security, samples)
+
+
+def _drive_secured(conf: dict[str, Any], security: Security, samples: queue.Queue[Any]) -> None:
+    """A refused password; an mTLS client whose put to demo/secret/** the ACL drops."""
+    import pyzenoh.session as pz
+
+    try:
+        pz.open({**conf, "transport": Security.credentials("wrong")}).close()
+        _say("a wrong password was accepted (unexpected)")
+    except (ConnectionError, OSError) as exc:
+        _say(f"usrpwd: a wrong password is refused before any data: {exc}")
+    sensor_conf = {"mode": "client", "connect": {"endpoints": [security.tls_endpoint]},
+                   "transport": {**Security.credentials(), "link": {"tls": security.client_tls}}}  # fmt: skip
+    with pz.open(sensor_conf) as sensor:
+        # Denied data is dropped silently. No subscriber holds vault/**: the recording's
+        # delivery audit does not know access control's decisions yet and would count a
+        # denied sample a subscriber intersects as missing.
+        sensor.put("vault/door-code", "1234")
+        sensor.put("demo/temperature/roof", "18.5")
+        s = samples.get(timeout=WAIT_S)
+        _say(f"mTLS client (certificate CN {SENSOR_CN!r}) over {security.tls_endpoint}: subscriber got "
+             f"{s.key_expr} = {s.payload.to_string()!r}")
+        for reply in sensor.get("@/*/router/access_control", timeout=5):
+            if reply.ok:
+                _say(f"admin space {reply.ok.key_expr}: denials by rule "
+                     f"{json.loads(reply.ok.payload.to_bytes()).get('denied')}")
+
 
 def _demo(args: argparse.Namespace) -> int:
     out = Path(args.output).resolve()
     out.mkdir(parents=True, exist_ok=True)
     recording = out / "recording"
     tables = out / "tables"
-    port = free_port()
+    port, tls_port = free_port(), free_port()
     endpoint = f"tcp/127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="pzdemo") as tmp:
         msgq_socket = str(Path(tmp) / "msgq.sock")
+        security = Security.make(Path(tmp), tls_port)
+        config = Path(tmp) / "router.json5"
+        listen = [endpoint] if security is None else [endpoint, security.tls_endpoint]
+        config.write_text(json.dumps({"listen": {"endpoints": listen}, **(security.router if security else {})}))
         cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router",
-               "-l", endpoint, "--msgq", msgq_socket, "--record", str(recording)]  # fmt: skip
+               "-c", str(config), "--msgq", msgq_socket, "--record", str(recording)]  # fmt: skip
         _say(f"starting: {' '.join(cmd[1:])}")
         router = subprocess.Popen(cmd, env=os.environ.copy())
         try:
             wait_listening(port, router)
-            _say(f"router listening on {endpoint}, msgq on {msgq_socket}, recording to {recording}")
-            _drive(endpoint, msgq_socket)
+            if security is None:
+                _say("(trustme is not installed: the router runs without TLS, usrpwd and access control)")
+            else:
+                wait_listening(tls_port, router)
+                _say(f"secured: usrpwd on every link, {security.tls_endpoint} requires a client certificate "
+                     "of the demo CA, access control keeps sensors out of vault/**")
+            _say(f"router listening on {', '.join(listen)}, msgq on {msgq_socket}, recording to {recording}")
+            _drive(endpoint, msgq_socket, security)
         finally:
             router.send_signal(signal.SIGTERM)
             code = router.wait(timeout=20)
