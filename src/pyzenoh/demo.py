@@ -68,10 +68,10 @@ class Security:
             },
             "access_control": {
                 "enabled": True, "default_permission": "allow",
-                "rules": [{"id": "sensors-keep-out-of-vault", "permission": "deny", "flows": ["ingress"],
-                           "messages": ["put", "delete"], "key_exprs": ["vault/**"]}],
+                "rules": [{"id": "sensors-keep-out-of-secrets", "permission": "deny", "flows": ["ingress"],
+                           "messages": ["put", "delete"], "key_exprs": ["demo/secret/**"]}],
                 "subjects": [{"id": "sensors", "cert_common_names": [SENSOR_CN]}],
-                "policies": [{"rules": ["sensors-keep-out-of-vault"], "subjects": ["sensors"]}],
+                "policies": [{"rules": ["sensors-keep-out-of-secrets"], "subjects": ["sensors"]}],
             },
         }  # fmt: skip
         client_tls = {"root_ca_certificate": files["ca"], "enable_mtls": True,
@@ -172,14 +172,12 @@ def _drive_secured(conf: dict[str, Any], security: Security, samples: queue.Queu
     sensor_conf = {"mode": "client", "connect": {"endpoints": [security.tls_endpoint]},
                    "transport": {**Security.credentials(), "link": {"tls": security.client_tls}}}  # fmt: skip
     with pz.open(sensor_conf) as sensor:
-        # Denied data is dropped silently. No subscriber holds vault/**: the recording's
-        # delivery audit does not know access control's decisions yet and would count a
-        # denied sample a subscriber intersects as missing.
-        sensor.put("vault/door-code", "1234")
+        # Denied data is dropped silently (the recording says so: the audit expects it).
+        sensor.put("demo/secret/door-code", "1234")
         sensor.put("demo/temperature/roof", "18.5")
         s = samples.get(timeout=WAIT_S)
         _say(f"mTLS client (certificate CN {SENSOR_CN!r}) over {security.tls_endpoint}: subscriber got "
-             f"{s.key_expr} = {s.payload.to_string()!r}")
+             f"{s.key_expr} = {s.payload.to_string()!r}, not its put to demo/secret/door-code")
         for reply in sensor.get("@/*/router/access_control", timeout=5):
             if reply.ok:
                 _say(f"admin space {reply.ok.key_expr}: denials by rule "
@@ -210,7 +208,7 @@ def _demo(args: argparse.Namespace) -> int:
             else:
                 wait_listening(tls_port, router)
                 _say(f"secured: usrpwd on every link, {security.tls_endpoint} requires a client certificate "
-                     "of the demo CA, access control keeps sensors out of vault/**")
+                     "of the demo CA, access control keeps sensors out of demo/secret/**")
             _say(f"router listening on {', '.join(listen)}, msgq on {msgq_socket}, recording to {recording}")
             _drive(endpoint, msgq_socket, security)
         finally:

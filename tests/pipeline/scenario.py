@@ -2,7 +2,10 @@
 
 Faces: 1 publisher, 2 and 3 subscribers, 4 queryable, 5 querier. Three routing faults are
 injected (a dropped delivery, an extra delivery, a wrong route record) and one record
-holds bytes that do not decode.
+holds bytes that do not decode. Access control refuses face 5's subscriber and denies
+two PUTs (one on the way in, one toward face 3): none of that is a fault.
+
+:func:`build_acl` is a smaller recording whose only irregularities are access control's.
 """
 
 from __future__ import annotations
@@ -51,8 +54,16 @@ def build(directory: Path, *, max_segment_bytes: int = 64 << 20) -> Facts:
         s["put_other"] = sim.put(1, "other/z", b"v3", extra=(2,))
         at(13)
         s["put_by"] = sim.put(2, "demo/b/y", b"v4")
+        at(6)
+        s["sub5_denied"] = sim.declare_subscriber(5, 1, "demo/**", denied_by="no-sub")
         at(14)
         s["put_a2"] = sim.put(1, "demo/a", b"v5", route=[2, 3])
+        at(15)
+        s["put_e_denied"] = sim.put(1, "demo/e", b"v8", denied_in="no-e")
+        at(16)
+        s["put_bw_denied3"] = sim.put(
+            1, "demo/b/w", b"v9", denied_out=(3,), rule="no-bw"
+        )
         at(20)
         s["q1"], fwd1 = sim.get(5, 1, "demo/q/x", "n=1", timeout_ms=1000)
         at(25)
@@ -90,6 +101,30 @@ EXPECTED_DELIVERY = {
     "put_other": ([], [2], [], False),
     "put_by": ([3], [3], [3], True),
     "put_a2": ([2], [2], [2, 3], False),
+    "put_e_denied": ([2], [], [], True),
+    "put_bw_denied3": ([2, 3], [2], [2], True),
     "put_bz": ([2], [2], [2], True),
     "put_c": ([], [], [], True),
 }
+
+
+def build_acl(directory: Path, *, record_denials: bool = True) -> Facts:
+    """Faces 2, 3 subscribe to demo/**; face 4's subscriber is refused; face 1's PUTs:
+    one denied on the way in, one denied toward face 3, one allowed. With
+    ``record_denials=False`` the same traffic is recorded without the denials."""
+    facts = Facts()
+    s = facts.seqs
+    with Recorder(directory) as rec:
+        sim = SimRouter(rec, T0, record_denials=record_denials)
+        for link in range(1, 5):
+            sim.open(link, format(0x1000 + link, "x"))
+        sim.advance(MS)
+        s["sub2"] = sim.declare_subscriber(2, 1, "demo/**")
+        s["sub3"] = sim.declare_subscriber(3, 1, "demo/**")
+        s["sub4"] = sim.declare_subscriber(4, 1, "demo/**", denied_by="no-sub")
+        sim.advance(MS)
+        s["put_in"] = sim.put(1, "demo/secret/x", b"1", denied_in="no-secret")
+        s["put_out"] = sim.put(1, "demo/b", b"2", denied_out=(3,), rule="no-b-to-3")
+        s["put_ok"] = sim.put(1, "demo/c", b"3")
+        facts.messages = rec.next_seq
+    return facts

@@ -105,6 +105,20 @@ def test_link_events_inside_a_chunk_apply_in_record_order(tmp_path: Path) -> Non
     ]  # the last from its wire key
 
 
+def test_a_denial_inside_a_chunk_is_not_a_close(tmp_path: Path) -> None:
+    raw = encode_network_message(Push(WireExpr(0, "a/b"), Put(b"x")))
+    with Recorder(tmp_path / "rec") as rec:
+        rec.link_opened(1, 1, "aa", "client", "tcp/127.0.0.1:1")
+        s = rec.message(2, 1, "rx", "a/b", raw)
+        rec.access_denied(2, s, 1, "ingress", "put", "a/b", "ingress put denied by rule 'r'")
+        rec.message(3, 1, "rx", "a/b", raw)
+        rec.link_closed(4, 1, "gone")
+        rec.message(5, 1, "rx", "a/b", raw)
+    fast, slow = both_paths(tmp_path / "rec", 100)
+    assert_same(fast, slow)
+    assert fast["zid"].to_pylist() == ["aa", "aa", None]
+
+
 @pytest.fixture(scope="module")
 def small_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("small")

@@ -134,9 +134,11 @@ def test_declarations_table(spark: Any, result: dict[str, Any]) -> None:
     assert set(by) == {
         ("subscriber", 2, 1),
         ("subscriber", 3, 1),
+        ("subscriber", 5, 1),  # refused by access control: marked
         ("queryable", 4, 1),
         ("token", 2, 7),
     }
+    assert [k for k, r in by.items() if r["denied"]] == [("subscriber", 5, 1)]
     sub2, sub3 = by[("subscriber", 2, 1)], by[("subscriber", 3, 1)]
     assert (sub2["key"], sub2["end_reason"], sub2["end_ns"] - T0) == (
         "demo/**",
@@ -171,6 +173,15 @@ def test_delivery_audit(spark: Any, result: dict[str, Any]) -> None:
     seqs = result["facts"].seqs
     rows = {r["seq"]: r for r in _rows(spark, result, "delivery")}
     assert set(rows) == {seqs[name] for name in EXPECTED_DELIVERY}
+    assert (
+        rows[seqs["put_e_denied"]]["ingress_denied"],
+        list(rows[seqs["put_e_denied"]]["denied"]),
+    ) == (True, [2])
+    assert (
+        rows[seqs["put_bw_denied3"]]["ingress_denied"],
+        list(rows[seqs["put_bw_denied3"]]["denied"]),
+    ) == (False, [3])
+    assert sum(1 for r in rows.values() if r["denied"]) == 2
     for name, (subscribed, sent, route, ok) in EXPECTED_DELIVERY.items():
         r = rows[seqs[name]]
         assert (
@@ -203,7 +214,9 @@ def test_delivery_audit(spark: Any, result: dict[str, Any]) -> None:
 def test_report(result: dict[str, Any]) -> None:
     html = Path(result["report"]).read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>")
-    assert "FAIL: 3 of 7 data messages differ" in html
+    assert "FAIL: 3 of 9 data messages differ" in html
+    assert "Access control denials" in html
+    assert "ingress declare_subscriber denied by rule &#x27;no-sub&#x27;" in html
     assert (
         len(re.findall(r'src="data:image/png;base64,[A-Za-z0-9+/=]{100,}"', html)) == 4
     )
@@ -287,3 +300,71 @@ def test_audit_buckets_find_the_same_subscribers_as_the_plain_join(
     assert audit == {seq: sorted(links) for seq, links in expected.items()}
     assert sum(1 for v in audit.values() if v) > 1_000
     declarations.unpersist()
+
+
+def test_audit_knows_access_control(spark: Any, tmp_path: Path) -> None:
+    """The same traffic audits clean when its denials are recorded, and shows false
+    differences when they are not (a recorder that does not know access control)."""
+    from pyspark.sql import functions as F
+
+    from pyzenoh.pipeline import jobs
+
+    def audit(
+        record_denials: bool,
+    ) -> tuple[dict[str, Any], dict[int, Any], list[Any], scenario.Facts]:
+        rec_dir = tmp_path / f"rec-{record_denials}"
+        facts = scenario.build_acl(rec_dir, record_denials=record_denials)
+        load = spark.read.format("pyzenoh")
+        messages = load.load(str(rec_dir)).cache()
+        links = (
+            load.option("table", "links")
+            .load(str(rec_dir))
+            .where(~F.col("carried"))
+            .cache()
+        )
+        routes = load.option("table", "routes").load(str(rec_dir))
+        declarations = jobs.declarations_table(messages, links).cache()
+        table = jobs.delivery_audit(messages, routes, declarations, links).cache()
+        verdict = jobs.audit_verdict(table)
+        rows = {r["seq"]: r for r in table.collect()}
+        diffs = jobs.delivery_differences(table).collect()
+        for df in (messages, links, declarations, table):
+            df.unpersist()
+        return verdict, rows, diffs, facts
+
+    verdict, rows, diffs, facts = audit(True)
+    s = facts.seqs
+    assert verdict["passed"] and not diffs, (verdict, diffs)
+    assert verdict["text"] == (
+        "PASS: all 3 data messages went exactly where subscribers were, less what "
+        "access control denied (3 deliveries, 1 of the messages on the way in)"
+    )
+    got = {
+        name: (list(r["subscribed"]), list(r["denied"]), r["ingress_denied"], list(r["expected"]), list(r["sent_to"]))
+        for name, r in ((n, rows[s[n]]) for n in ("put_in", "put_out", "put_ok"))
+    }  # fmt: skip
+    assert got == {
+        "put_in": ([2, 3], [2, 3], True, [], []),
+        "put_out": ([2, 3], [3], False, [2], [2]),
+        "put_ok": ([2, 3], [], False, [2, 3], [2, 3]),
+    }
+
+    verdict, rows, diffs, facts = audit(False)
+    s = facts.seqs
+    assert not verdict["passed"] and verdict["with_differences"] == 3
+    missing = sorted((d["seq"], d["face"]) for d in diffs if d["kind"] == "missing")
+    assert missing == sorted(
+        [
+            (s["put_in"], 2),
+            (s["put_in"], 3),
+            (s["put_in"], 4),
+            (s["put_out"], 3),
+            (s["put_out"], 4),
+            (s["put_ok"], 4),
+        ]
+    )
+    assert all(
+        "access control did not deny it" in d["explanation"]
+        for d in diffs
+        if d["kind"] == "missing"
+    )

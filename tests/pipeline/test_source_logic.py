@@ -99,6 +99,49 @@ def test_routes_and_links_tables(tmp_path: Path) -> None:
     assert real == [("open", 1), ("open", 2), ("close", 1)]
 
 
+def test_denials_are_links_rows_and_change_no_link(tmp_path: Path) -> None:
+    """A "denied" event is a links row with its cause, flow, message and key; readers do
+    not take it for a close (the link's later messages keep its details), whichever
+    path reads them (per record, columnar, carried state across chunks)."""
+    with Recorder(tmp_path, max_segment_bytes=1 << 20) as rec:
+        rec.link_opened(0, 1, "a1", "client", "tcp/x:1")
+        for i in range(40):
+            s = rec.message(
+                i * SEC // 10, 1, "rx", "k/a", b"\x7d\x00\x03k/a\x01\x01\x00"
+            )
+            if i % 10 == 3:
+                rec.access_denied(
+                    i * SEC // 10,
+                    s,
+                    1,
+                    "ingress",
+                    "put",
+                    "k/a",
+                    "ingress put denied by rule 'r'",
+                )
+    links = [
+        r for r in _all_rows(_reader(tmp_path, table="links")) if r["event"] == "denied"
+    ]
+    assert len(links) == 4
+    first = links[0]
+    assert (first["link"], first["cause"], first["flow"], first["message"], first["key"], first["reason"],
+            first["carried"], first["zid"]) == (1, 4, "ingress", "put", "k/a", "ingress put denied by rule 'r'",
+                                                False, None)  # fmt: skip
+    opens = [
+        r for r in _all_rows(_reader(tmp_path, table="links")) if r["event"] == "open"
+    ]
+    assert opens[0]["cause"] is None
+    for partition in (3, 1000):
+        rows = _all_rows(_reader(tmp_path, partitionRecords=partition))
+        assert len(rows) == 40 and {r["zid"] for r in rows} == {"a1"}
+    cat = SegmentCatalog(str(tmp_path))
+    (info,) = cat.refresh()
+    assert len(info.chunks) > 2
+    assert cat.links_before(info, len(info.chunks) - 1) == (
+        (1, "a1", "client", "tcp/x:1"),
+    )
+
+
 def test_offsets_and_admission_on_a_growing_recording(tmp_path: Path) -> None:
     rec = _record(tmp_path, 300, close=False)
     options = {"path": str(tmp_path), "maxRecordsPerTrigger": "100"}

@@ -279,3 +279,195 @@ def test_corrupted_segment_raises_only_decode_error(
                 pass
         except DecodeError:
             pass
+
+
+# --- access control's denials ("denied" link events) ----------------------------------------
+
+
+def test_denied_round_trip(tmp_path: Path) -> None:
+    from pyzenoh.recording import format as fmt
+
+    long_key = "k/" + "x" * (fmt.MAX_DENIED_KEY_CHARS + 50)
+    with Recorder(tmp_path) as rec:
+        rec.link_opened(10, 3, "a1b2", "client", "tcp/127.0.0.1:4000")
+        s0 = rec.message(20, 3, "rx", "vault/a", b"\x7d\x00\x01")
+        d0 = rec.access_denied(
+            20, s0, 3, "ingress", "put", "vault/a", "ingress put denied by rule 'v'"
+        )
+        d1 = rec.access_denied(
+            21, -1, 7, "egress", "declare_subscriber", None, "r" * 2000
+        )
+        d2 = rec.access_denied(
+            22, s0, 4, "egress", "put", long_key, "egress put denied by rule 'é'"
+        )
+        rec.message(23, 3, "rx", "demo/b", b"\x7d")
+    recs = list(read_records(tmp_path))
+    assert (s0, d0, d1, d2) == (1, 2, 3, 4)
+    assert recs[2] == LinkRecord(2, 20, "denied", 3, None, None, None, "ingress put denied by rule 'v'", False,
+                                 cause=1, flow="ingress", message="put", key="vault/a")  # fmt: skip
+    assert recs[3] == LinkRecord(3, 21, "denied", 7, None, None, None, "r" * fmt.MAX_DENIED_TEXT_CHARS, False,
+                                 cause=-1, flow="egress", message="declare_subscriber", key=None)  # fmt: skip
+    assert recs[4].key == long_key[: fmt.MAX_DENIED_KEY_CHARS]  # type: ignore[union-attr]
+    assert recs[4].reason == "egress put denied by rule 'é'"  # type: ignore[union-attr]
+    # The other events carry none of the denial fields.
+    assert recs[0].cause is None and recs[0].flow is None  # type: ignore[union-attr]
+    (seg,) = list_segments(tmp_path)
+    assert _mcap_messages(seg[1]) == 6
+
+
+def test_denied_key_filter_and_bad_values(tmp_path: Path) -> None:
+    with Recorder(tmp_path, key_filter="demo/**") as rec:
+        assert rec.access_denied(1, -1, 1, "ingress", "put", "other/a", "r") == -1
+        assert rec.access_denied(2, -1, 1, "ingress", "put", "demo/a", "r") == 0
+        assert rec.access_denied(3, -1, 1, "ingress", "query", None, "no key") == 1
+        bad: list[tuple[object, ...]] = [
+            (-1, -1, 1, "ingress", "put", "demo/a", "r"),  # time
+            (4, -2, 1, "ingress", "put", "demo/a", "r"),  # cause
+            (4, 1 << 63, 1, "ingress", "put", "demo/a", "r"),
+            (4, -1, -1, "ingress", "put", "demo/a", "r"),  # link id
+            (4, -1, 1 << 31, "ingress", "put", "demo/a", "r"),
+            (4, -1, "1", "ingress", "put", "demo/a", "r"),
+            (4, -1, 1, None, "put", "demo/a", "r"),  # strings
+            (4, -1, 1, "ingress", b"put", "demo/a", "r"),
+            (4, -1, 1, "ingress", "put", 7, "r"),
+            (4, -1, 1, "ingress", "put", "demo/a", None),
+        ]
+        for args in bad:
+            with pytest.raises(UsageError):
+                rec.access_denied(*args)  # type: ignore[arg-type]
+        assert rec.next_seq == 2  # nothing written, no seq spent
+    assert [(r.seq, r.key) for r in read_records(tmp_path)] == [
+        (0, "demo/a"),
+        (1, None),
+    ]
+
+
+def test_link_json_round_trips_and_stays_bounded() -> None:
+    from pyzenoh.recording import format as fmt
+
+    for key in (None, "", "a/b", "\U0001f600" * 10_000, "\udcff\x00" * 9_000):
+        data = fmt.link_json(5, "denied", 9, cause=4, reason="\U0001f600" * 10_000, flow="\x01" * 999,
+                             message="put", key=key)  # fmt: skip
+        assert len(data) <= fmt.MAX_JSON_BYTES
+        rec = fmt.parse_link(memoryview(data), 77)
+        assert (rec.seq, rec.time_ns, rec.event, rec.link, rec.cause, rec.message) == (
+            5,
+            77,
+            "denied",
+            9,
+            4,
+            "put",
+        )
+        assert rec.key == (None if key is None else key[: fmt.MAX_DENIED_KEY_CHARS])
+        assert rec.flow == "\x01" * fmt.MAX_DENIED_NAME_CHARS
+        assert rec.reason == "\U0001f600" * fmt.MAX_DENIED_TEXT_CHARS
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"seq": 1, "event": "denied", "link": 2},  # no cause
+        {"seq": 1, "event": "denied", "link": 2, "cause": -2},
+        {"seq": 1, "event": "denied", "link": 2, "cause": 1 << 63},
+        {"seq": 1, "event": "denied", "link": 2, "cause": "3"},
+        {"seq": 1, "event": "denied", "link": 2, "cause": 1.5},
+        {
+            "seq": 1,
+            "event": "renamed",
+            "link": 2,
+            "cause": 1,
+        },  # unknown events stay refused
+    ],
+)
+def test_parse_link_refuses_bad_denied_events(obj: dict[str, object]) -> None:
+    import json
+
+    from pyzenoh.recording import format as fmt
+
+    with pytest.raises(DecodeError):
+        fmt.parse_link(memoryview(json.dumps(obj).encode()), 0)
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(1 << 64), 1 << 64)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_LINK_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "seq": st.integers(-2, (1 << 64)) | _JSON,
+        "event": st.sampled_from(["open", "close", "denied", "x"]) | _JSON,
+        "link": st.integers(-2, 1 << 32) | _JSON,
+        "cause": st.integers(-3, 1 << 64) | _JSON,
+        "reason": _JSON,
+        "flow": _JSON,
+        "message": _JSON,
+        "key": _JSON,
+        "zid": _JSON,
+        "carried": _JSON,
+    },
+)
+
+
+@FUZZ
+@given(obj=_LINK_FIELDS, junk=st.binary(max_size=8), mode=st.integers(0, 2))
+def test_parse_link_raises_only_decode_error(
+    obj: dict[str, object], junk: bytes, mode: int
+) -> None:
+    import json
+
+    from pyzenoh.recording import format as fmt
+
+    data = json.dumps(obj).encode()
+    if mode == 1:
+        data = data[: len(junk)] + junk
+    elif mode == 2:
+        data = junk + data
+    try:
+        rec = fmt.parse_link(memoryview(data), 1)
+    except DecodeError:
+        return
+    assert (
+        rec.event in fmt.LINK_EVENTS
+        and 0 <= rec.link <= fmt.MAX_LINK_ID
+        and 0 <= rec.seq <= fmt.MAX_SEQ
+    )
+    assert (rec.cause is None) == (rec.event != "denied")
+    assert rec.cause is None or -1 <= rec.cause <= fmt.MAX_SEQ
+    for text in (rec.reason, rec.flow, rec.message, rec.key, rec.zid):
+        assert text is None or isinstance(text, str)
+
+
+def test_corrupted_segment_with_denials_raises_only_decode_error(
+    tmp_path: Path,
+) -> None:
+    """Every single-byte change of a segment holding denials reads or raises DecodeError."""
+    with Recorder(tmp_path / "src") as rec:
+        rec.link_opened(1, 1, "aa", "client", "tcp/x:1")
+        s = rec.message(2, 1, "rx", "vault/a", b"\x7d\x01")
+        rec.access_denied(
+            2, s, 1, "ingress", "put", "vault/a", "ingress put denied by rule 'v'"
+        )
+    src = list_segments(tmp_path / "src")[0][1]
+    blob = src.read_bytes()
+    start = blob.index(b'"event":"denied"') - 40
+    out = tmp_path / "out"
+    out.mkdir()
+    for i in range(start, start + 200):
+        for value in (0, ord("}"), ord("9"), 0xFF):
+            damaged = bytearray(blob)
+            damaged[i] = value
+            (out / src.name).write_bytes(bytes(damaged))
+            try:
+                for _ in read_records(out, verify=False):
+                    pass
+            except DecodeError:
+                pass

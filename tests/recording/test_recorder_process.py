@@ -41,6 +41,21 @@ def _drive(rec: Recorder | RecorderProcess) -> None:
             )
             if i % 11 == 0:
                 rec.route(now, cause, key, [2, 3, 7])
+        if i % 13 == 0:  # access control's denials, about the message just recorded
+            flow = "ingress" if i % 2 else "egress"
+            rec.access_denied(
+                now,
+                cause,
+                1 + i % 3,
+                flow,
+                "put",
+                key,
+                f"{flow} put denied by rule 'r{i % 4}'",
+            )
+            if i % 39 == 0:
+                rec.access_denied(
+                    now, -1, 2, "egress", "declare_subscriber", None, "no key"
+                )
         if i % 100 == 99:
             rec.link_closed(now, 2, "peer gone")
             rec.link_opened(now, 2, "b2", "peer", "tcp/127.0.0.1:2")
@@ -192,3 +207,38 @@ def test_router_killed_the_recorder_process_closes_the_segment(tmp_path: Path) -
     for i, (rx, tx) in enumerate(zip(net[0::2], net[1::2], strict=True)):
         assert (rx.direction, rx.raw, rx.cause) == ("rx", raw_for(i), -1)
         assert (tx.direction, tx.raw, tx.cause) == ("tx", raw_for(i) + b"tx", rx.seq)
+
+
+def test_access_denied_causes_resolve_and_bad_values_stay_in_the_router(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pyzenoh.recording import LinkRecord
+
+    with (
+        caplog.at_level(logging.WARNING),
+        RecorderProcess(tmp_path, key_filter="demo/**") as rec,
+    ):
+        rx = rec.message(1, 1, "rx", "demo/a", b"\x7d")
+        assert (
+            rec.access_denied(
+                1, rx, 1, "ingress", "put", "demo/a", "ingress put denied by rule 'x'"
+            )
+            >= 0
+        )
+        assert (
+            rec.access_denied(2, rx, 1, "ingress", "put", "other/a", "filtered") == -1
+        )
+        assert (
+            rec.access_denied(3, -1, -5, "ingress", "put", "demo/a", "bad link") == -1
+        )
+        assert rec.access_denied(3, rx, 1, "ingress", object(), "demo/a", "bad") == -1  # type: ignore[arg-type]
+        rx2 = rec.routed(4, 1, "demo/b", b"\x7d", [(2, b"\x7e")])
+        rec.access_denied(4, rx2, 3, "egress", "put", "demo/b", "e" * 5000)
+    assert "access_denied skipped" in caplog.text
+    recs = list(read_records(tmp_path))
+    denied = [r for r in recs if isinstance(r, LinkRecord)]
+    assert [(d.seq, d.cause, d.link, d.flow) for d in denied] == [
+        (1, 0, 1, "ingress"),
+        (4, 2, 3, "egress"),
+    ]
+    assert denied[1].reason == "e" * 512

@@ -1,8 +1,8 @@
 """The router's recording hooks, in process: a RouterDaemon with a real Recorder and fake
 links driven through its event entry point. Checks what ends up in the recording: rx and
 tx records with their keys and ``cause``, route records only for dropped sends, link
-events, the key filter, and the order of records around re-entrant calls (a face closed
-while routing)."""
+events, the key filter, the order of records around re-entrant calls (a face closed
+while routing), and access control's denials (``"denied"`` link events)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ class FakeLink:
     is_full: bool = False  # never full: Block back-pressure is tested on real links
     protocol: str = "tcp"
     cert_common_name: str | None = None
+    local_address: tuple[str, int] = ("127.0.0.1", 7447)  # access control's interface
 
     @property
     def remote_address(self) -> tuple[str, int]:
@@ -302,3 +303,114 @@ def test_many_pushes_seq_and_cause_consistent(
         txs = by_cause[rx.seq]
         assert [t.link for t in txs] == list(range(2, 2 + n))
         assert all(t.seq > rx.seq and t.time_ns == rx.time_ns for t in txs)
+
+
+# --- access control's denials -------------------------------------------------------------
+
+
+def _deny(ident: str, message: str, keys: list[str], flow: str) -> dict[str, object]:
+    return {"id": ident, "messages": [message], "key_exprs": keys, "permission": "deny", "flows": [flow]}
+
+
+def _acl_net(tmp: Path, recorder_cls: type, key_filter: str | None = None) -> Net:
+    """Face 1 may not put to vault/** (ingress), face 3 gets no demo/secret/** put
+    (egress), face 4 may not declare a subscriber on demo/** (ingress)."""
+    from pyzenoh.routing.access_control import parse_access_control
+
+    acl = parse_access_control({
+        "enabled": True, "default_permission": "allow",
+        "rules": [_deny("no-vault", "put", ["vault/**"], "ingress"),
+                  _deny("no-secret-out", "put", ["demo/secret/**"], "egress"),
+                  _deny("no-sub", "declare_subscriber", ["demo/**"], "ingress")],
+        "subjects": [{"id": "pub", "zids": ["1"]}, {"id": "s3", "zids": ["3"]}, {"id": "s4", "zids": ["4"]}],
+        "policies": [{"rules": ["no-vault"], "subjects": ["pub"]}, {"rules": ["no-secret-out"], "subjects": ["s3"]},
+                     {"rules": ["no-sub"], "subjects": ["s4"]}],
+    })  # fmt: skip
+    return Net(tmp, recorder_cls, key_filter, access_control=acl)
+
+
+def _denied(recs: list[object]) -> list[LinkRecord]:
+    return [r for r in recs if isinstance(r, LinkRecord) and r.event == "denied"]
+
+
+def test_denials_follow_the_rx_record_they_are_about(tmp_path: Path, recorder_cls: type) -> None:
+    net = _acl_net(tmp_path, recorder_cls)
+    net.connect(1)
+    for n in (2, 3, 4):
+        net.connect(n)
+        net.rx(n, Declare(DeclareSubscriber(1, WireExpr(0, "demo/**", True))))
+    net.rx(2, Declare(DeclareSubscriber(2, WireExpr(0, "vault/**", True))))
+    net.rx(1, Push(WireExpr(0, "vault/door", True), Put(b"1234")))
+    net.rx(1, Push(WireExpr(0, "demo/secret/x", True), Put(b"s")))
+    net.rx(1, Push(WireExpr(0, "demo/a", True), Put(b"a")))
+    assert net.daemon._subject_faces  # one entry per face with a subject
+    recs = net.records()
+    by_seq = {r.seq: r for r in recs if isinstance(r, NetRecord | LinkRecord)}
+    assert list(by_seq) == list(range(len(recs)))
+    denied = _denied(recs)
+    got = [(d.link, d.flow, d.message, d.key, d.reason) for d in denied]
+    assert got == [
+        (4, "ingress", "declare_subscriber", "demo/**", "ingress declare_subscriber denied by rule 'no-sub'"),
+        (1, "ingress", "put", "vault/door", "ingress put denied by rule 'no-vault'"),
+        (3, "egress", "put", "demo/secret/x", "egress put denied by rule 'no-secret-out'"),
+    ]
+    for d in denied:
+        assert d.cause is not None
+        rx = by_seq[d.cause]
+        assert isinstance(rx, NetRecord) and rx.direction == "rx" and rx.key in (d.key, "demo/**")
+        assert d.seq == rx.seq + 1 and d.time_ns == rx.time_ns  # right after it
+        assert (d.zid, d.whatami, d.remote, d.carried) == (None, None, None, False)
+    decl, vault, secret = (by_seq[d.cause] for d in denied if d.cause is not None)
+    assert decl.link == 4
+    txs = [r for r in _net(recs) if r.direction == "tx"]
+    assert not [t for t in txs if t.cause == vault.seq]  # denied on the way in: nowhere
+    assert [t.link for t in txs if t.cause == secret.seq] == [2]  # not to 3
+    last = _net(recs)[-1]
+    assert (last.direction, last.key) == ("tx", "demo/a")
+    a_rx = max(r.seq for r in _net(recs) if r.direction == "rx")
+    assert sorted(t.link for t in txs if t.cause == a_rx) == [2, 3]  # 4 never subscribed
+    assert net.daemon.stats.access_control_denied == {"no-sub": 1, "no-vault": 1, "no-secret-out": 1}
+
+
+def test_denials_outside_routing_have_no_cause_and_closed_faces_are_forgotten(
+    tmp_path: Path, recorder_cls: type
+) -> None:
+    from pyzenoh.routing.access_control import EGRESS, PUT, Denial
+
+    net = _acl_net(tmp_path, recorder_cls)
+    net.connect(1)
+    net.connect(3)
+    acl = net.daemon.access_control
+    assert acl is not None and acl.listener is not None
+    subject = net.daemon._faces[net.face(3)].subject
+    assert subject is not None
+    acl.record(subject, EGRESS, PUT, "demo/t", Denial("r", "s3"))  # as a timer would meet it
+    net.daemon._on_timer()
+    net.links[3].close()
+    assert id(subject) not in net.daemon._subject_faces
+    acl.record(subject, EGRESS, PUT, "demo/t", Denial("r", "s3"))  # a face gone: not recorded
+    net.rx(1, Push(WireExpr(0, "demo/u", True), Put(b"u")))
+    recs = net.records()
+    assert [(d.cause, d.link, d.reason) for d in _denied(recs)] == [(-1, 2, "egress put denied by rule 'r'")]
+
+
+def test_denials_follow_the_key_filter(tmp_path: Path, recorder_cls: type) -> None:
+    net = _acl_net(tmp_path, recorder_cls, key_filter="demo/**")
+    net.connect(1)
+    net.connect(4)
+    net.rx(1, Push(WireExpr(0, "vault/door", True), Put(b"1234")))
+    net.rx(4, Declare(DeclareSubscriber(1, WireExpr(0, "demo/x", True))))
+    recs = net.records()
+    (denied,) = _denied(recs)
+    assert (denied.link, denied.key, denied.cause) == (2, "demo/x", _net(recs)[-1].seq)
+
+
+def test_no_listener_without_a_recorder() -> None:
+    from dataclasses import replace
+
+    from pyzenoh.routing.access_control import parse_access_control
+
+    acl = parse_access_control({"enabled": True, "default_permission": "deny", "rules": [],
+                                "subjects": [], "policies": []})  # fmt: skip
+    daemon = RouterDaemon(replace(RouterConfig(), access_control=acl))
+    assert daemon.access_control is not None and daemon.access_control.listener is None

@@ -135,7 +135,7 @@ def _link_columns(
             rec = None  # as the per-record path does: a bad link event changes nothing
         if rec is not None and rec.event == "open":
             links[rec.link] = (rec.zid, rec.whatami, rec.remote)
-        elif rec is not None:
+        elif rec is not None and rec.event == "close":  # a denial changes no link
             links.pop(rec.link, None)
         states.append(dict(links))
     epoch = np.searchsorted(link_offsets, row_offsets) if len(states) > 1 else 0

@@ -4,7 +4,9 @@ Tables written under OUTPUT_DIR (one Parquet directory each):
 
 ``messages``      one row per recorded network message (see :mod:`.rows`), written by the
                   Spark tasks with pyarrow (see :mod:`.export`)
-``links``         link open/close events (restated ones dropped)
+``links``         link open/close events (restated ones dropped), and the messages
+                  access control denied (``event = "denied"``: ``cause`` is the rx
+                  record being routed, ``link`` the face whose flow was denied)
 ``routes``        the router's own routing decisions (``Recorder.route``), written like
                   ``messages``
 ``traffic``       per minute and key expression, and per minute/key/link: message counts,
@@ -12,10 +14,11 @@ Tables written under OUTPUT_DIR (one Parquet directory each):
 ``queries``       one row per query received from a face: querier, selector, target,
                   destinations, replies, errors, latencies, outcome
 ``declarations``  one row per declared entity: kind, key, face, declare/undeclare times,
-                  lifetime (liveliness tokens included)
+                  lifetime (liveliness tokens included); ``denied`` marks a declaration
+                  access control refused on the way in (no entity came of it)
 ``delivery``      for every PUSH received: the faces that should have got it (by the
-                  router's routes and, independently, by replaying the declarations) vs
-                  the faces it was sent to
+                  router's routes and, independently, by replaying the declarations,
+                  less the faces access control denied it to) vs the faces it was sent to
 ``delivery_differences``  every single difference found by that audit, one per row
 
 Faces are identified by ``(run, link)``: link ids restart with each recorder run. Order
@@ -261,7 +264,8 @@ def queries_table(messages: DataFrame) -> DataFrame:
 
 
 def declarations_table(messages: DataFrame, links: DataFrame) -> DataFrame:
-    """One row per declared entity, with how and when it ended."""
+    """One row per declared entity, with how and when it ended; ``denied``: access
+    control refused the declaration when it came in (it declared nothing)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -284,6 +288,28 @@ def declarations_table(messages: DataFrame, links: DataFrame) -> DataFrame:
         "queryable_complete",
         F.col("time_ns").alias("declare_ns"),
         F.col("timestamp").alias("declared_at"),
+    )
+    refused = (
+        _denials(links)
+        .where(F.col("flow") == "ingress")
+        .select(
+            F.col("run").alias("dn_run"),
+            F.col("link").alias("dn_link"),
+            F.col("cause").alias("dn_seq"),
+        )
+        .distinct()
+    )
+    decl = (
+        decl.join(
+            refused,
+            (refused.dn_run == decl.run)
+            & (refused.dn_link == decl.link)
+            & (refused.dn_seq == decl.declare_seq)
+            & (decl.direction == "rx"),
+            "left",
+        )
+        .withColumn("denied", F.col("dn_seq").isNotNull())
+        .drop("dn_run", "dn_link", "dn_seq")
     )
     decl = decl.withColumn(
         "next_declare_seq",
@@ -363,6 +389,13 @@ def declarations_table(messages: DataFrame, links: DataFrame) -> DataFrame:
     )
 
 
+def _denials(links: DataFrame) -> DataFrame:
+    """The links table's access-control denials made while routing a received message."""
+    from pyspark.sql import functions as F
+
+    return links.where((F.col("event") == "denied") & (F.col("cause") >= 0))
+
+
 def _matching_pairs(data_keys: DataFrame, sub_keys: list[str]) -> DataFrame:
     """``(data_key, sub_key)`` for every pair of the two key sets that intersect."""
     import functools
@@ -402,9 +435,21 @@ def match_keys_batches(
 
 
 def delivery_audit(
-    messages: DataFrame, routes: DataFrame, declarations: DataFrame
+    messages: DataFrame,
+    routes: DataFrame,
+    declarations: DataFrame,
+    links: DataFrame | None = None,
 ) -> DataFrame:
-    """The routing audit: per data message, where it went against where it should have."""
+    """The routing audit: per data message, where it went against where it should have.
+
+    ``subscribed``: the faces with an intersecting subscriber, by the replayed
+    declarations (those access control refused excluded). With ``links``, access
+    control's recorded denials are taken into account: a message denied on the way in
+    (``ingress_denied``) should go nowhere, and one denied on the way out to some faces
+    should not go to them; ``denied`` lists the faces it was kept from (all of
+    ``subscribed`` when denied on the way in). ``expected`` = ``subscribed`` less
+    ``denied``.
+    """
     from pyspark.sql import functions as F
 
     data = messages.where(
@@ -432,9 +477,10 @@ def delivery_audit(
             F.array_distinct(F.flatten(F.collect_list("expected_links")))
         ).alias("route_expected")
     )
-    subs = declarations.where(
-        (F.col("kind") == "subscriber") & (F.col("direction") == "rx")
-    ).select(
+    is_sub = (F.col("kind") == "subscriber") & (F.col("direction") == "rx")
+    if "denied" in declarations.columns:
+        is_sub = is_sub & ~F.coalesce(F.col("denied"), F.lit(False))
+    subs = declarations.where(is_sub).select(
         F.col("run").alias("s_run"),
         F.col("link").alias("s_link"),
         F.col("key").alias("s_key"),
@@ -490,12 +536,50 @@ def delivery_audit(
         data.join(actual, "seq", "left")
         .join(routed, "seq", "left")
         .join(recomputed, "seq", "left")
-        .withColumn("has_route", F.col("route_expected").isNotNull())
+    )
+    if links is not None:
+        denied = (
+            _denials(links)
+            .groupBy(F.col("cause").alias("seq"))
+            .agg(
+                F.collect_set(F.when(F.col("flow") == "ingress", F.col("link"))).alias(
+                    "ingress_links"
+                ),
+                F.collect_set(F.when(F.col("flow") == "egress", F.col("link"))).alias(
+                    "egress_denied"
+                ),
+            )
+        )
+        audit = audit.join(denied, "seq", "left")
+    else:
+        audit = audit.withColumn("ingress_links", empty).withColumn(
+            "egress_denied", empty
+        )
+    audit = (
+        audit.withColumn("has_route", F.col("route_expected").isNotNull())
         .withColumn("sent_to", F.coalesce("sent_to", empty))
         .withColumn("subscribed", F.coalesce("subscribed", empty))
         .withColumn("route_expected", F.coalesce("route_expected", empty))
-        .withColumn("missing", F.array_except("subscribed", "sent_to"))
+        .withColumn(
+            "ingress_denied",
+            F.coalesce(
+                F.array_contains(F.col("ingress_links"), F.col("source_link")),
+                F.lit(False),
+            ),
+        )
+        .withColumn(
+            "denied",
+            F.array_sort(
+                F.when(F.col("ingress_denied"), F.col("subscribed")).otherwise(
+                    F.coalesce(F.col("egress_denied"), empty)
+                )
+            ),
+        )
+        .drop("ingress_links", "egress_denied")
+        .withColumn("expected", F.array_except("subscribed", "denied"))
+        .withColumn("missing", F.array_except("expected", "sent_to"))
         .withColumn("unexpected", F.array_except("sent_to", "subscribed"))
+        .withColumn("denied_but_sent", F.array_intersect("sent_to", "denied"))
         .withColumn(
             "missing_vs_route",
             F.when(
@@ -513,8 +597,8 @@ def delivery_audit(
             F.when(
                 F.col("has_route"),
                 F.array_union(
-                    F.array_except("route_expected", "subscribed"),
-                    F.array_except("subscribed", "route_expected"),
+                    F.array_except("route_expected", "expected"),
+                    F.array_except("expected", "route_expected"),
                 ),
             ).otherwise(empty),
         )
@@ -522,6 +606,7 @@ def delivery_audit(
     ok = (
         (F.size("missing") == 0)
         & (F.size("unexpected") == 0)
+        & (F.size("denied_but_sent") == 0)
         & (F.size("missing_vs_route") == 0)
         & (F.size("unexpected_vs_route") == 0)
         & (F.size("route_vs_declarations") == 0)
@@ -537,11 +622,20 @@ def delivery_differences(audit: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     diff_cols = [
-        ("missing", "declarations", "subscribed face did not receive it"),
+        (
+            "missing",
+            "declarations",
+            "subscribed face did not receive it, and access control did not deny it",
+        ),
         (
             "unexpected",
             "declarations",
             "sent to a face without an intersecting subscriber",
+        ),
+        (
+            "denied_but_sent",
+            "access control",
+            "sent to a face although access control denied it to that face",
         ),
         (
             "missing_vs_route",
@@ -556,7 +650,7 @@ def delivery_differences(audit: DataFrame) -> DataFrame:
         (
             "route_vs_declarations",
             "route",
-            "router's route disagrees with the replayed declarations",
+            "router's route disagrees with the replayed declarations less access control's denials",
         ),
     ]
     parts = [
@@ -645,7 +739,7 @@ def run_pipeline(
     declarations = spark.read.parquet(str(out_dir / "declarations"))
 
     prog.stage("delivery audit")
-    audit = save("delivery", delivery_audit(messages, routes, declarations))
+    audit = save("delivery", delivery_audit(messages, routes, declarations, links))
     save("delivery_differences", delivery_differences(audit))
     verdict = audit_verdict(audit)
     prog.done(verdict["text"])
@@ -680,9 +774,15 @@ def audit_verdict(audit: DataFrame) -> dict[str, Any]:
         F.count(F.lit(1)).alias("audited"),
         F.sum(F.when(~F.col("ok"), 1).otherwise(0)).alias("with_differences"),
         F.sum(F.size("missing") + F.size("missing_vs_route")).alias("missing"),
-        F.sum(F.size("unexpected") + F.size("unexpected_vs_route")).alias("unexpected"),
+        F.sum(
+            F.size("unexpected")
+            + F.size("unexpected_vs_route")
+            + F.size("denied_but_sent")
+        ).alias("unexpected"),
         F.sum(F.size("route_vs_declarations")).alias("route_disagreements"),
         F.sum(F.when(F.col("has_route"), 1).otherwise(0)).alias("with_route"),
+        F.sum(F.size("denied")).alias("denied_deliveries"),
+        F.sum(F.when(F.col("ingress_denied"), 1).otherwise(0)).alias("ingress_denied"),
     ).first()
     assert row is not None
     v: dict[str, Any] = {k: int(row[k] or 0) for k in row.asDict()}
@@ -691,6 +791,12 @@ def audit_verdict(audit: DataFrame) -> dict[str, Any]:
         v["text"] = (
             f"PASS: all {v['audited']} data messages went exactly where subscribers were"
         )
+        if v["denied_deliveries"] or v["ingress_denied"]:
+            d, i = v["denied_deliveries"], v["ingress_denied"]
+            v["text"] += (
+                f", less what access control denied ({d} deliveries, {i} of the "
+                "messages on the way in)"
+            )
     else:
         v["text"] = (
             f"FAIL: {v['with_differences']} of {v['audited']} data messages differ "

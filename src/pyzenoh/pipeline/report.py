@@ -170,7 +170,7 @@ def declarations_plot(spark: SparkSession, out_dir: Path) -> str | None:
     from pyspark.sql import functions as F
 
     decl = spark.read.parquet(str(out_dir / "declarations")).where(
-        (F.col("kind") != "keyexpr") & (F.col("direction") == "rx")
+        (F.col("kind") != "keyexpr") & (F.col("direction") == "rx") & ~F.col("denied")
     )
     bounds = decl.agg(
         F.min("declare_ns"),
@@ -275,6 +275,23 @@ def write_report(
                 ],
             )
         )
+    links_table = spark.read.parquet(str(out_dir / "links"))
+    denials = (
+        links_table.where(F.col("event") == "denied")
+        .groupBy("flow", "message", "reason")
+        .count()
+        .orderBy(F.desc("count"), "reason")
+        .limit(DIFFERENCES_SHOWN)
+        .collect()
+    )
+    if denials:
+        parts.append("<h3>Access control denials (by reason; each one in links)</h3>")
+        parts.append(
+            _table(
+                ["flow", "message", "reason", "denials"],
+                [[d["flow"], d["message"], d["reason"], d["count"]] for d in denials],
+            )
+        )
     parts.append("<h2>Tables</h2>")
     parts.append(_table(["table", "rows"], [[k, v] for k, v in counts.items()]))
     messages = spark.read.parquet(str(out_dir / "messages"))
@@ -319,7 +336,7 @@ def write_report(
         else "<p>No declarations.</p>"
     )
     links = (
-        spark.read.parquet(str(out_dir / "links"))
+        links_table.where(F.col("event") != "denied")
         .orderBy("seq")
         .select(
             "timestamp", "event", "run", "link", "zid", "whatami", "remote", "reason"
@@ -337,7 +354,9 @@ def write_report(
         )
     tokens = (
         spark.read.parquet(str(out_dir / "declarations"))
-        .where((F.col("kind") == "token") & (F.col("direction") == "rx"))
+        .where(
+            (F.col("kind") == "token") & (F.col("direction") == "rx") & ~F.col("denied")
+        )
         .orderBy("declare_seq")
         .select("key", "link", "declared_at", "ended_at", "end_reason", "lifetime_ms")
         .limit(100)

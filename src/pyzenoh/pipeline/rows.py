@@ -71,9 +71,11 @@ MESSAGES_DDL = ", ".join(  # noqa: FLY002 - one line per group of columns
 
 ROUTES_DDL = _POSITION + ", cause BIGINT, key STRING, expected_links ARRAY<INT>"
 
+# event: open, close or denied (access control denied a message on the link: cause is
+# the rx record being routed, -1 none; flow, message and key what was denied).
 LINKS_DDL = (
     _POSITION + ", event STRING, link INT, zid STRING, whatami STRING, remote STRING,"
-    " reason STRING, carried BOOLEAN"
+    " reason STRING, carried BOOLEAN, cause BIGINT, flow STRING, message STRING, key STRING"
 )
 
 TABLE_DDL = {"messages": MESSAGES_DDL, "routes": ROUTES_DDL, "links": LINKS_DDL}
@@ -419,9 +421,13 @@ def link_row(
     remote: str | None,
     reason: str | None,
     carried: bool,
+    cause: int | None = None,
+    flow: str | None = None,
+    message: str | None = None,
+    key: str | None = None,
 ) -> tuple[Any, ...]:
     return (seg, rec, run, seq, time_ns, time_ns // 1000, event, link, zid, whatami, remote,
-            reason, carried)  # fmt: skip
+            reason, carried, cause, flow, message, key)  # fmt: skip
 
 
 class BatchBuilder:

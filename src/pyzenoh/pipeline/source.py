@@ -9,7 +9,8 @@ Options (reading):
 
 ``table``
     ``messages`` (default: one row per network message, decoded), ``routes`` (the
-    router's routing decisions) or ``links`` (link open/close events).
+    router's routing decisions) or ``links`` (link open/close events, and messages
+    access control denied on a link).
 ``maxRecordsPerTrigger``
     Streaming admission limit, in records of the chosen table.
 ``startingOffsets`` / ``endingOffsets``
@@ -151,7 +152,7 @@ def _apply_links(
             continue
         if rec.event == "open":
             state[rec.link] = (rec.zid, rec.whatami, rec.remote)
-        else:
+        elif rec.event == "close":
             state.pop(rec.link, None)
 
 
@@ -422,7 +423,7 @@ def _chunk_rows(
             if lrec is not None:
                 if lrec.event == "open":
                     links[lrec.link] = (lrec.zid, lrec.whatami, lrec.remote)
-                else:
+                elif lrec.event == "close":  # a denial changes no link
                     links.pop(lrec.link, None)
         if channel != want:
             continue
@@ -456,7 +457,7 @@ def _chunk_rows(
         elif lrec is not None:
             yield R.link_row(
                 seg, o, run, lrec.seq, log_time, lrec.event, lrec.link, lrec.zid, lrec.whatami,
-                lrec.remote, lrec.reason, lrec.carried,
+                lrec.remote, lrec.reason, lrec.carried, lrec.cause, lrec.flow, lrec.message, lrec.key,
             )  # fmt: skip
 
 

@@ -5,7 +5,10 @@ PUSHes to faces with an intersecting subscriber, forwards queries to matching qu
 with per-face request ids, relays replies and sends one RESPONSE_FINAL per query. Every
 message goes through :class:`~pyzenoh.recording.Recorder` exactly as the router will call
 it, encoded with pyzenoh's codec. Faults can be injected (a dropped or an extra delivery)
-so the pipeline's audit has something to find.
+so the pipeline's audit has something to find. Access control's denials can be scripted
+too (a PUT denied on the way in or toward some faces, a subscriber declaration refused):
+recorded as the router records them, or, with ``record_denials=False``, not at all (as a
+recorder that does not know access control).
 
 :func:`generate` writes a random recording of about N messages, for benchmarks and demos.
 """
@@ -68,9 +71,16 @@ class _Query:
 class SimRouter:
     """Drives a :class:`Recorder` the way the router does (single run, no real sockets)."""
 
-    def __init__(self, recorder: Recorder, start_ns: int = DEFAULT_START_NS) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        start_ns: int = DEFAULT_START_NS,
+        *,
+        record_denials: bool = True,
+    ) -> None:
         self.rec = recorder
         self.now = start_ns
+        self.record_denials = record_denials
         self.links: dict[int, str] = {}
         self.subs: dict[tuple[int, int], str] = {}
         self.queryables: dict[tuple[int, int], str] = {}
@@ -106,15 +116,31 @@ class SimRouter:
             self.now, link, "tx", key, encode_network_message(msg), cause
         )
 
+    def _denied(
+        self, cause: int, link: int, flow: str, message: str, key: str, rule: str
+    ) -> None:
+        if self.record_denials:
+            self.rec.access_denied(
+                self.now, cause, link, flow, message, key,
+                f"{flow} {message} denied by rule '{rule}'",
+            )  # fmt: skip
+
     # -- declarations --------------------------------------------------------------------------
 
-    def declare_subscriber(self, link: int, eid: int, key: str) -> int:
-        self.subs[(link, eid)] = key
-        return self._rx(
+    def declare_subscriber(
+        self, link: int, eid: int, key: str, *, denied_by: str | None = None
+    ) -> int:
+        """A subscriber declaration; ``denied_by``: access control refuses it (that rule)."""
+        seq = self._rx(
             link,
             key,
             Declare(DeclareSubscriber(eid, WireExpr(0, key)), qos=QOS_DECLARE),
         )
+        if denied_by is None:
+            self.subs[(link, eid)] = key
+        else:
+            self._denied(seq, link, "ingress", "declare_subscriber", key, denied_by)
+        return seq
 
     def undeclare_subscriber(self, link: int, eid: int) -> int:
         self.subs.pop((link, eid), None)
@@ -199,11 +225,16 @@ class SimRouter:
         drop: tuple[int, ...] = (),
         extra: tuple[int, ...] = (),
         route: list[int] | None = None,
+        denied_in: str | None = None,
+        denied_out: tuple[int, ...] = (),
+        rule: str = "deny-put",
     ) -> int:
         """A client's PUT, routed.
 
         Faults for the audit to find: ``drop`` faces are not sent the message, ``extra``
         faces are sent it anyway, and ``route`` replaces the routing decision recorded.
+        Access control: ``denied_in`` (a rule) denies it on the way in (it goes nowhere),
+        ``rule`` denies it toward the subscribed faces of ``denied_out``.
         """
         cache_key = (key, payload, encoding)
         raw = self._raw_cache.get(cache_key)
@@ -213,7 +244,16 @@ class SimRouter:
             if len(self._raw_cache) < 4096:
                 self._raw_cache[cache_key] = raw
         seq = self.rec.message(self.now, link, "rx", key, raw)
+        if denied_in is not None:
+            self._denied(seq, link, "ingress", "put", key, denied_in)
+            for face in extra:
+                self.rec.message(self.now, face, "tx", key, raw, seq)
+            return seq
         expected = self.subscribers_for(link, key)
+        for face in expected:
+            if face in denied_out:
+                self._denied(seq, face, "egress", "put", key, rule)
+        expected = [f for f in expected if f not in denied_out]
         self.rec.route(self.now, seq, key, expected if route is None else route)
         stamped = Push(
             WireExpr(0, key), Put(payload, enc, Timestamp.from_ns(self.now, ROUTER_ZID))

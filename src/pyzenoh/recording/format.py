@@ -23,10 +23,33 @@ seq u64, cause i64, link count u32, key length u32, link ids u32 each, then the 
 ``pyzenoh router`` writes one only for a PUSH of which a send was dropped: otherwise the
 tx records caused by the rx record already say where it went.
 
-``CH_LINK`` (topic ``pyzenoh/links``): JSON object ``{"seq", "event": "open"|"close",
-"link", "zid", "whatami", "remote", "reason", "carried"}``. Every segment starts with one
-``carried`` open event per link still open at rotation time, so a segment (and every
-chunk of it, given the links open at its start) can be decoded on its own.
+``CH_LINK`` (topic ``pyzenoh/links``): one JSON object per event, ``seq``, ``event`` and
+``link`` always present:
+
+* ``"open"``: ``{"seq", "event", "link", "zid", "whatami", "remote"}`` (and
+  ``"carried": true`` for a restatement);
+* ``"close"``: ``{"seq", "event", "link", "reason"}``;
+* ``"denied"``: access control denied a message: ``{"seq", "event", "link", "cause",
+  "reason", "flow", "message", "key"}``. ``link`` is the face whose flow was denied (the
+  source for ``"flow": "ingress"``, the destination for ``"egress"``); ``cause`` is the
+  seq of the rx record being routed when it was denied (-1: none, e.g. a declaration
+  denied toward a face being added); ``message`` is the rule's message kind (``put``,
+  ``declare_subscriber``, ...); ``key`` the key expression decided on (null when the
+  message had none; at most :data:`MAX_DENIED_KEY_CHARS` characters, a longer one is
+  cut); ``reason`` e.g. ``"ingress put denied by rule 'no-vault'"``. A denial is
+  written right after the rx record it is about (before that record's tx records). It
+  changes no link state.
+
+Every segment starts with one ``carried`` open event per link still open at rotation
+time, so a segment (and every chunk of it, given the links open at its start) can be
+decoded on its own. Readers apply ``open`` and ``close`` to their link state and
+nothing else.
+
+Format versions: ``"denied"`` events were added without changing
+:data:`FORMAT_VERSION` (1): every record written before means what it meant, and a
+reader that does not know the event loses only the denials (the pipeline's readers
+of that time skip a link event they cannot parse; :func:`parse_link` of that time
+raised :class:`~pyzenoh.errors.DecodeError` on it).
 
 Every record of every channel takes the next value of one ``seq`` counter, which keeps
 increasing across segments and across recorder restarts in the same directory; the MCAP
@@ -99,6 +122,12 @@ MAX_RECORD_BYTES = 1 << 31
 MAX_KEY_BYTES = 1 << 20
 MAX_ROUTE_LINKS = 1 << 20
 MAX_JSON_BYTES = 1 << 16
+# A "denied" link event's strings are cut to these many characters, so that its JSON
+# (every character escaped at worst) always fits MAX_JSON_BYTES.
+MAX_DENIED_KEY_CHARS = 4096
+MAX_DENIED_TEXT_CHARS = 512
+MAX_DENIED_NAME_CHARS = 64
+LINK_EVENTS = ("open", "close", "denied")
 # Largest values the tables can hold (signed 64-bit times and seqs, 32-bit link ids).
 MAX_TIME_NS = MAX_SEQ = (1 << 63) - 1
 MAX_LINK_ID = (1 << 31) - 1
@@ -148,7 +177,10 @@ class RouteRecord:
 
 @dataclass(frozen=True, slots=True)
 class LinkRecord:
-    """A link opening or closing; ``carried`` marks a re-statement at segment start."""
+    """A link opening or closing (``carried`` marks a re-statement at segment start), or
+    a message access control denied on it (``event == "denied"``: then ``cause`` is the
+    rx record being routed, -1 for none, and ``flow``, ``message``, ``key`` what was
+    denied; all four are None for the other events)."""
 
     seq: int
     time_ns: int
@@ -159,6 +191,10 @@ class LinkRecord:
     remote: str | None
     reason: str | None
     carried: bool
+    cause: int | None = None
+    flow: str | None = None
+    message: str | None = None
+    key: str | None = None
 
 
 Record = NetRecord | RouteRecord | LinkRecord
@@ -243,11 +279,30 @@ def parse_link(data: memoryview, time_ns: int) -> LinkRecord:
     if (
         not isinstance(seq, int)
         or not isinstance(link, int)
-        or event not in ("open", "close")
+        or event not in LINK_EVENTS
     ):
         raise DecodeError("link record lacks seq, link or event", 0)
     if not (0 <= seq <= MAX_SEQ and 0 <= link <= MAX_LINK_ID):
         raise DecodeError("seq or link id out of range", 0)
+    if event == "denied":
+        cause = obj.get("cause")
+        if not isinstance(cause, int) or not -1 <= cause <= MAX_SEQ:
+            raise DecodeError("denied event lacks a cause", 0)
+        return LinkRecord(
+            seq=seq,
+            time_ns=time_ns,
+            event="denied",
+            link=link,
+            zid=None,
+            whatami=None,
+            remote=None,
+            reason=_opt_str(obj, "reason"),
+            carried=False,
+            cause=cause,
+            flow=_opt_str(obj, "flow"),
+            message=_opt_str(obj, "message"),
+            key=_opt_str(obj, "key"),
+        )
     return LinkRecord(
         seq=seq,
         time_ns=time_ns,
@@ -271,15 +326,33 @@ def link_json(
     remote: str | None = None,
     reason: str | None = None,
     carried: bool = False,
+    cause: int = -1,
+    flow: str | None = None,
+    message: str | None = None,
+    key: str | None = None,
 ) -> bytes:
+    """The data of a ``CH_LINK`` message (see the module docstring for each event's
+    fields; a "denied" event's strings are cut to their limits here)."""
     obj: dict[str, object] = {"seq": seq, "event": event, "link": link}
     if event == "open":
         obj.update(zid=zid, whatami=whatami, remote=remote)
+    elif event == "denied":
+        obj.update(
+            cause=cause,
+            reason=_cut(reason, MAX_DENIED_TEXT_CHARS),
+            flow=_cut(flow, MAX_DENIED_NAME_CHARS),
+            message=_cut(message, MAX_DENIED_NAME_CHARS),
+            key=_cut(key, MAX_DENIED_KEY_CHARS),
+        )
     else:
         obj["reason"] = reason
     if carried:
         obj["carried"] = True
     return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    return text if text is None or len(text) <= limit else text[:limit]
 
 
 def iter_chunk_messages(records: memoryview) -> list[tuple[int, int, int, int]]:

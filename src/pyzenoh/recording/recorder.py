@@ -10,7 +10,8 @@ key, appended with the raw bytes to the chunk's ``bytearray`` (so the raw object
 kept, and a chunk is never joined from parts), plus its (time, offset) for the message
 index; everything else (CRC, the index records, the write itself) happens once per
 chunk. :meth:`Recorder.routed` writes a received message and its forwarded copies in one
-call, which is what the router does for every PUSH it routes.
+call, which is what the router does for every PUSH it routes. :meth:`Recorder.access_denied`
+writes what access control denied (a ``"denied"`` link event naming its rx record).
 
 Durability: a chunk is written (one ``writev``) when it reaches its size, or on the first
 call at least a second of router time after the previous one. A router going idle should
@@ -138,6 +139,31 @@ def _direction(direction: str) -> int:
     raise UsageError(f"direction must be 'rx' or 'tx', not {direction!r}")
 
 
+def _check_denial(
+    now_ns: int,
+    cause: int,
+    link_id: int,
+    flow: str,
+    message: str,
+    key: str | None,
+    reason: str,
+) -> None:
+    """UsageError unless the fields of an ``access_denied`` call have the right types
+    and ranges (its strings are cut to the format's limits when written)."""
+    for name, value, lo, hi in (
+        ("now_ns", now_ns, 0, fmt.MAX_TIME_NS),
+        ("cause", cause, -1, fmt.MAX_SEQ),
+        ("link_id", link_id, 0, fmt.MAX_LINK_ID),
+    ):
+        if type(value) is not int or not lo <= value <= hi:
+            raise UsageError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
+    for name, text in (("flow", flow), ("message", message), ("reason", reason)):
+        if type(text) is not str:
+            raise UsageError(f"{name} must be a string, not {type(text).__name__}")
+    if key is not None and type(key) is not str:
+        raise UsageError(f"key must be a string or None, not {type(key).__name__}")
+
+
 def _record(rec: object) -> bytes:
     builder = RecordBuilder()
     rec.write(builder)  # type: ignore[attr-defined]
@@ -211,6 +237,36 @@ class Recorder:
         self._add_link(
             now_ns, fmt.link_json(self._seq, "close", link_id, reason=reason)
         )
+
+    def access_denied(
+        self,
+        now_ns: int,
+        cause: int,
+        link_id: int,
+        flow: str,
+        message: str,
+        key: str | None,
+        reason: str,
+    ) -> int:
+        """Record that access control denied ``message`` (a rule's message kind, e.g.
+        ``put``) on ``key`` in ``flow`` (``ingress``/``egress``) of face ``link_id`` while
+        the router was routing rx record ``cause`` (-1: none): a ``"denied"`` link event.
+
+        Returns its seq, or -1 when the key filter drops ``key`` (a denial without a key
+        is always kept). Strings are cut to the format's limits; wrong types or
+        out-of-range numbers raise :class:`~pyzenoh.errors.UsageError`.
+        """
+        self._check_open()
+        _check_denial(now_ns, cause, link_id, flow, message, key, reason)
+        if key is not None and self._filter is not None and not self._accept(key):
+            return -1
+        seq = self._seq
+        self._add_link(
+            now_ns,
+            fmt.link_json(seq, "denied", link_id, cause=cause, reason=reason, flow=flow,
+                          message=message, key=key),
+        )  # fmt: skip
+        return seq
 
     def message(
         self,
@@ -675,7 +731,8 @@ class Recorder:
     _CALL_ROUTED,
     _CALL_ROUTE,
     _CALL_TICK,
-) = range(7)
+    _CALL_DENIED,
+) = range(8)
 # The router sends its queued calls when it holds this many, or on the first call at
 # least this much router time after the previous batch (and on every tick).
 BATCH_CALLS = 512
@@ -702,9 +759,10 @@ class RecorderProcess:
     the calls in order on a :class:`Recorder` and so writes exactly the files the router
     would have written itself.
 
-    The child assigns seqs, so :meth:`message`, :meth:`messages` and :meth:`routed`
-    return a *reference* to their first record instead of its seq: pass it as the
-    ``cause`` of later calls, like a seq (-1 still means "filtered out", "no cause").
+    The child assigns seqs, so :meth:`message`, :meth:`messages`, :meth:`routed` and
+    :meth:`access_denied` return a *reference* to their first record instead of its
+    seq: pass it as the ``cause`` of later calls, like a seq (-1 still means "filtered
+    out", "no cause").
 
     Durability: the child writes chunks on the router's time (the ``now_ns`` of the
     calls), like a Recorder in process. A batch waits in the router at most
@@ -712,7 +770,8 @@ class RecorderProcess:
     when they stop. If the router dies, the child writes what it received and closes the
     segment cleanly. If the child dies, recording stops (logged) and routing goes on.
     Bad calls (a key too long to record, link ids out of range) are logged and skipped
-    by the child instead of raising here.
+    by the child instead of raising here; an :meth:`access_denied` with bad values is
+    logged and skipped here.
     """
 
     def __init__(
@@ -769,6 +828,32 @@ class RecorderProcess:
 
     def link_closed(self, now_ns: int, link_id: int, reason: str) -> None:
         self._queue(now_ns, (_CALL_CLOSE, now_ns, link_id, reason))
+
+    def access_denied(
+        self,
+        now_ns: int,
+        cause: int,
+        link_id: int,
+        flow: str,
+        message: str,
+        key: str | None,
+        reason: str,
+    ) -> int:
+        """:meth:`Recorder.access_denied` (``cause`` a reference, as other calls'):
+        returns a reference, -1 when the key filter drops it. Bad values are logged and
+        the call skipped here (they never reach the batch)."""
+        self._check_open()
+        try:
+            _check_denial(now_ns, cause, link_id, flow, message, key, reason)
+        except UsageError as exc:
+            log.warning("access_denied skipped: %s", exc)
+            return -1
+        if key is not None and self._filter is not None and not self._accept(key):
+            return -1
+        # The key stays whole: the child's key filter decides on it as a Recorder's does.
+        call = (_CALL_DENIED, now_ns, cause, link_id, flow[: fmt.MAX_DENIED_NAME_CHARS],
+                message[: fmt.MAX_DENIED_NAME_CHARS], key, reason[: fmt.MAX_DENIED_TEXT_CHARS])  # fmt: skip
+        return self._queue(now_ns, call)
 
     def message(
         self,
@@ -1013,6 +1098,11 @@ def _replay(src: BinaryIO, rec: Recorder) -> None:
                     rec.link_closed(*call[1:])
                 elif op == _CALL_TICK:
                     rec.tick(call[1])
+                elif op == _CALL_DENIED:
+                    now, cause, link, flow, message, key, reason = call[1:]
+                    seqs[ref] = rec.access_denied(
+                        now, seq_of(cause), link, flow, message, key, reason
+                    )
             except (
                 UsageError,
                 struct.error,

@@ -45,7 +45,16 @@ from pyzenoh.router.memory import (
 )
 from pyzenoh.router.scouting import Responder, start_responder
 from pyzenoh.routing import RoutingConfig, RoutingCore, Send
-from pyzenoh.routing.access_control import AccessControl, FaceSubject, interface_names
+from pyzenoh.routing.access_control import (
+    DEFAULT_RULE,
+    FLOWS,
+    MESSAGES,
+    NO_KEY_RULE,
+    AccessControl,
+    Denial,
+    FaceSubject,
+    interface_names,
+)
 from pyzenoh.scouting.core import hello_locators
 from pyzenoh.scouting.udp import list_interfaces
 from pyzenoh.transport.link import (
@@ -72,6 +81,8 @@ log = logging.getLogger(__name__)
 HARD_CAP_FACTOR = 4
 #: Recording: the memo of received keys is cleared when it holds this many.
 RX_KEY_MEMO_SIZE = 4096
+#: Recording: denials held while one message is routed (more are not recorded).
+MAX_PENDING_DENIALS = 65_536
 
 #: A non-loopback address standing for "another host" when choosing what to announce.
 NON_LOOPBACK_PEER = ipaddress.ip_address("192.0.2.1")
@@ -87,6 +98,8 @@ class _Face:
     zid: ZenohId
     whatami: WhatAmI
     sink: LocalSink | None = None
+    #: What access control knows of the face (None: access control is off, a local face).
+    subject: FaceSubject | None = None
 
 
 @dataclass(slots=True)
@@ -154,6 +167,16 @@ class RouterDaemon:
                         "this router requires credentials it cannot check and refuses every session it accepts")
         self.reassembly_budget = ReassemblyBudget(config.max_reassembly_bytes)
         self.recorder = recorder
+        # Recording access control's decisions: the face of each subject given to the core
+        # (by the id of the FaceSubject object), and the denials not recorded yet, as
+        # (face, flow, message, key, denial). The listener only runs on denials; see
+        # _record_denials for when they are written.
+        self._subject_faces: dict[int, int] = {}
+        self._denials: list[tuple[int, int, int, str | None, Denial]] = []
+        self._recording_denials = recorder is not None and self.access_control is not None
+        if self._recording_denials:
+            assert self.access_control is not None
+            self.access_control.listener = self._on_denied
         # Recording: the full key of the (face, scope, suffix, M) wire expressions of the
         # PUSH/REQUEST received, so that it is not resolved through the core for every
         # message. Key-expression ids change only when the core handles something else
@@ -349,11 +372,17 @@ class RouterDaemon:
             self.recorder.link_opened(time.time_ns(), face_id, str(ev.zid), str(ev.whatami),
                                       _address(link.remote_address, link.protocol))  # fmt: skip
         self._rx_keys.clear()
+        subject = self._faces[face_id].subject = self._subject(link, ev)
+        if subject is not None and self._recording_denials:
+            self._subject_faces[id(subject)] = face_id
         try:
-            sends = self.core.add_face(face_id, ev.zid, ev.whatami, self.now(), subject=self._subject(link, ev))
+            sends = self.core.add_face(face_id, ev.zid, ev.whatami, self.now(), subject=subject)
         except PeerError as exc:
             log.warning("refusing %s %s: %s", ev.whatami, ev.zid, exc)
             del self._faces[face_id], self._face_of_link[id(link)]
+            self._subject_faces.pop(id(subject), None)
+            if self._denials:
+                self._record_denials(_time_ns(), -1)
             link.close(exc.close_reason)
             return
         self._deliver(sends)
@@ -389,6 +418,8 @@ class RouterDaemon:
         self.backpressure.face_closed(face_id)
         self._note_entities_freed(face_id)
         self._deliver(self.core.remove_face(face_id, self.now()))
+        if face.subject is not None:
+            self._subject_faces.pop(id(face.subject), None)
 
     def _note_entities_freed(self, face_id: int) -> None:
         """Give memory back once a flood of entities has gone (after the burst)."""
@@ -477,10 +508,13 @@ class RouterDaemon:
         except PeerError as exc:
             # The bad input is recorded before the close it causes.
             key = core.key_of(face_id, message, incoming=True)
-            rec.message(rx_ns, face_id, "rx", key, raw)
+            cause = rec.message(rx_ns, face_id, "rx", key, raw)
+            if self._denials:
+                self._record_denials(rx_ns, cause)
             self._bad_input(face_id, exc)
             self._deliver([])
             return
+        copy_kind: type | None = None
         kind = type(message)
         if kind is Push or kind is Request:
             # Routing these changes no key table: the key is as it was before routing.
@@ -497,11 +531,18 @@ class RouterDaemon:
                     if len(memo) >= RX_KEY_MEMO_SIZE:
                         memo.clear()
                     memo[wk] = key
-            self._deliver(sends, rx_ns, face_id, key, raw, kind)
+            copy_kind = kind
         else:
             self._rx_keys.clear()  # key tables may have changed
             key = core.key_of(face_id, message, incoming=True)
-            self._deliver(sends, rx_ns, face_id, key, raw)
+        if self._denials:
+            # Access control denied something while this was routed: the rx record, the
+            # denials naming it, then its sends.
+            cause = rec.message(rx_ns, face_id, "rx", key, raw)
+            self._record_denials(rx_ns, cause)
+            self._deliver(sends, rx_ns, face_id, key, None, copy_kind, cause)
+        else:
+            self._deliver(sends, rx_ns, face_id, key, raw, copy_kind)
 
     def _bad_input(self, face_id: int, exc: PeerError) -> None:
         self.stats.faces_closed_bad_input += 1
@@ -516,15 +557,17 @@ class RouterDaemon:
         rx_key: str | None = None,
         rx_raw: bytes | None = None,
         copy_kind: type | None = None,
+        rx_cause: int = -1,
     ) -> None:
         """Hand ``sends`` to their faces (and to the recorder).
 
         When recording a received message (``rx_raw`` is not None), ``sends`` are what
         routing it produced: its rx record (time ``rx_ns``, face ``rx_face``, key
-        ``rx_key``) comes first and is every tx record's ``cause``. Sends of
-        ``copy_kind`` (the routed copies of a PUSH or REQUEST, which keep its key) are
-        recorded after the loop, by the same call as the rx record when nothing had to
-        be recorded in between. Before a call that can re-enter the daemon (a local
+        ``rx_key``) comes first and is every tx record's ``cause``; one already written
+        (access control's denials follow it) is passed as ``rx_cause``, its seq or
+        reference, with ``rx_raw`` None. Sends of ``copy_kind`` (the routed copies of a
+        PUSH or REQUEST, which keep its key) are recorded after the loop, by the same
+        call as the rx record when nothing had to be recorded in between. Before a call that can re-enter the daemon (a local
         face's sink, closing a face) the rx record is written at once, so it keeps its
         place ahead of whatever that call records.
         """
@@ -535,7 +578,9 @@ class RouterDaemon:
         copies: list[tuple[int, bytes]] = []
         # The rx record is not written yet:
         pending = rec is not None and rx_raw is not None
-        cause = -1
+        cause = rx_cause
+        if rec is not None and rx_raw is None and self._denials:
+            self._record_denials(_time_ns(), -1)  # not while routing a received message
         route_recorded = False
         for send in sends:
             face = faces.get(send.face)
@@ -627,6 +672,28 @@ class RouterDaemon:
         log.warning("face %d stayed full for %.1f s with Block messages queued; closing it", face_id, waited)
         self._close_face(face_id, CloseReason.UNRESPONSIVE)
 
+    # --- recording access control's denials ------------------------------------------------
+
+    def _on_denied(self, subject: FaceSubject, flow: int, message: int, key: str | None, denial: Denial) -> None:
+        """AccessControl's listener (set only when recording): held until the daemon
+        knows which rx record the denial belongs to (see _record_denials)."""
+        face_id = self._subject_faces.get(id(subject))
+        if face_id is not None and len(self._denials) < MAX_PENDING_DENIALS:
+            self._denials.append((face_id, flow, message, key, denial))
+
+    def _record_denials(self, now_ns: int, cause: int) -> None:
+        """Write the denials held: right after the rx record being routed (``cause``), or
+        with cause -1 for those met outside routing a received message (a face added or
+        removed, a timer)."""
+        denials, self._denials = self._denials, []
+        rec = self.recorder
+        for face_id, flow, message, key, denial in denials:
+            try:
+                rec.access_denied(now_ns, cause, face_id, FLOWS[flow], MESSAGES[message], key,
+                                  _denial_reason(flow, message, denial))  # fmt: skip
+            except UsageError as exc:
+                log.warning("recording an access control denial failed: %s", exc)
+
     def _record_tx(self, send: Send, data: bytes, cause: int) -> None:
         key = self.core.key_of(send.face, send.message, incoming=False)
         self.recorder.message(time.time_ns(), send.face, "tx", key, data, cause)
@@ -635,6 +702,16 @@ class RouterDaemon:
         face = self._faces.get(face_id)
         if face is not None and face.link is not None:
             face.link.close(reason)
+
+
+def _denial_reason(flow: int, message: int, denial: Denial) -> str:
+    """A recorded denial's reason, e.g. ``ingress put denied by rule 'no-vault'``."""
+    what = f"{FLOWS[flow]} {MESSAGES[message]} denied"
+    if denial.rule == DEFAULT_RULE:
+        return f"{what} by default_permission deny"
+    if denial.rule == NO_KEY_RULE:
+        return f"{what}: the message names no key expression"
+    return f"{what} by rule '{denial.rule}'"
 
 
 def _address(addr: tuple[str, int] | None, protocol: str = "tcp") -> str:

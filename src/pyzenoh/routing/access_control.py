@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -360,6 +360,8 @@ class AccessControl:
         #: Denials by (rule, flow, message).
         self.denied: dict[tuple[str, str, str], int] = {}
         self._logged: set[tuple[FaceSubject, str]] = set()
+        #: Called with every denial before it is counted (the router's recorder hook).
+        self.listener: Callable[[FaceSubject, int, int, str | None, Denial], None] | None = None
 
     @property
     def filtered_flows(self) -> tuple[bool, bool]:
@@ -377,6 +379,8 @@ class AccessControl:
 
     def record(self, subject: FaceSubject, flow: int, message: int, key: str | None, denial: Denial) -> None:
         """Count a denial; log it the first time ``subject`` meets this rule."""
+        if self.listener is not None:
+            self.listener(subject, flow, message, key, denial)
         rule = denial.rule
         self.denied_by_rule[rule] = self.denied_by_rule.get(rule, 0) + 1
         k = (rule, FLOWS[flow], MESSAGES[message])
