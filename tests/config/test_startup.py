@@ -56,6 +56,10 @@ def _refusals(tmp: Path) -> list[tuple[str, str | dict[str, Any], list[str]]]:
         ("missing CA", {**tls_ep, **_tls(listen_certificate=str(server.cert), listen_private_key=str(server.key),
                                          enable_mtls=True, root_ca_certificate=missing)},
          ["transport/link/tls/root_ca_certificate", missing]),
+        ("access control start-up check", {"access_control": {
+            "enabled": True, "rules": [{"id": "r", "messages": ["put"], "key_exprs": ["a/**"], "permission": "allow"}],
+            "subjects": [{"id": "s"}], "policies": [{"rules": ["x"], "subjects": ["s"]}]}},
+         ["access_control", "Rule 'x' in policy #0 does not exist in rules list"]),
         ("missing dictionary", {"transport": {"auth": {"usrpwd": {"dictionary_file": missing}}}},
          ["transport/auth/usrpwd/dictionary_file", missing]),
     ]  # fmt: skip

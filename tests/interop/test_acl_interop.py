@@ -12,8 +12,9 @@ namespaced by key, so the cases share the router and its sessions:
   traffic never arriving. The pair of clients is identified by usernames (usrpwd), by
   certificate common names (mTLS) and by zids.
 * identities: a put allowed only to the subject of one property (username, cert common
-  name, zid, interface ``lo``, an interface no link uses, link protocol tls / tcp), and
-  any allow winning over a deny of another subject.
+  name, zid, interface ``lo``, an interface no link uses, link protocol tls / tcp), to
+  the combinations of two (usernames x cert common names), and any allow winning over a
+  deny of another subject.
 * observability (pyzenoh): deny counters per rule in the admin space and metrics, one
   log line per (subject, rule).
 
@@ -88,8 +89,11 @@ def acl_tree() -> dict[str, Any]:
     subjects += [{"id": "alice", "usernames": ["alice"]}, {"id": "carol", "cert_common_names": ["carol"]},
                  {"id": "dave", "zids": [ZIDS["dave"]]}, {"id": "lo", "interfaces": ["lo"]},
                  {"id": "nowhere", "interfaces": ["nope0"]}, {"id": "tls", "link_protocols": ["tls"]},
-                 {"id": "tcp", "link_protocols": ["tcp"]}, {"id": "root", "usernames": ["root"]}]  # fmt: skip
-    for what in ("alice", "carol", "dave", "lo", "nowhere", "tls", "tcp"):
+                 {"id": "tcp", "link_protocols": ["tcp"]}, {"id": "root", "usernames": ["root"]},
+                 # the combinations of one value of each: (carol, carol) is carol's; erin's
+                 # username and bob's missing certificate match none
+                 {"id": "cart", "usernames": ["carol", "bob"], "cert_common_names": ["carol", "erin"]}]  # fmt: skip
+    for what in ("alice", "carol", "dave", "lo", "nowhere", "tls", "tcp", "cart"):
         rules.append(_rule(f"id-{what}", ["put"], [f"id/{what}/**"], ["ingress"]))
         policies.append({"rules": [f"id-{what}"], "subjects": [what]})
     # any allow wins: alice's own subject denies id/any/**, the "lo" subject allows it
@@ -436,6 +440,7 @@ IDENTITY_CASES = {
     "id/nowhere": set(),  # an interface no link arrives on
     "id/tls": {"carol", "erin"},
     "id/tcp": set(USERS) - {"carol", "erin"},
+    "id/cart": {"carol"},  # usernames [carol, bob] x cert common names [carol, erin]
     "id/any": set(USERS),  # alice's own subject denies, "lo" allows: any allow wins
     "id/denied": set(),  # alice's subject denies, nothing allows the others
 }

@@ -158,6 +158,24 @@ def test_pyzenoh_to_pyzenoh(host: str) -> None:
     run(main)
 
 
+@pytest.mark.skipif(not _has_ipv6() or not socket.has_dualstack_ipv6(), reason="no dual-stack IPv6")
+def test_a_listener_on_the_ipv6_wildcard_takes_ipv4_connections_too() -> None:
+    # As zenohd's (pyzenoh router's default listen endpoint is tcp/[::]:7447).
+    async def main() -> None:
+        server_ev = Events()
+        lst = await listen("tcp/[::]:0", router_cfg(), server_ev)
+        port = lst.endpoints[0].port
+        for host, local in (("127.0.0.1", "::ffff:127.0.0.1"), ("[::1]", "::1")):
+            client = await connect(f"tcp/{host}:{port}", client_cfg(), Events())
+            link, _ = await server_ev.wait_for(
+                lambda lk, e, local=local: isinstance(e, Established) and (lk.local_address or ("",))[0] == local)
+            assert link.remote_address is not None and link.remote_address[0] == local
+            await client.aclose()
+        await lst.close()
+
+    run(main)
+
+
 def test_a_large_read_is_handed_on_in_slices_in_order() -> None:
     # A read holding thousands of messages is dispatched MAX_EVENTS_PER_TURN at a time,
     # so one flooding link cannot hold the event loop; nothing is lost or reordered.

@@ -20,6 +20,7 @@ that link: it is logged once with the peer's address and reported as a
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
 import ssl
@@ -700,5 +701,19 @@ async def listen(
             on_accept(link)
         return link
 
-    server = await loop.create_server(factory, ep.host, ep.port, reuse_address=True, backlog=LISTEN_BACKLOG)
+    if _ipv6_unspecified(ep.host) and socket.has_dualstack_ipv6():
+        # As zenohd: a listener on [::] takes IPv4 connections too (asyncio's would be
+        # IPv6 only). Their local address is then IPv4-mapped (::ffff:a.b.c.d).
+        sock = socket.create_server((ep.host, ep.port), family=socket.AF_INET6, backlog=LISTEN_BACKLOG,
+                                    dualstack_ipv6=True)  # fmt: skip
+        server = await loop.create_server(factory, sock=sock)
+    else:
+        server = await loop.create_server(factory, ep.host, ep.port, reuse_address=True, backlog=LISTEN_BACKLOG)
     return TcpListener(server, links, ep)
+
+
+def _ipv6_unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host) == ipaddress.IPv6Address("::")
+    except ValueError:
+        return False
