@@ -59,7 +59,6 @@ from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
 from pyzenoh.routing.hlc import Hlc
 from pyzenoh.routing.interests import Interests
 from pyzenoh.routing.peers import PeerRegion
-from pyzenoh.routing.pubsub import PubSub
 from pyzenoh.routing.queries import (
     EMPTY_WIRE_EXPR,
     MIN_TIMER_COMPACTION,
@@ -67,6 +66,7 @@ from pyzenoh.routing.queries import (
     Queries,
 )
 from pyzenoh.routing.routers import RouterRegion
+from pyzenoh.routing.runs import PushRuns
 from pyzenoh.routing.tokens import Tokens
 from pyzenoh.routing.types import (
     RoutingConfig,
@@ -75,11 +75,12 @@ from pyzenoh.routing.types import (
     Send,
     UnsupportedFace,
 )
+from pyzenoh.transport.fastpath import PushRun
 
 DEFAULT_CONFIG = RoutingConfig()
 
 
-class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
+class RoutingCore(RouterRegion, PeerRegion, PushRuns, Queries, Tokens, Interests):
     """Routing tables and decisions of a Zenoh router, with no I/O and no clock."""
 
     def __init__(
@@ -243,6 +244,21 @@ class RoutingCore(RouterRegion, PeerRegion, PubSub, Queries, Tokens, Interests):
             self._on_oam(f, msg)
         else:
             raise UsageError(f"not a network message: {type(msg).__name__}")
+        self._out = []
+        return out
+
+    def handle_push_run(self, face: int, run: PushRun, now: float, reliable: bool = True,
+                        wall: float | None = None) -> list[Send]:  # fmt: skip
+        """Route a run of same-shape PUSHes received on ``face`` as one unit (see
+        :mod:`.runs`): the same outputs as :meth:`handle` on each message in turn, except
+        that each destination gets one :class:`Send` holding all of its copies."""
+        f = self._faces.get(face)
+        if f is None or face == NORTH:
+            raise UsageError(f"unknown face {face}")
+        self._now = now
+        self._wall = now if wall is None else wall
+        out = self._out = []
+        self._on_push_run(f, run, reliable)
         self._out = []
         return out
 

@@ -51,6 +51,14 @@ class Hlc:
             self._last = min(self._last + 1, _U64_MAX)
         return Timestamp(self._last, self.hlc_id)
 
+    def reserve(self, now: float, n: int) -> int:
+        """Issue ``n`` consecutive times at once (a run of messages stamped together) and
+        return the first: the same values ``n`` calls of :meth:`new_timestamp` would give
+        at ``now``."""
+        first = self.new_timestamp(now).time
+        self._last = min(first + n - 1, _U64_MAX)
+        return first
+
     def update(self, ts: Timestamp, now: float) -> bool:
         """Take note of a received timestamp; False if it is too far in the future.
 

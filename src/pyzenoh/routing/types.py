@@ -3,6 +3,7 @@ events for observers, its counters, and the errors a face's input can raise."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pyzenoh.codec import NetworkMessage, Push, Request, ZenohId
@@ -27,6 +28,9 @@ class Send:
     reliable: bool = True
     express: bool = False
     block: bool = False
+    #: Set when ``raw`` holds several messages back to back (a routed run of PUSHes;
+    #: ``message`` is the first): each one's end offset in ``raw``.
+    ends: Sequence[int] | None = None
 
 
 def make_send(face: int, msg: NetworkMessage, qos: int, raw: bytes | None = None,

@@ -12,6 +12,9 @@ this differentially on generated batches).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from pyzenoh.codec import (
     Del,
     Encoding,
@@ -38,6 +41,9 @@ NET_QOS_EXT = 0x21
 ZID_MAX_LEN = 16
 #: Timestamp ids seen (normally a handful of routers); the cache is reset past this.
 MAX_CACHED_IDS = 256
+#: Fewer same-shape PUSHes than this in a row are decoded one by one: a run's fixed cost
+#: (a few slices, a route lookup per batch) pays off only over several messages.
+MIN_RUN = 4
 
 _zids: dict[bytes, ZenohId] = {}
 _encodings: dict[int, Encoding] = {0: Encoding.DEFAULT}
@@ -198,22 +204,118 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class PushRun:
+    """Consecutive PUSHes of one FRAME that differ only in their payload (same key, QoS,
+    PUT/DEL header and encoding; no timestamp, no other extension): a publisher's stream.
+
+    A router routes them as one unit. ``first`` is the first message decoded (its key,
+    QoS and body shape stand for all); ``data`` the messages back to back, message ``i``
+    ending at ``ends[i]`` (a ``range`` when all are ``stride`` bytes long, else a list and
+    ``stride`` 0). Every message starts with the same ``prefix_len`` bytes, which end
+    where the payload length starts (the whole message for a DEL).
+    """
+
+    first: Push
+    data: bytes
+    ends: Sequence[int]
+    stride: int
+    prefix_len: int
+
+    @property
+    def count(self) -> int:
+        return len(self.ends)
+
+    def messages(self) -> list[tuple[Push, bytes]]:
+        """Every message decoded, with its bytes (the per-message path, one definition)."""
+        data = self.data
+        out: list[tuple[Push, bytes]] = []
+        start = 0
+        for end in self.ends:
+            res = decode_push(data, start, end)
+            assert res is not None and res[1] == end, "a run holds only common-shape PUSHes"
+            out.append((res[0], data[start:end]))
+            start = end
+        return out
+
+
+def scan_run(buf: bytes, pos: int, end: int) -> PushRun | None:
+    """The run of same-shape PUSHes starting at ``buf[pos]`` (at least :data:`MIN_RUN`),
+    or None: decode message by message."""
+    f = scan_push(buf, pos, end)
+    if f is None or f[7] is not None:  # not the common shape, or stamped: one by one
+        return None
+    after, body_offset, kind, payload_at = f[0], f[5], f[6], f[9]
+    length = after - pos
+    if kind == ID_DEL:
+        prefix_len = length
+    else:  # PUT header, the encoding byte when E is set, then the payload length
+        prefix_len = body_offset + 1 + (1 if buf[pos + body_offset] & 0x40 else 0)
+    fixed = payload_at - pos  # the prefix and the payload length: equal in equal messages
+    total = end - pos
+    if total % length == 0 and total >= MIN_RUN * length:
+        # All the rest may be messages of this length: check byte column by column that
+        # each starts like this one (a slice with a step takes one column of all of them).
+        n = total // length
+        for k in range(fixed):
+            if buf[pos + k : end : length].count(buf[pos + k]) != n:
+                break
+        else:
+            return _run(f, buf, pos, end, range(length, total + 1, length), length, prefix_len)
+    prefix = buf[pos : pos + prefix_len]
+    found = [length]
+    p = after
+    while p < end and buf.startswith(prefix, p):
+        q = p + prefix_len
+        if kind != ID_DEL:
+            n = 0
+            shift = 0
+            done = False
+            while q < end and shift <= 28:  # payload length: z32
+                b = buf[q]
+                q += 1
+                n |= (b & 0x7F) << shift
+                if b < 0x80:
+                    done = True
+                    break
+                shift += 7
+            if not done or n > 0xFFFF_FFFF:
+                break
+            q += n
+            if q > end:
+                break  # truncated: the codec says so when it gets there
+        found.append(q - pos)
+        p = q
+    if len(found) < MIN_RUN:
+        return None
+    return _run(f, buf, pos, pos + found[-1], found, 0, prefix_len)
+
+
+def _run(f: PushFields, buf: bytes, pos: int, end: int, ends: Sequence[int], stride: int,
+         prefix_len: int) -> PushRun:  # fmt: skip
+    return PushRun(_push_of(f, buf), buf[pos:end], ends, stride, prefix_len)
+
+
+def _push_of(f: PushFields, buf: bytes) -> Push:
+    """The codec's message for the fields :func:`scan_push` found."""
+    _, scope, suffix, mapping, qos, body_offset, kind, ts, enc, a, b = f
+    body = Del(ts) if kind == ID_DEL else Put(buf[a:b], enc, ts)
+    return Push(WireExpr(scope, suffix, mapping), body, qos, body_offset=body_offset)
+
+
 def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
     """The PUSH at ``buf[pos]`` and the offset after it, or None: "let the codec do it"."""
     f = scan_push(buf, pos, end)
     if f is None:
         return None
-    after, scope, suffix, mapping, qos, body_offset, kind, ts, enc, a, b = f
-    body = Del(ts) if kind == ID_DEL else Put(buf[a:b], enc, ts)
-    return Push(
-        WireExpr(scope, suffix, mapping), body, qos, body_offset=body_offset
-    ), after
+    return _push_of(f, buf), f[0]
 
 
 def _frame(
-    buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool
+    buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool, runs: bool
 ) -> tuple[Frame, int] | None:
-    """A FRAME with no extension other than its priority, decoded message by message."""
+    """A FRAME with no extension other than its priority, decoded message by message
+    (with ``runs``, a :class:`PushRun` stands for each run of same-shape PUSHes)."""
     h = buf[pos]
     p = pos + 1
     sn = 0
@@ -241,6 +343,14 @@ def _frame(
     raws: list[bytes] = []
     while p < end and buf[p] & 0x1F >= FIRST_NETWORK_ID:
         start = p
+        if runs and buf[p] & 0x1F == ID_PUSH:
+            run = scan_run(buf, p, end)
+            if run is not None:
+                messages.append(run)
+                p += len(run.data)
+                if keep_raw:
+                    raws.append(run.data)
+                continue
         res = decode_push(buf, p, end) if buf[p] & 0x1F == ID_PUSH else None
         if res is None:
             r.pos = p
@@ -255,8 +365,12 @@ def _frame(
     return frame, p
 
 
-def decode_batch(payload: bytes, keep_raw: bool = False) -> list[TransportMessage]:
-    """Same result as :func:`pyzenoh.codec.decode_batch`, faster on publication traffic."""
+def decode_batch(payload: bytes, keep_raw: bool = False, runs: bool = False) -> list[TransportMessage]:
+    """Same result as :func:`pyzenoh.codec.decode_batch`, faster on publication traffic.
+
+    With ``runs``, a FRAME's messages may include :class:`PushRun` items, each standing
+    for several PUSHes (the raw bytes of a run are its ``data``).
+    """
     end = len(payload)
     if end == 0:
         raise DecodeError("empty batch", 0)
@@ -265,7 +379,7 @@ def decode_batch(payload: bytes, keep_raw: bool = False) -> list[TransportMessag
     pos = 0
     while pos < end:
         res = (
-            _frame(payload, pos, end, r, keep_raw)
+            _frame(payload, pos, end, r, keep_raw, runs)
             if payload[pos] & 0x1F == ID_FRAME
             else None
         )

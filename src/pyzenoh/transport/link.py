@@ -18,11 +18,12 @@ header as that frame.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import hmac
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -51,6 +52,7 @@ from pyzenoh.security.usrpwd import (
     OpenerAuth,
     UsrPwd,
 )
+from pyzenoh.transport.fastpath import PushRun
 from pyzenoh.transport.fastpath import decode_batch as fast_decode_batch
 
 log = logging.getLogger(__name__)
@@ -76,6 +78,8 @@ DEFAULT_RESOLUTION = 0x0A
 PATCH_LEVEL = 1
 PRIORITY_DATA = 5
 NUM_PRIORITIES = 8
+#: The longest FRAME header: header byte, a five-byte SN, a two-byte priority extension.
+MAX_FRAME_HEADER = 8
 
 # Resolution code (2 bits) -> SN mask; the SN must fit a bounded number of VLE bytes.
 _SN_MASKS = (0x7F, 0x3FFF, 0x0FFF_FFFF, 0xFFFF_FFFF)
@@ -124,6 +128,9 @@ class LinkConfig:
     #: usrpwd authentication (security/usrpwd.py): the credentials presented when this
     #: side opens, the users required when it accepts. None: no authentication.
     usrpwd: UsrPwd | None = None
+    #: Hand runs of same-shape PUSHes on as one :class:`ReceivedRun` each (a router routes
+    #: them together) instead of one :class:`Received` per message.
+    push_runs: bool = False
 
     def __post_init__(self) -> None:
         if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:
@@ -165,6 +172,17 @@ class Received:
 
 
 @dataclass(frozen=True, slots=True)
+class ReceivedRun:
+    """Several PUSHes from the peer that differ only in their payload (see
+    :class:`~pyzenoh.transport.fastpath.PushRun`), in one FRAME; only with
+    :attr:`LinkConfig.push_runs`."""
+
+    run: PushRun
+    reliable: bool
+    priority: int
+
+
+@dataclass(frozen=True, slots=True)
 class LinkClosed:
     """The link is over. ``by_peer``: the peer sent CLOSE or the connection dropped.
 
@@ -179,7 +197,7 @@ class LinkClosed:
     auth_failed: bool = False
 
 
-Event = Established | Received | LinkClosed
+Event = Established | Received | ReceivedRun | LinkClosed
 
 
 # --- Receive-side helpers --------------------------------------------------------------
@@ -408,6 +426,43 @@ class Link:
         pending.append((prio, reliable, [raw]))
         self._pending_bytes += len(raw)
 
+    def send_run(self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = PRIORITY_DATA) -> None:
+        """Queue several encoded network messages at once: ``data`` holds them back to back,
+        message ``i`` ending at ``ends[i]`` (increasing; a ``range`` for equal lengths).
+
+        They travel as consecutive messages of one channel, cut into pieces that each fit
+        one FRAME, so no message is ever fragmented or split between batches.
+        """
+        if self.state is State.CLOSED or not ends:
+            return
+        if not 0 <= priority < NUM_PRIORITIES:
+            raise UsageError(f"priority {priority} out of range 0..7")
+        if ends[-1] != len(data):
+            raise UsageError("a run's last message must end where its data ends")
+        room = self._max_payload - MAX_FRAME_HEADER
+        total = len(data)
+        if total <= room:
+            pieces = [data]
+        else:
+            pieces = []
+            start = 0
+            first = 0  # index of the first message of the piece
+            n = len(ends)
+            while first < n:
+                # the most messages from ``first`` on that fit ``room`` (at least one)
+                last = bisect.bisect_right(ends, start + room, first, n) - 1
+                last = max(last, first)  # one message larger than a FRAME: _pack fragments it
+                end = ends[last]
+                pieces.append(data[start:end])
+                start = end
+                first = last + 1
+        pending = self._pending
+        if pending and pending[-1][0] == priority and pending[-1][1] is reliable:
+            pending[-1][2].extend(pieces)
+        else:
+            pending.append((priority, reliable, pieces))
+        self._pending_bytes += total
+
     def close(self, reason: int = CloseReason.GENERIC) -> list[Event]:
         """Flush queued messages, then CLOSE. The caller closes the socket afterwards."""
         if self.state is State.CLOSED:
@@ -470,7 +525,7 @@ class Link:
         out[start + 1] = n >> 8
 
     def _on_batch(self, payload: bytes, now: float, events: list[Event]) -> None:
-        messages = fast_decode_batch(payload, keep_raw=self._keep_raw)
+        messages = fast_decode_batch(payload, keep_raw=self._keep_raw, runs=self.config.push_runs)
         for msg in messages:
             if self.state is State.CLOSED:
                 return
@@ -632,12 +687,13 @@ class Link:
         raws = frame.raw
         rel = frame.reliable
         prio = frame.priority
-        if raws:
-            for msg, raw in zip(frame.messages, raws, strict=True):
-                events.append(Received(msg, raw, rel, prio))
-        else:
-            for msg in frame.messages:
-                events.append(Received(msg, b"", rel, prio))
+        # With push_runs a FRAME's messages include PushRun items (see fastpath).
+        messages: tuple[NetworkMessage | PushRun, ...] = frame.messages
+        for i, msg in enumerate(messages):
+            if isinstance(msg, PushRun):
+                events.append(ReceivedRun(msg, rel, prio))
+            else:
+                events.append(Received(msg, raws[i] if raws else b"", rel, prio))
 
     def _defrag_reset(self, d: _Defrag) -> None:
         held = len(d.buf)

@@ -25,7 +25,7 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,7 @@ from pyzenoh.transport.link import (
     LinkConfig,
     ReassemblyBudget,
     Received,
+    ReceivedRun,
     Role,
 )
 
@@ -365,6 +366,22 @@ class TcpLink(asyncio.Protocol):
             self._loop.call_soon(self._flush)
         return True
 
+    def send_run(self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = 5,
+                 drop_if_full: bool = False) -> bool:  # fmt: skip
+        """Queue several encoded messages at once (see :meth:`Link.send_run`); with
+        ``drop_if_full`` all of them are dropped when the queue is full (False)."""
+        link = self.link
+        if link is None or self.closed.done():
+            return False
+        if drop_if_full and self.is_full:
+            self.dropped += len(ends)
+            return False
+        link.send_run(data, ends, reliable=reliable, priority=priority)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+        return True
+
     async def wait_writable(self) -> None:
         """Wait until the outgoing queue has room (or the link closed)."""
         while self.is_full and not self.closed.done():
@@ -507,7 +524,7 @@ class TcpLink(asyncio.Protocol):
     def _dispatch(self, events: list[Event]) -> None:
         cb = self.on_event
         for ev in events:
-            if isinstance(ev, Received):
+            if isinstance(ev, Received | ReceivedRun):
                 if cb is not None:
                     try:
                         cb(self, ev)

@@ -1,0 +1,161 @@
+"""Runs of same-shape PUSHes routed as one unit give the same bytes as one by one.
+
+Two cores with the same identity and clock get the same traffic; one routes a FRAME's
+PUSHes one by one (the definition), the other the runs the fast path finds. Every
+destination must receive the same messages, byte for byte, in the same order, with the
+same router timestamps.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyzenoh.codec import (
+    Del,
+    Encoding,
+    Frame,
+    Push,
+    Put,
+    WireExpr,
+    encode_network_message,
+)
+from pyzenoh.routing import RoutingConfig, RoutingCore
+from pyzenoh.routing.hlc import Hlc
+from pyzenoh.routing.runs import splice_run, timestamp_columns, vle_width
+from pyzenoh.transport.fastpath import MIN_RUN, PushRun, decode_batch, scan_run
+from tests.routing.support import CAPTURE_EPOCH, ROUTER_ZID, d_keyexpr, d_sub, we
+
+
+def frame_payload(msgs: list[Push]) -> bytes:
+    out = bytearray()
+    Frame(True, 7, (), 5).write_header(out)
+    for m in msgs:
+        out += encode_network_message(m)
+    return bytes(out)
+
+
+def cores(config: RoutingConfig, dest_ids: bool) -> list[RoutingCore]:
+    made = []
+    for _ in range(2):
+        core = RoutingCore(ROUTER_ZID, config=config)
+        for face in range(4):
+            core.add_face(face, ROUTER_ZID.__class__(0xC0 + face), __import__("pyzenoh").WhatAmI.CLIENT, 0.0)
+        core.handle(0, d_keyexpr(3, "k/a"), 0.0)
+        if dest_ids:  # destination 2 knows the key by an id of its own: another head
+            core.handle(2, d_keyexpr(5, "k"), 0.0)
+        core.handle(1, d_sub(1, "k/**"), 0.0)
+        core.handle(2, d_sub(1, "k/*"), 0.0)
+        core.handle(3, d_sub(1, "other"), 0.0)
+        made.append(core)
+    return made
+
+
+def flatten(sends: list) -> dict[int, list[bytes]]:  # type: ignore[type-arg]
+    per_face: dict[int, list[bytes]] = {}
+    for s in sends:
+        raw = s.raw if s.raw is not None else encode_network_message(s.message)
+        ends = s.ends if s.ends is not None else [len(raw)]
+        start = 0
+        for end in ends:
+            per_face.setdefault(s.face, []).append(raw[start:end])
+            start = end
+    return per_face
+
+
+def route_both(msgs: list[Push], config: RoutingConfig, dest_ids: bool) -> tuple[dict[int, list[bytes]], dict[int, list[bytes]], int]:
+    one, runs = cores(config, dest_ids)
+    payload = frame_payload(msgs)
+    (frame,) = decode_batch(payload, keep_raw=True)
+    expected: list = []  # type: ignore[type-arg]
+    for m, raw in zip(frame.messages, frame.raw, strict=True):  # type: ignore[attr-defined]
+        expected += one.handle(0, m, 1.0, raw, wall=CAPTURE_EPOCH)
+    (frame,) = decode_batch(payload, keep_raw=True, runs=True)
+    got: list = []  # type: ignore[type-arg]
+    n_runs = 0
+    for m, raw in zip(frame.messages, frame.raw, strict=True):  # type: ignore[attr-defined]
+        if isinstance(m, PushRun):
+            n_runs += 1
+            got += runs.handle_push_run(0, m, 1.0, wall=CAPTURE_EPOCH)
+        else:
+            got += runs.handle(0, m, 1.0, raw, wall=CAPTURE_EPOCH)
+    assert runs.stats.pushes_routed == one.stats.pushes_routed
+    return flatten(expected), flatten(got), n_runs
+
+
+KEYS = st.sampled_from([we("k/a"), WireExpr(3, "", True), WireExpr(3, "/", True)])
+ENCODINGS = st.sampled_from([Encoding.DEFAULT, Encoding(4), Encoding(11)])
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> list[Push]:
+    key = draw(KEYS)
+    if key == WireExpr(3, "/", True):
+        key = WireExpr(3, "", True)
+    enc = draw(ENCODINGS)
+    qos = draw(st.sampled_from([5, 5 | 0x08, 3, 5 | 0x10]))
+    equal = draw(st.booleans())
+    n = draw(st.integers(1, 40))
+    size = draw(st.integers(0, 300))
+    out = []
+    for _ in range(n):
+        body: Put | Del
+        if draw(st.integers(0, 9)) == 0:
+            body = Del()
+        else:
+            body = Put(b"\x5a" * (size if equal else draw(st.integers(0, 300))), enc)
+        out.append(Push(key, body, qos))
+    return out
+
+
+@given(streams(), st.booleans(), st.booleans())
+def test_runs_route_to_the_same_bytes_as_one_by_one(msgs: list[Push], stamping: bool, dest_ids: bool) -> None:
+    expected, got, _ = route_both(msgs, RoutingConfig(timestamping=stamping), dest_ids)
+    assert got == expected
+
+
+def test_a_publishers_frame_is_one_run_routed_once() -> None:
+    msgs = [Push(WireExpr(3, "", True), Put(bytes([i]) * 8)) for i in range(200)]
+    expected, got, n_runs = route_both(msgs, RoutingConfig(), True)
+    assert n_runs == 1 and got == expected
+    assert len(got[1]) == len(got[2]) == 200 and 3 not in got
+
+
+def test_scan_run_stops_at_another_shape_and_needs_min_run() -> None:
+    same = [Push(we("k/a"), Put(b"12345678")) for _ in range(MIN_RUN)]
+    payload = frame_payload(same + [Push(we("k/b"), Put(b"12345678"))])
+    run = scan_run(payload, 2, len(payload))
+    n = len(encode_network_message(same[0]))
+    assert run is not None and list(run.ends) == [n * (i + 1) for i in range(MIN_RUN)]
+    short = frame_payload(same[: MIN_RUN - 1] + [Push(we("k/b"), Put(b"x"))])
+    assert scan_run(short, 2, len(short)) is None
+
+
+def test_a_truncated_last_message_is_left_to_the_codec() -> None:
+    msgs = [Push(we("k/a"), Put(bytes(10 + i))) for i in range(6)]
+    payload = frame_payload(msgs)[:-3]
+    run = scan_run(payload, 2, len(payload))
+    assert run is not None and run.count == 5
+
+
+def test_timestamp_columns_are_the_codec_encoding() -> None:
+    hlc = Hlc(ROUTER_ZID)
+    t0 = hlc.reserve(CAPTURE_EPOCH, 300)
+    cols = timestamp_columns(t0, 300, ROUTER_ZID)
+    assert cols is not None
+    for i in (0, 1, 127, 128, 299):
+        out = bytearray()
+        __import__("pyzenoh.codec", fromlist=["Timestamp"]).Timestamp(t0 + i, ROUTER_ZID).write(out)
+        assert cols[i].tobytes() == bytes(out)
+    assert hlc.new_timestamp(CAPTURE_EPOCH).time == t0 + 300
+    assert vle_width(2**63 - 1) == 9 and vle_width(2**63) == 10
+    assert timestamp_columns(2**63 - 2, 4, ROUTER_ZID) is None
+
+
+def test_splice_without_changes_is_the_received_bytes() -> None:
+    msgs = [Push(we("k/a"), Put(b"abc" * (i + 1))) for i in range(8)]
+    payload = frame_payload(msgs)
+    run = scan_run(payload, 2, len(payload))
+    assert run is not None
+    data, ends = splice_run(run, None, None)
+    assert data is run.data and ends is run.ends
