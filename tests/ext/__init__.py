@@ -1,0 +1,1 @@
+"""pyzenoh.ext (zenoh-ext serialization) against eclipse-zenoh's zenoh.ext."""
