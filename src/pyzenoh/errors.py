@@ -1,4 +1,4 @@
-"""The two error families of pyzenoh.
+"""The error families of pyzenoh, all under :class:`ZError` (zenoh-python's error type).
 
 * :class:`PeerError` and its subclasses: the remote side sent something bad. They carry
   the CLOSE reason a link should send before it closes. Only that link is affected.
@@ -23,8 +23,14 @@ class CloseReason(IntEnum):
     CONNECTION_TO_SELF = 7
 
 
-class PyZenohError(Exception):
-    """Base of every exception raised by pyzenoh."""
+class ZError(Exception):
+    """zenoh-python's ``zenoh.ZError``: the base of every exception pyzenoh raises, so
+    ``except zenoh.ZError`` catches them all. Concrete errors also keep their Python
+    base (a :class:`UsageError` is a ``ValueError``, a failed open a ``ConnectionError``)."""
+
+
+class PyZenohError(ZError):
+    """Base of every exception raised by pyzenoh (a :class:`ZError`)."""
 
 
 class PeerError(PyZenohError):
@@ -53,3 +59,7 @@ class DecodeError(PeerError):
 
 class UsageError(PyZenohError, ValueError):
     """Our API was called with arguments that cannot work."""
+
+
+class SessionOpenError(PyZenohError, ConnectionError):
+    """No endpoint accepted the session (zenoh raises ``ZError`` there too)."""

@@ -11,11 +11,13 @@ from pyzenoh.keyexpr import (
     KeyExpr,
     KeyExprError,
     KeyExprErrorKind,
+    SetIntersectionLevel,
     SetRelation,
     autocanonize,
     includes,
     intersects,
     is_canonical,
+    relation,
     validate,
 )
 from pyzenoh.keyexpr.canon import _fast_valid, _scan
@@ -24,7 +26,7 @@ from pyzenoh.keyexpr.canon import _fast_valid, _scan
 def test_keyexpr_value_semantics() -> None:
     k = KeyExpr("a/*/c")
     assert str(k) == "a/*/c" and repr(k) == "KeyExpr('a/*/c')"
-    assert k == KeyExpr("a/*/c") and k != KeyExpr("a/b/c") and k != "a/*/c"
+    assert k == KeyExpr("a/*/c") and k != KeyExpr("a/b/c") and k == "a/*/c" and k != "a/b/c"
     assert hash(k) == hash(KeyExpr("a/*/c"))
     assert {k, KeyExpr("a/*/c")} == {k}
     assert KeyExpr(k) == k
@@ -52,12 +54,13 @@ def test_keyexpr_validates_and_autocanonizes() -> None:
 
 
 def test_relation_to() -> None:
-    r = KeyExpr("a/*").relation_to
-    assert r(KeyExpr("a/b")) is SetRelation.INCLUDES
-    assert r("a/*") is SetRelation.EQUALS
-    assert r("a/**") is SetRelation.CONTAINED
-    assert r("*/b") is SetRelation.INTERSECTS
-    assert r("b/*") is SetRelation.DISJOINT
+    r = KeyExpr("a/*").relation_to  # zenoh's levels: "contained" is INTERSECTS
+    assert r(KeyExpr("a/b")) is SetIntersectionLevel.INCLUDES
+    assert r("a/*") is SetIntersectionLevel.EQUALS
+    assert r("a/**") is SetIntersectionLevel.INTERSECTS
+    assert r("*/b") is SetIntersectionLevel.INTERSECTS
+    assert r("b/*") is SetIntersectionLevel.DISJOINT
+    assert relation("a/*", "a/**") is SetRelation.CONTAINED
     assert KeyExpr("a/**").intersects("a") and KeyExpr("a/**").includes("a")
     with pytest.raises(KeyExprError):
         KeyExpr("a").intersects("a//b")

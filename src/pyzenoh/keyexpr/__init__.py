@@ -2,6 +2,10 @@
 
 Behaviour matches eclipse-zenoh 1.10.2 (see zenoh-wire.md section 5 and the
 differential tests under ``tests/keyexpr``).
+
+:func:`intersects` and :func:`includes` take :class:`KeyExpr` objects or strings and
+validate strings (:class:`KeyExprError` when invalid). Hot paths that hold canonical
+strings already use :mod:`pyzenoh.keyexpr.relations`'s unchecked functions.
 """
 
 from pyzenoh.keyexpr.canon import (
@@ -11,8 +15,14 @@ from pyzenoh.keyexpr.canon import (
     is_canonical,
     validate,
 )
-from pyzenoh.keyexpr.expr import KeyExpr, SetRelation, relation
-from pyzenoh.keyexpr.relations import includes, intersects
+from pyzenoh.keyexpr.expr import (
+    KeyExpr,
+    SetIntersectionLevel,
+    SetRelation,
+    includes,
+    intersects,
+    relation,
+)
 from pyzenoh.keyexpr.tree import KeyExprTree
 
 __all__ = [
@@ -20,6 +30,7 @@ __all__ = [
     "KeyExprError",
     "KeyExprErrorKind",
     "KeyExprTree",
+    "SetIntersectionLevel",
     "SetRelation",
     "autocanonize",
     "includes",

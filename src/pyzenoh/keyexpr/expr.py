@@ -6,7 +6,8 @@ from enum import Enum
 from typing import Any
 
 from pyzenoh.keyexpr.canon import KeyExprError, KeyExprErrorKind, autocanonize, validate
-from pyzenoh.keyexpr.relations import includes, intersects
+from pyzenoh.keyexpr.relations import includes as _includes
+from pyzenoh.keyexpr.relations import intersects as _intersects
 
 
 class SetRelation(Enum):
@@ -19,21 +20,73 @@ class SetRelation(Enum):
     EQUALS = "equals"
 
 
+class SetIntersectionLevel(Enum):
+    """zenoh's ``SetIntersectionLevel``: the relation of a key expression to another,
+    from the first one's side (``relation_to``); ``other includes self`` is INTERSECTS.
+    Ordered: ``level >= INTERSECTS`` means they intersect, ``>= INCLUDES`` inclusion."""
+
+    DISJOINT = 0
+    INTERSECTS = 1
+    INCLUDES = 2
+    EQUALS = 3
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, SetIntersectionLevel):
+            return NotImplemented
+        return self.value >= other.value
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, SetIntersectionLevel):
+            return NotImplemented
+        return self.value > other.value
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, SetIntersectionLevel):
+            return NotImplemented
+        return self.value <= other.value
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, SetIntersectionLevel):
+            return NotImplemented
+        return self.value < other.value
+
+
 def relation(a: str, b: str) -> SetRelation:
-    """Relation of canonical ``a`` to canonical ``b``.
+    """Relation of canonical ``a`` to canonical ``b`` (no validation).
 
     Same order of tests as zenoh's ``relation_to`` (intersection first), with CONTAINED
     split out of zenoh's INTERSECTS.
     """
-    if not intersects(a, b):
+    if not _intersects(a, b):
         return SetRelation.DISJOINT
     if a == b:
         return SetRelation.EQUALS
-    if includes(a, b):
+    if _includes(a, b):
         return SetRelation.INCLUDES
-    if includes(b, a):
+    if _includes(b, a):
         return SetRelation.CONTAINED
     return SetRelation.INTERSECTS
+
+
+_LEVELS = {
+    SetRelation.DISJOINT: SetIntersectionLevel.DISJOINT,
+    SetRelation.INTERSECTS: SetIntersectionLevel.INTERSECTS,
+    SetRelation.CONTAINED: SetIntersectionLevel.INTERSECTS,
+    SetRelation.INCLUDES: SetIntersectionLevel.INCLUDES,
+    SetRelation.EQUALS: SetIntersectionLevel.EQUALS,
+}
+
+
+def intersects(a: KeyExpr | str, b: KeyExpr | str) -> bool:
+    """True if at least one concrete key matches both; strings are validated first
+    (:class:`KeyExprError` for one that is not a canonical key expression)."""
+    return _intersects(_str(a), _str(b))
+
+
+def includes(a: KeyExpr | str, b: KeyExpr | str) -> bool:
+    """True if every key matched by ``b`` is matched by ``a``; strings are validated
+    first (:class:`KeyExprError` for one that is not a canonical key expression)."""
+    return _includes(_str(a), _str(b))
 
 
 class KeyExpr:
@@ -47,8 +100,8 @@ class KeyExpr:
     __slots__ = ("_s",)
     _s: str
 
-    def __init__(self, s: str | KeyExpr) -> None:
-        value = s._s if isinstance(s, KeyExpr) else validate(s)
+    def __init__(self, key_expr: str | KeyExpr) -> None:
+        value = key_expr._s if isinstance(key_expr, KeyExpr) else validate(key_expr)
         object.__setattr__(self, "_s", value)
 
     @classmethod
@@ -58,9 +111,9 @@ class KeyExpr:
         return ke
 
     @classmethod
-    def autocanonize(cls, s: str) -> KeyExpr:
-        """Canonize ``s`` (``**/**`` -> ``**``, ``**/*`` -> ``*/**``, ...) and wrap it."""
-        return cls._trusted(autocanonize(s))
+    def autocanonize(cls, key_expr: str) -> KeyExpr:
+        """Canonize ``key_expr`` (``**/**`` -> ``**``, ``**/*`` -> ``*/**``, ...) and wrap it."""
+        return cls._trusted(autocanonize(key_expr))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("KeyExpr is immutable")
@@ -75,12 +128,15 @@ class KeyExpr:
         return f"KeyExpr({self._s!r})"
 
     def __eq__(self, other: object) -> bool:
+        """Equal to a KeyExpr or a str of the same expression (``KeyExpr("a/b") == "a/b"``)."""
         if isinstance(other, KeyExpr):
             return self._s == other._s
+        if isinstance(other, str):
+            return self._s == other
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self._s)
+        return hash(self._s)  # the string's hash: consistent with == on str
 
     def __lt__(self, other: KeyExpr) -> bool:
         if not isinstance(other, KeyExpr):
@@ -98,31 +154,32 @@ class KeyExpr:
         """``self/other``, canonized (so ``a/**`` joined with ``*`` is ``a/*/**``)."""
         return KeyExpr.autocanonize(f"{self._s}/{other}")
 
-    def concat(self, suffix: str) -> KeyExpr:
-        """``self + suffix`` as a key expression, like zenoh's ``concat``.
+    def concat(self, other: str) -> KeyExpr:
+        """``self + other`` as a key expression, like zenoh's ``concat``.
 
         Refuses to glue a trailing ``*`` to a leading ``*``; the result must already be
         canonical.
         """
-        if not isinstance(suffix, str):
-            raise KeyExprError(repr(suffix), KeyExprErrorKind.NOT_A_STRING)
-        if self._s.endswith("*") and suffix.startswith("*"):
+        if not isinstance(other, str):
+            raise KeyExprError(repr(other), KeyExprErrorKind.NOT_A_STRING)
+        if self._s.endswith("*") and other.startswith("*"):
             raise KeyExprError(
-                self._s + suffix, KeyExprErrorKind.STAR_IN_CHUNK, len(self._s)
+                self._s + other, KeyExprErrorKind.STAR_IN_CHUNK, len(self._s)
             )
-        return KeyExpr(self._s + suffix)
+        return KeyExpr(self._s + other)
 
     def intersects(self, other: KeyExpr | str) -> bool:
         """True if at least one concrete key matches both."""
-        return intersects(self._s, _str(other))
+        return _intersects(self._s, _str(other))
 
     def includes(self, other: KeyExpr | str) -> bool:
         """True if every key matched by ``other`` is matched by ``self``."""
-        return includes(self._s, _str(other))
+        return _includes(self._s, _str(other))
 
-    def relation_to(self, other: KeyExpr | str) -> SetRelation:
-        """See :class:`SetRelation`."""
-        return relation(self._s, _str(other))
+    def relation_to(self, other: KeyExpr | str) -> SetIntersectionLevel:
+        """zenoh's relation of ``self`` to ``other`` (see :class:`SetIntersectionLevel`);
+        :func:`relation` tells CONTAINED apart from INTERSECTS."""
+        return _LEVELS[relation(self._s, _str(other))]
 
 
 def _str(other: KeyExpr | str) -> str:

@@ -412,7 +412,7 @@ def match_keys_batches(
     """mapInArrow body: for each data key, the subscription keys it intersects."""
     import pyarrow as pa
 
-    from pyzenoh.keyexpr import intersects
+    from pyzenoh.keyexpr.relations import intersects
 
     for batch in batches:
         left: list[str] = []

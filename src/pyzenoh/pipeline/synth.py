@@ -49,7 +49,7 @@ from pyzenoh.codec.primitives import (
     WireExpr,
     ZenohId,
 )
-from pyzenoh.keyexpr import intersects
+from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.recording import Recorder
 
 MS = 1_000_000

@@ -55,7 +55,8 @@ from mcap.records import (
 )
 
 from pyzenoh.errors import DecodeError, UsageError
-from pyzenoh.keyexpr import intersects, validate
+from pyzenoh.keyexpr import validate
+from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.recording import format as fmt
 from pyzenoh.recording.reader import resume_point
 

@@ -79,7 +79,7 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.errors import UsageError
-from pyzenoh.keyexpr import intersects
+from pyzenoh.keyexpr.relations import intersects
 
 if TYPE_CHECKING:
     from pyzenoh.router.daemon import RouterDaemon

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from pyzenoh.keyexpr import includes, intersects
+from pyzenoh.keyexpr.relations import includes, intersects
 
 I = TypeVar("I")
 

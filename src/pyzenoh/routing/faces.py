@@ -30,7 +30,8 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.codec.network import QOS_DECLARE, DeclarationBody
-from pyzenoh.keyexpr import KeyExprTree, intersects, is_canonical
+from pyzenoh.keyexpr import KeyExprTree, is_canonical
+from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.routing.access_control import (
     DECLARE_QUERYABLE,
     DECLARE_SUBSCRIBER,

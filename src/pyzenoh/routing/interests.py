@@ -20,7 +20,7 @@ from pyzenoh.codec import (
     InterestMode,
     InterestOptions,
 )
-from pyzenoh.keyexpr import intersects
+from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.routing.access_control import (
     DECLARE_LIVELINESS_SUBSCRIBER,
     INGRESS,

@@ -27,7 +27,7 @@ from pyzenoh.codec import (
     UndeclareQueryable,
     WireExpr,
 )
-from pyzenoh.keyexpr import includes
+from pyzenoh.keyexpr.relations import includes
 from pyzenoh.routing.access_control import EGRESS, INGRESS, QUERY, REPLY
 from pyzenoh.routing.declared import QueryableInfo, merge_queryable_infos
 from pyzenoh.routing.faces import (

@@ -25,9 +25,13 @@ from pyzenoh.codec.network import qos_value
 from pyzenoh.codec.primitives import write_vle
 from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExpr
+from pyzenoh.session import instrumentation as ins
 from pyzenoh.session import types as t
+from pyzenoh.session.cancel import CancellationToken
 from pyzenoh.session.config import Config, to_config
+from pyzenoh.session.core import LOCAL_AND_REMOTE
 from pyzenoh.session.handlers import Handler, Sink, make_sink
+from pyzenoh.session.info import Link, LinkEvent, Transport, TransportEvent, locator
 from pyzenoh.session.runtime import Runtime
 from pyzenoh.session.scouting import scouting_budget_s
 
@@ -57,17 +61,87 @@ def block_of(cc: t.CongestionControl | None, default: bool = False) -> bool:
     return cc is not t.CongestionControl.DROP
 
 
-def put_body(payload: Any, encoding: Any, attachment: Any, timestamp: t.Timestamp | None) -> Put:
+def put_body(payload: Any, encoding: Any, attachment: Any, timestamp: t.Timestamp | None,
+             source_info: t.SourceInfo | None = None) -> Put:  # fmt: skip
     return Put(
         t.to_payload(payload), t.to_encoding(encoding),
-        None if timestamp is None else timestamp.wire,
+        timestamp_of(timestamp), source_info_of(source_info),
         attachment=None if attachment is None else t.to_payload(attachment),
     )  # fmt: skip
 
 
-def del_body(attachment: Any, timestamp: t.Timestamp | None) -> Del:
-    return Del(None if timestamp is None else timestamp.wire,
+def del_body(attachment: Any, timestamp: t.Timestamp | None, source_info: t.SourceInfo | None = None) -> Del:
+    return Del(timestamp_of(timestamp), source_info_of(source_info),
                attachment=None if attachment is None else t.to_payload(attachment))  # fmt: skip
+
+
+def timestamp_of(value: t.Timestamp | None) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, t.Timestamp):
+        raise UsageError(f"timestamp must be a Timestamp, not {value!r}")
+    return value.wire
+
+
+def source_info_of(value: t.SourceInfo | None) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, t.SourceInfo):
+        raise UsageError(f"source_info must be a SourceInfo, not {value!r}")
+    return value.wire
+
+
+def locality_of(value: t.Locality | None, name: str) -> int:
+    """The Locality value of an ``allowed_origin``/``allowed_destination`` argument."""
+    if value is None:
+        return LOCAL_AND_REMOTE
+    if not isinstance(value, t.Locality):
+        raise UsageError(f"{name} must be a Locality, not {value!r}")
+    return value.value
+
+
+def ts_stack_of(rt: Runtime, instrumentation: ins.TimestampInstrumentation | None) -> bytes | None:
+    """The timestamp-stack extension a message sent now carries (with its Send record)."""
+    if instrumentation is None:
+        return None
+    return ins.start(instrumentation, rt.zid, time.time_ns(), rt.core.ts_callback, rt.whatami)
+
+
+def check_token(token: CancellationToken | None) -> None:
+    if token is not None:
+        if not isinstance(token, CancellationToken):
+            raise UsageError(f"cancellation_token must be a CancellationToken, not {token!r}")
+        if token.is_cancelled:
+            raise UsageError("the cancellation token is already cancelled")
+
+
+def cancel_in(rt: Runtime, fn: Callable[[], None]) -> None:
+    """Run a core cancellation in the loop and wait for the callbacks it ends."""
+    if not rt.closed:
+
+        def run() -> None:
+            fn()
+            rt.pump()  # the END reaches the handler before cancel() returns
+
+        try:
+            rt.call(run, CALL_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001  (the session may be closing: nothing left to cancel)
+            log.debug("cancellation: %s", exc)
+    dispatcher = rt._dispatcher
+    if dispatcher is not None:
+        dispatcher.barrier(CALL_TIMEOUT_S)
+
+
+def attach_token(rt: Runtime, token: CancellationToken | None, fn: Callable[[], None]) -> None:
+    """Let ``token`` cancel an operation that was just started (``fn`` cancels it)."""
+    if token is None:
+        return
+    op = functools.partial(cancel_in, rt, fn)
+    try:
+        token._register(op)
+    except UsageError:
+        op()  # cancelled while the operation started: end it now
+        raise
 
 
 def consolidation_of(value: Any) -> int:
@@ -104,6 +178,7 @@ class PublisherState:
 
     __slots__ = (
         "block",
+        "destination",
         "encoding",
         "express",
         "key",
@@ -123,8 +198,10 @@ class PublisherState:
         priority: t.Priority | None,
         express: bool | None,
         reliability: t.Reliability | None,
+        allowed_destination: t.Locality | None = None,
     ) -> None:
         self.key_expr = key_expr
+        self.destination = locality_of(allowed_destination, "allowed_destination")
         self.key = str(key_expr)
         self.wire_encoding = t.to_encoding(encoding)
         self.encoding = t.Encoding.from_wire(self.wire_encoding)
@@ -187,12 +264,22 @@ class _LoopThread:
                 self.loop.close()
 
 
-def open(config: Config | dict[str, Any] | str | None = None) -> Session:
-    """Open a session (client or peer mode) to the first reachable ``connect/endpoints``."""
+def open(
+    config: Config | dict[str, Any] | str | None = None,
+    *,
+    timestamp_callback: ins.TimestampCallback | None = None,
+) -> Session:
+    """Open a session (client or peer mode) to the first reachable ``connect/endpoints``.
+
+    ``timestamp_callback`` makes the timestamp-stack records this session takes custom
+    bytes (see :mod:`pyzenoh.session.instrumentation`)."""
     cfg = to_config(config)
     cfg.check_open()  # the whole tree; refuses security a session does not implement
+    if timestamp_callback is not None and not callable(timestamp_callback):
+        raise UsageError(f"timestamp_callback must be callable, not {timestamp_callback!r}")
     lt = _LoopThread()
     rt = Runtime(cfg, lt.loop, threaded=True)
+    rt.core.ts_callback = timestamp_callback
     fut = asyncio.run_coroutine_threadsafe(rt.connect(), lt.loop)
     budget = cfg.open_timeout_s * max(len(cfg.connect), 1) + 5.0 + scouting_budget_s(cfg)
     try:
@@ -208,14 +295,20 @@ def open(config: Config | dict[str, Any] | str | None = None) -> Session:
 
 
 class _Entity:
-    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Callable[[], None]) -> None:
+    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Callable[[], None], eid: int = 0) -> None:
         self._rt = rt
         self._key_expr = key_expr
         self._undeclare_fn: Callable[[], None] | None = undeclare
+        self._eid = eid
 
     @property
     def key_expr(self) -> KeyExpr:
         return self._key_expr
+
+    @property
+    def id(self) -> t.EntityGlobalId:
+        """This entity's global id: its session's zid and its entity id."""
+        return t.EntityGlobalId(self._rt.zid, self._eid)
 
     def _undeclare(self) -> None:
         fn = self._undeclare_fn
@@ -227,8 +320,9 @@ class _Entity:
 class _Receiver(_Entity, Generic[H]):
     """An entity that delivers items to a handler (channel or callback)."""
 
-    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Callable[[], None], handler: H) -> None:
-        super().__init__(rt, key_expr, undeclare)
+    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Callable[[], None], handler: H,
+                 eid: int = 0) -> None:  # fmt: skip
+        super().__init__(rt, key_expr, undeclare, eid)
         self._handler = handler
 
     @property
@@ -268,7 +362,15 @@ class Queryable(_Receiver[H]):
 
 
 class MatchingListener(_Receiver[H]):
-    """Changes of a publisher's matching status, to a callback or a channel."""
+    """Changes of a publisher's or querier's matching status, to a callback or a channel."""
+
+
+class TransportEventsListener(_Receiver[H]):
+    """The session's transport opening (history) and closing, as TransportEvents."""
+
+
+class LinkEventsListener(_Receiver[H]):
+    """The session's link added (history) and removed, as LinkEvents."""
 
 
 class LivelinessToken(_Entity):
@@ -306,7 +408,8 @@ class PublisherSettings:
 
 class Publisher(PublisherSettings, _Entity):
     def __init__(self, rt: Runtime, state: PublisherState) -> None:
-        super().__init__(rt, state.key_expr, functools.partial(rt.core.undeclare_publisher, state.local))
+        super().__init__(rt, state.key_expr, functools.partial(rt.core.undeclare_publisher, state.local),
+                         state.local)  # fmt: skip
         self._state = state
 
     @property
@@ -321,6 +424,8 @@ class Publisher(PublisherSettings, _Entity):
         encoding: t.Encoding | str | None = None,
         attachment: Any = None,
         timestamp: t.Timestamp | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
+        source_info: t.SourceInfo | None = None,
     ) -> None:
         rt = self._rt
         if rt.closed or self._undeclare_fn is None:
@@ -329,24 +434,37 @@ class Publisher(PublisherSettings, _Entity):
         if not rt.wait_room(st.block):
             return
         core = rt.core
-        if encoding is None and attachment is None and timestamp is None:
+        if (encoding is None and attachment is None and timestamp is None and timestamp_instrumentation is None
+                and source_info is None):  # fmt: skip
             data = t.to_payload(payload)
             rt.submit(functools.partial(_put_fast, core, st, data))
             return
-        body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp)
+        body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp,
+                        source_info)  # fmt: skip
+        stack = ts_stack_of(rt, timestamp_instrumentation)
         rt.submit(functools.partial(core.put, st.key, body, priority=st.priority, block=st.block,
-                                    express=st.express, reliable=st.reliable))  # fmt: skip
+                                    express=st.express, reliable=st.reliable, destination=st.destination,
+                                    ts_stack=stack))  # fmt: skip
 
-    def delete(self, *, attachment: Any = None, timestamp: t.Timestamp | None = None) -> None:
+    def delete(
+        self,
+        *,
+        attachment: Any = None,
+        timestamp: t.Timestamp | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
+        source_info: t.SourceInfo | None = None,
+    ) -> None:
         rt = self._rt
         if rt.closed or self._undeclare_fn is None:
             raise UsageError("the publisher is undeclared or its session closed")
         st = self._state
         if not rt.wait_room(st.block):
             return
-        body = del_body(attachment, timestamp)
+        body = del_body(attachment, timestamp, source_info)
+        stack = ts_stack_of(rt, timestamp_instrumentation)
         rt.submit(functools.partial(rt.core.put, st.key, body, priority=st.priority, block=st.block,
-                                    express=st.express, reliable=st.reliable))  # fmt: skip
+                                    express=st.express, reliable=st.reliable, destination=st.destination,
+                                    ts_stack=stack))  # fmt: skip
 
     def declare_matching_listener(self, handler: Any = None) -> MatchingListener[Any]:
         rt = self._rt
@@ -368,7 +486,106 @@ class Publisher(PublisherSettings, _Entity):
 
 def _put_fast(core: Any, st: PublisherState, data: bytes) -> None:
     core.put_encoded(st.key, st.encode(data), data, st.wire_encoding, priority=st.priority,
-                     block=st.block, express=st.express, reliable=st.reliable)  # fmt: skip
+                     block=st.block, express=st.express, reliable=st.reliable,
+                     destination=st.destination)  # fmt: skip
+
+
+class QuerierSettings:
+    """What a querier was declared with; its gets use it."""
+
+    __slots__ = ("accept", "block", "consolidation", "destination", "express", "priority", "target", "timeout")
+
+    def __init__(
+        self,
+        target: t.QueryTarget | None,
+        consolidation: Any,
+        accept_replies: t.ReplyKeyExpr | None,
+        timeout: float | None,
+        congestion_control: t.CongestionControl | None,
+        priority: t.Priority | None,
+        express: bool | None,
+        allowed_destination: t.Locality | None,
+    ) -> None:
+        self.target = target if target is not None else t.QueryTarget.BEST_MATCHING
+        target_of(self.target)
+        consolidation_of(consolidation)
+        self.consolidation = consolidation
+        if accept_replies is not None and not isinstance(accept_replies, t.ReplyKeyExpr):
+            raise UsageError(f"accept_replies must be a ReplyKeyExpr, not {accept_replies!r}")
+        self.accept = accept_replies if accept_replies is not None else t.ReplyKeyExpr.MATCHING_QUERY
+        self.timeout = timeout_of(timeout)
+        block_of(congestion_control, default=True)
+        self.block = congestion_control
+        prio_of(priority)
+        self.priority = priority
+        self.express = express
+        self.destination = allowed_destination
+        locality_of(allowed_destination, "allowed_destination")
+
+
+class Querier(_Entity):
+    """Queries on one key expression with settings fixed at declaration (``get``), and
+    whether queryables match them (``matching_status``, matching listeners)."""
+
+    def __init__(self, rt: Runtime, key_expr: KeyExpr, local: int, settings: QuerierSettings) -> None:
+        super().__init__(rt, key_expr, functools.partial(rt.core.undeclare_querier, local), local)
+        self._local = local
+        self._settings = settings
+
+    @property
+    def accept_replies(self) -> t.ReplyKeyExpr:
+        return self._settings.accept
+
+    @property
+    def matching_status(self) -> bool:
+        local = self._local
+        return self._rt.call(lambda: self._rt.core.querier_matching(local), CALL_TIMEOUT_S)
+
+    def get(
+        self,
+        handler: Any = None,
+        *,
+        parameters: t.Parameters | dict[str, str] | str | None = None,
+        payload: Any = None,
+        encoding: t.Encoding | str | None = None,
+        attachment: Any = None,
+        source_info: t.SourceInfo | None = None,
+        cancellation_token: CancellationToken | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
+    ) -> Any:
+        """Query the querier's key expression; returns the handler (a channel of
+        :class:`Reply` by default)."""
+        rt = self._rt
+        if rt.closed or self._undeclare_fn is None:
+            raise UsageError("the querier is undeclared or its session closed")
+        check_token(cancellation_token)
+        qs = self._settings
+        sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
+        call = get_call(rt, t.Selector(self.key_expr, parameters), sink, qs.target, qs.consolidation, qs.accept,
+                        qs.timeout, qs.block, qs.priority, qs.express, payload, encoding, attachment,
+                        allowed_destination=qs.destination, source_info=source_info,
+                        timestamp_instrumentation=timestamp_instrumentation)  # fmt: skip
+        rid = rt.call(call, CALL_TIMEOUT_S)
+        attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_get, rid))
+        return returned
+
+    def declare_matching_listener(self, handler: Any = None) -> MatchingListener[Any]:
+        rt = self._rt
+        sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
+        local = self._local
+        rt.call(lambda: rt.core.add_querier_matching_listener(local, sink), CALL_TIMEOUT_S)
+        return MatchingListener(rt, self.key_expr,
+                                functools.partial(rt.core.remove_querier_matching_listener, local, sink),
+                                returned)  # fmt: skip
+
+    def undeclare(self) -> None:
+        self._undeclare()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.undeclare()
 
 
 class Liveliness:
@@ -379,7 +596,7 @@ class Liveliness:
         rt = self._session._live()
         ke = t.to_key_expr(key_expr)
         local = rt.call(lambda: rt.core.declare_token(str(ke)), CALL_TIMEOUT_S)
-        return LivelinessToken(rt, ke, functools.partial(rt.core.undeclare_token, local))
+        return LivelinessToken(rt, ke, functools.partial(rt.core.undeclare_token, local), local)
 
     def declare_subscriber(
         self, key_expr: KeyExpr | str, handler: Any = None, *, history: bool | None = None
@@ -388,14 +605,23 @@ class Liveliness:
         ke = t.to_key_expr(key_expr)
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
         iid = rt.call(lambda: rt.core.declare_liveliness_subscriber(str(ke), bool(history), sink), CALL_TIMEOUT_S)
-        return Subscriber(rt, ke, functools.partial(rt.core.undeclare_liveliness_subscriber, iid), returned)
+        return Subscriber(rt, ke, functools.partial(rt.core.undeclare_liveliness_subscriber, iid), returned, iid)
 
-    def get(self, key_expr: KeyExpr | str, handler: Any = None, *, timeout: float | None = None) -> Any:
+    def get(
+        self,
+        key_expr: KeyExpr | str,
+        handler: Any = None,
+        *,
+        timeout: float | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> Any:
         rt = self._session._live()
+        check_token(cancellation_token)
         ke = t.to_key_expr(key_expr)
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
         to = timeout_of(timeout)
-        rt.call(lambda: rt.core.liveliness_get(str(ke), sink, rt.loop.time(), to), CALL_TIMEOUT_S)
+        iid = rt.call(lambda: rt.core.liveliness_get(str(ke), sink, rt.loop.time(), to), CALL_TIMEOUT_S)
+        attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_liveliness_get, iid))
         return returned
 
 
@@ -418,6 +644,64 @@ class SessionInfo:
 
         return [peer.zid] if peer is not None and peer.whatami is WhatAmI.PEER else []
 
+    def _transport(self) -> Transport | None:
+        rt = self._rt
+        peer = rt.peer
+        if peer is None or rt.closed:
+            return None
+        return Transport(peer.zid, peer.whatami, peer.qos)
+
+    def _link(self) -> Link | None:
+        rt = self._rt
+        peer, link = rt.peer, rt.link
+        if peer is None or link is None or rt.closed:
+            return None
+        proto = getattr(link, "protocol", "tcp")
+        return Link(peer.zid, locator(proto, getattr(link, "local_address", None)),
+                    locator(proto, getattr(link, "remote_address", None)), peer.batch_size,
+                    auth_identifier=peer.username)  # fmt: skip
+
+    def transports(self) -> list[Transport]:
+        """The session's transport while it is open (a session has one)."""
+        tr = self._transport()
+        return [] if tr is None else [tr]
+
+    def links(self) -> list[Link]:
+        """The session's link while it is open (a session has one)."""
+        ln = self._link()
+        return [] if ln is None else [ln]
+
+    def _listener(self, current: Any, history: bool | None, handler: Any, cls: type[_Receiver[Any]]) -> Any:
+        rt = self._rt
+        if rt.closed:
+            raise UsageError("the session is closed")
+        sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher if rt.threaded else None)
+        opened = None if current is None else current(t.SampleKind.PUT)
+        gone = None if current is None else current(t.SampleKind.DELETE)
+        local = rt.call(lambda: rt.core.add_info_listener(sink, opened if history else None, gone), CALL_TIMEOUT_S)
+        return cls(rt, KeyExpr._trusted("@/info"), functools.partial(rt.core.remove_info_listener, local),
+                   returned, local)  # fmt: skip
+
+    def declare_transport_events_listener(self, handler: Any = None, *, history: bool | None = None) -> Any:
+        """TransportEvents: the current transport (``history``), then its closing."""
+        tr = self._transport()
+        make = None if tr is None else functools.partial(_transport_event, tr)
+        return self._listener(make, history, handler, TransportEventsListener)
+
+    def declare_link_events_listener(self, handler: Any = None, *, history: bool | None = None) -> Any:
+        """LinkEvents: the current link (``history``), then its removal."""
+        ln = self._link()
+        make = None if ln is None else functools.partial(_link_event, ln)
+        return self._listener(make, history, handler, LinkEventsListener)
+
+
+def _transport_event(tr: Transport, kind: t.SampleKind) -> TransportEvent:
+    return TransportEvent(kind, tr)
+
+
+def _link_event(ln: Link, kind: t.SampleKind) -> LinkEvent:
+    return LinkEvent(kind, ln)
+
 
 class Session:
     """A client or peer session with one router; see :func:`open`."""
@@ -438,6 +722,11 @@ class Session:
     def info(self) -> SessionInfo:
         return SessionInfo(self._rt)
 
+    @property
+    def id(self) -> t.EntityGlobalId:
+        """The session's global id (its zid, entity 0)."""
+        return t.EntityGlobalId(self._rt.zid, 0)
+
     def zid(self) -> ZenohId:
         return self._rt.zid
 
@@ -445,7 +734,20 @@ class Session:
         return self._rt.closed
 
     def new_timestamp(self) -> t.Timestamp:
-        return t.Timestamp(time.time_ns() * (1 << 32) // 1_000_000_000, self._rt.zid)
+        return t.Timestamp(t.NTP64._from_ns(time.time_ns()), self._rt.zid)
+
+    def undeclare(self, obj: Any) -> None:
+        """Undeclare a key expression declared with :meth:`declare_keyexpr` (or any
+        declared entity: the same as its own ``undeclare()``)."""
+        if isinstance(obj, KeyExpr):
+            rt = self._live()
+            key = str(obj)
+            rt.call(lambda: rt.core.undeclare_user_keyexpr(key), CALL_TIMEOUT_S)
+            return
+        undeclare = getattr(obj, "undeclare", None)
+        if not callable(undeclare):
+            raise UsageError(f"cannot undeclare {obj!r}")
+        undeclare()
 
     # --- publication ----------------------------------------------------------------------
 
@@ -460,16 +762,23 @@ class Session:
         express: bool | None = None,
         attachment: Any = None,
         timestamp: t.Timestamp | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
+        allowed_destination: t.Locality | None = None,
+        source_info: t.SourceInfo | None = None,
         reliability: t.Reliability | None = None,
     ) -> None:
         rt = self._live()
         key = str(t.to_key_expr(key_expr))
-        body = put_body(payload, encoding, attachment, timestamp)
+        body = put_body(payload, encoding, attachment, timestamp, source_info)
         block = block_of(congestion_control)
+        dest = locality_of(allowed_destination, "allowed_destination")
+        prio = prio_of(priority)
+        stack = ts_stack_of(rt, timestamp_instrumentation)
         if rt.wait_room(block):
-            rt.submit(functools.partial(rt.core.put, key, body, priority=prio_of(priority), block=block,
+            rt.submit(functools.partial(rt.core.put, key, body, priority=prio, block=block,
                                         express=bool(express),
-                                        reliable=reliability is not t.Reliability.BEST_EFFORT))  # fmt: skip
+                                        reliable=reliability is not t.Reliability.BEST_EFFORT,
+                                        destination=dest, ts_stack=stack))  # fmt: skip
 
     def delete(
         self,
@@ -480,16 +789,23 @@ class Session:
         express: bool | None = None,
         attachment: Any = None,
         timestamp: t.Timestamp | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
+        allowed_destination: t.Locality | None = None,
+        source_info: t.SourceInfo | None = None,
         reliability: t.Reliability | None = None,
     ) -> None:
         rt = self._live()
         key = str(t.to_key_expr(key_expr))
-        body = del_body(attachment, timestamp)
+        body = del_body(attachment, timestamp, source_info)
         block = block_of(congestion_control)
+        dest = locality_of(allowed_destination, "allowed_destination")
+        prio = prio_of(priority)
+        stack = ts_stack_of(rt, timestamp_instrumentation)
         if rt.wait_room(block):
-            rt.submit(functools.partial(rt.core.put, key, body, priority=prio_of(priority), block=block,
+            rt.submit(functools.partial(rt.core.put, key, body, priority=prio, block=block,
                                         express=bool(express),
-                                        reliable=reliability is not t.Reliability.BEST_EFFORT))  # fmt: skip
+                                        reliable=reliability is not t.Reliability.BEST_EFFORT,
+                                        destination=dest, ts_stack=stack))  # fmt: skip
 
     def declare_publisher(
         self,
@@ -500,35 +816,79 @@ class Session:
         priority: t.Priority | None = None,
         express: bool | None = None,
         reliability: t.Reliability | None = None,
+        allowed_destination: t.Locality | None = None,
     ) -> Publisher:
         rt = self._live()
-        st = PublisherState(t.to_key_expr(key_expr), encoding, congestion_control, priority, express, reliability)
+        st = PublisherState(t.to_key_expr(key_expr), encoding, congestion_control, priority, express, reliability,
+                            allowed_destination)  # fmt: skip
         rt.call(lambda: st.declare(rt), CALL_TIMEOUT_S)
         return Publisher(rt, st)
 
     def declare_keyexpr(self, key_expr: KeyExpr | str) -> KeyExpr:
         rt = self._live()
         ke = t.to_key_expr(key_expr)
-        rt.call(lambda: rt.core.declare_keyexpr(str(ke)), CALL_TIMEOUT_S)
+        rt.call(lambda: rt.core.declare_user_keyexpr(str(ke)), CALL_TIMEOUT_S)
         return ke
 
     # --- subscription / queries -------------------------------------------------------------
 
-    def declare_subscriber(self, key_expr: KeyExpr | str, handler: Any = None) -> Subscriber[Any]:
+    def declare_subscriber(
+        self, key_expr: KeyExpr | str, handler: Any = None, *, allowed_origin: t.Locality | None = None
+    ) -> Subscriber[Any]:
         rt = self._live()
         ke = t.to_key_expr(key_expr)
+        origin = locality_of(allowed_origin, "allowed_origin")
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-        local = rt.call(lambda: rt.core.declare_subscriber(str(ke), sink), CALL_TIMEOUT_S)
-        return Subscriber(rt, ke, functools.partial(rt.core.undeclare_subscriber, local), returned)
+
+        def declare() -> tuple[int, int]:
+            local = rt.core.declare_subscriber(str(ke), sink, origin)
+            return local, rt.core.subscriber_wire_id(local)
+
+        local, eid = rt.call(declare, CALL_TIMEOUT_S)
+        return Subscriber(rt, ke, functools.partial(rt.core.undeclare_subscriber, local), returned, eid)
 
     def declare_queryable(
-        self, key_expr: KeyExpr | str, handler: Any = None, *, complete: bool | None = None
+        self,
+        key_expr: KeyExpr | str,
+        handler: Any = None,
+        *,
+        complete: bool | None = None,
+        allowed_origin: t.Locality | None = None,
     ) -> Queryable[Any]:
         rt = self._live()
         ke = t.to_key_expr(key_expr)
+        origin = locality_of(allowed_origin, "allowed_origin")
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-        local = rt.call(lambda: rt.core.declare_queryable(str(ke), bool(complete), sink), CALL_TIMEOUT_S)
-        return Queryable(rt, ke, functools.partial(rt.core.undeclare_queryable, local), returned)
+
+        def declare() -> tuple[int, int]:
+            local = rt.core.declare_queryable(str(ke), bool(complete), sink, origin)
+            return local, rt.core.queryable_wire_id(local)
+
+        local, eid = rt.call(declare, CALL_TIMEOUT_S)
+        return Queryable(rt, ke, functools.partial(rt.core.undeclare_queryable, local), returned, eid)
+
+    def declare_querier(
+        self,
+        key_expr: KeyExpr | str,
+        *,
+        target: t.QueryTarget | None = None,
+        consolidation: Any = None,
+        accept_replies: t.ReplyKeyExpr | None = None,
+        timeout: float | None = None,
+        congestion_control: t.CongestionControl | None = None,
+        priority: t.Priority | None = None,
+        express: bool | None = None,
+        allowed_destination: t.Locality | None = None,
+    ) -> Querier:
+        """A :class:`Querier` on ``key_expr`` whose gets use these settings."""
+        rt = self._live()
+        ke = t.to_key_expr(key_expr)
+        qs = QuerierSettings(target, consolidation, accept_replies, timeout, congestion_control, priority,
+                             express, allowed_destination)  # fmt: skip
+        tgt = target_of(qs.target)
+        dest = locality_of(allowed_destination, "allowed_destination")
+        local = rt.call(lambda: rt.core.declare_querier(str(ke), tgt, dest), CALL_TIMEOUT_S)
+        return Querier(rt, ke, local, qs)
 
     def get(
         self,
@@ -545,13 +905,21 @@ class Session:
         payload: Any = None,
         encoding: t.Encoding | str | None = None,
         attachment: Any = None,
+        allowed_destination: t.Locality | None = None,
+        source_info: t.SourceInfo | None = None,
+        cancellation_token: CancellationToken | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
     ) -> Any:
         """Query; returns the handler (a channel of :class:`Reply` by default)."""
         rt = self._live()
+        check_token(cancellation_token)
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
         call = get_call(rt, selector, sink, target, consolidation, accept_replies, timeout,
-                        congestion_control, priority, express, payload, encoding, attachment)  # fmt: skip
-        rt.call(call, CALL_TIMEOUT_S)
+                        congestion_control, priority, express, payload, encoding, attachment,
+                        allowed_destination=allowed_destination, source_info=source_info,
+                        timestamp_instrumentation=timestamp_instrumentation)  # fmt: skip
+        rid = rt.call(call, CALL_TIMEOUT_S)
+        attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_get, rid))
         return returned
 
     def liveliness(self) -> Liveliness:
@@ -601,6 +969,10 @@ def get_call(
     payload: Any,
     encoding: t.Encoding | str | None,
     attachment: Any,
+    *,
+    allowed_destination: t.Locality | None = None,
+    source_info: t.SourceInfo | None = None,
+    timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
 ) -> Callable[[], int]:
     """Validate get() arguments in the caller's thread; the returned call runs in the loop."""
     sel = selector_of(selector)
@@ -615,10 +987,14 @@ def get_call(
     prio = prio_of(priority)
     block = block_of(congestion_control, default=True)
     any_key = accept_replies is t.ReplyKeyExpr.ANY
+    dest = locality_of(allowed_destination, "allowed_destination")
+    source = source_info_of(source_info)
+    stack = ts_stack_of(rt, timestamp_instrumentation)
 
     def call() -> int:
         return rt.core.get(key, params, sink, rt.loop.time(), target=tgt, consolidation=cons, timeout_s=to,
                            payload=data, encoding=enc, attachment=att, priority=prio, block=block,
-                           express=bool(express), accept_any=any_key)  # fmt: skip
+                           express=bool(express), accept_any=any_key, destination=dest,
+                           source_info=source, ts_stack=stack)  # fmt: skip
 
     return call

@@ -71,8 +71,8 @@ class Config:
         return cls(tree)
 
     @classmethod
-    def from_json5(cls, text: str) -> Config:
-        tree = loads(text)
+    def from_json5(cls, json: str) -> Config:  # zenoh-python's parameter name
+        tree = loads(json)
         config = cls()
         config._tree = _checked(tree)
         return config

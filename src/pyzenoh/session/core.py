@@ -17,8 +17,10 @@ intersect the query are dropped unless ``_anyke`` is set.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +58,9 @@ from pyzenoh.codec import (
 from pyzenoh.codec import primitives as _p
 from pyzenoh.codec.network import OAM_LINKSTATE, QOS_DECLARE, QOS_REQUEST, qos_value
 from pyzenoh.errors import UsageError
-from pyzenoh.keyexpr import KeyExpr, includes, intersects
+from pyzenoh.keyexpr import KeyExpr
+from pyzenoh.keyexpr.relations import includes, intersects
+from pyzenoh.session import instrumentation as ins
 from pyzenoh.session import types as t
 from pyzenoh.transport.link import Established
 
@@ -71,6 +75,11 @@ PRIORITY_DATA = 5
 TIMEOUT_PAYLOAD = b"Timeout"
 
 _PRIORITIES = {p.value: p for p in t.Priority}
+
+#: Locality of an entity (allowed_origin / allowed_destination), as in zenoh
+LOCAL_AND_REMOTE = t.Locality.ANY.value
+SESSION_LOCAL = t.Locality.SESSION_LOCAL.value
+REMOTE_ONLY = t.Locality.REMOTE.value
 
 
 # --- State records --------------------------------------------------------------------------
@@ -97,6 +106,7 @@ class _Queryable:
     complete: bool
     sink: Any
     wire_id: int = 0
+    origin: int = LOCAL_AND_REMOTE
 
 
 @dataclass(slots=True)
@@ -106,6 +116,16 @@ class _Publisher:
     expr_id: int
     listeners: list[Any] = field(default_factory=list)
     matching: bool = False
+
+
+@dataclass(slots=True)
+class _Querier:
+    key: str
+    interest_id: int
+    target: int
+    listeners: list[Any] = field(default_factory=list)
+    matching: bool = False
+    destination: int = LOCAL_AND_REMOTE
 
 
 @dataclass(slots=True)
@@ -126,6 +146,8 @@ class _Get:
     local_pending: int = 0
     held: dict[str, t.Reply] = field(default_factory=dict)
     seen: dict[str, t.Timestamp | None] = field(default_factory=dict)
+    #: the query's own timestamp stack (local queryables reply with it)
+    ts_stack: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -144,6 +166,8 @@ class _Incoming:
     pending: int
     priority: int
     local_get: int | None = None
+    #: the query's timestamp stack, Receive record included: replies carry it on
+    ts_stack: bytes | None = None
 
 
 def _ts_key(ts: t.Timestamp | None) -> tuple[int, int]:
@@ -168,6 +192,9 @@ class SessionCore:
         self.mode = mode
         self.responder = responder
         self.query_timeout_s = query_timeout_s
+        #: wall clock for timestamp-stack records, and the user's timestamp_callback
+        self.clock_ns: Callable[[], int] = time.time_ns
+        self.ts_callback: ins.TimestampCallback | None = None
         self.peer: Established | None = None
         self.closed = False
         #: (message or raw bytes, reliable, priority, droppable, express)
@@ -192,11 +219,21 @@ class SessionCore:
         self._token_decls: dict[str, _Declared] = {}
         self._pubs: dict[int, _Publisher] = {}
         self._pub_interests: dict[int, _Publisher] = {}
+        self._queriers: dict[int, _Querier] = {}
+        self._querier_interests: dict[int, _Querier] = {}
+        # subscribers fed only by this session's puts, and those never fed by them
+        self._local_only_subs: dict[int, _Subscriber] = {}
+        self._remote_only_sinks: set[int] = set()
+        # info listeners: (sink, what to deliver when the session's link goes)
+        self._info_listeners: dict[int, tuple[Any, Any]] = {}
+        # key expressions declared by the user (Session.declare_keyexpr), with a count
+        self._user_exprs: dict[str, int] = {}
         self._finalized: set[int] = set()
         self._lsubs: dict[int, _LivelinessSub] = {}
         # what the router told us
         self._remote_subs: dict[int, str] = {}
         self._remote_qabls: dict[int, str] = {}
+        self._remote_qabl_complete: set[int] = set()
         self._remote_tokens: dict[int, str] = {}
         # queries
         self._gets: dict[int, _Get] = {}
@@ -334,16 +371,26 @@ class SessionCore:
             self.deliveries.append((lg.sink, END))
         self._lgets.clear()
         sinks: list[Any] = [s.sink for s in self._subs.values()]
+        sinks += [s.sink for s in self._local_only_subs.values()]
         sinks += [q.sink for q in self._qabls.values()]
         sinks += [ls.sink for ls in self._lsubs.values()]
         for pub in self._pubs.values():
             sinks += pub.listeners
+        for qr in self._queriers.values():
+            sinks += qr.listeners
+        for sink, gone in self._info_listeners.values():
+            if gone is not None:
+                self.deliveries.append((sink, gone))
+            sinks.append(sink)
         for sink in sinks:
             self.deliveries.append((sink, END))
         self._subs.clear()
+        self._local_only_subs.clear()
         self._qabls.clear()
         self._lsubs.clear()
         self._pubs.clear()
+        self._queriers.clear()
+        self._info_listeners.clear()
         self._incoming.clear()
         self.closed = True
         self.outbox.clear()
@@ -414,10 +461,17 @@ class SessionCore:
                 self._update_matching()
         elif kind is DeclareQueryable:
             key = self._resolve(body.wire_expr)  # type: ignore[union-attr]
-            if key is not None:
+            if key is not None and self._ke(key) is not None:
                 self._remote_qabls[body.entity_id] = key  # type: ignore[union-attr]
+                if body.complete:  # type: ignore[union-attr]
+                    self._remote_qabl_complete.add(body.entity_id)  # type: ignore[union-attr]
+                else:
+                    self._remote_qabl_complete.discard(body.entity_id)  # type: ignore[union-attr]
+                self._update_querier_matching()
         elif kind is UndeclareQueryable:
-            self._remote_qabls.pop(body.entity_id, None)  # type: ignore[union-attr]
+            self._remote_qabl_complete.discard(body.entity_id)  # type: ignore[union-attr]
+            if self._remote_qabls.pop(body.entity_id, None) is not None:  # type: ignore[union-attr]
+                self._update_querier_matching()
         elif kind is DeclareToken:
             self._on_token(msg.interest_id, body)  # type: ignore[arg-type]
         elif kind is UndeclareToken:
@@ -504,17 +558,38 @@ class SessionCore:
         block: bool = False,
         express: bool = False,
         reliable: bool = True,
+        destination: int = LOCAL_AND_REMOTE,
+        ts_stack: bytes | None = None,
     ) -> None:
-        """Publish a PUT or DEL on ``key`` (a canonical key expression)."""
+        """Publish a PUT or DEL on ``key`` (a canonical key expression); ``destination``
+        (a Locality value) limits it to this session's subscribers or to remote ones,
+        ``ts_stack`` is the timestamp-stack extension to send (Send record included)."""
         self._check_open()
-        sinks = self._matching_subs(key)
-        if sinks:
-            sample = _local_sample(KeyExpr._trusted(key), body, priority, block, express)
-            for sink in sinks:
-                self.deliveries.append((sink, sample))
-        if self._send_allowed(key):
-            push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express))
+        if destination != REMOTE_ONLY:
+            sinks = self._local_sinks(key)
+            if sinks:
+                sample = _local_sample(KeyExpr._trusted(key), body, priority, block, express)
+                if ts_stack is not None:
+                    sample = dataclasses.replace(sample, timestamp_stack=ins.to_stack(self._received_stack(ts_stack)))
+                for sink in sinks:
+                    self.deliveries.append((sink, sample))
+        if destination != SESSION_LOCAL and self._send_allowed(key):
+            push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
             self._send(push, priority, reliable=reliable, droppable=not block, express=express)
+
+    def _local_sinks(self, key: str) -> list[Any]:
+        """The sinks of this session's subscribers that take its own publications on ``key``."""
+        sinks = self._matching_subs(key)
+        if self._remote_only_sinks:
+            sinks = [s for s in sinks if id(s) not in self._remote_only_sinks]
+        if self._local_only_subs:
+            sinks = sinks + [s.sink for s in self._local_only_subs.values() if intersects(s.key, key)]
+        return sinks
+
+    def _received_stack(self, raw: bytes | None) -> bytes | None:
+        """``raw`` with this session's Receive record (when that point is instrumented)."""
+        return ins.push_record(raw, ins.InterceptionPoint.RECEIVE, self.zid, self.clock_ns(),
+                               self.ts_callback, self.mode)  # fmt: skip
 
     def put_encoded(
         self,
@@ -527,22 +602,24 @@ class SessionCore:
         block: bool = False,
         express: bool = False,
         reliable: bool = True,
+        destination: int = LOCAL_AND_REMOTE,
     ) -> None:
         """Publish an already-encoded PUSH of a PUT (a publisher's fast path).
 
         ``payload`` and ``encoding`` rebuild the PUT only if a local subscriber matches.
         """
         self._check_open()
-        sinks = self._matching_subs(key)
-        if sinks:
-            sample = _local_sample(KeyExpr._trusted(key), Put(payload, encoding), priority, block, express)
-            for sink in sinks:
-                self.deliveries.append((sink, sample))
-        if self._send_allowed(key):
+        if destination != REMOTE_ONLY:
+            sinks = self._local_sinks(key)
+            if sinks:
+                sample = _local_sample(KeyExpr._trusted(key), Put(payload, encoding), priority, block, express)
+                for sink in sinks:
+                    self.deliveries.append((sink, sample))
+        if destination != SESSION_LOCAL and self._send_allowed(key):
             self._send(raw, priority, reliable=reliable, droppable=not block, express=express)
 
     def has_local_subscriber(self, key: str) -> bool:
-        return bool(self._matching_subs(key))
+        return bool(self._local_sinks(key))
 
     def declare_publisher(self, key: str) -> int:
         """A publisher: D_KEYEXPR for its key and a CurrentFuture K|S interest."""
@@ -596,7 +673,115 @@ class SessionCore:
         key = pub.key
         return any(intersects(k, key) for k in self._remote_subs.values()) or any(
             intersects(s.key, key) for s in self._subs.values()
-        )
+        ) or any(intersects(s.key, key) for s in self._local_only_subs.values())
+
+    # --- queriers ------------------------------------------------------------------------------
+
+    def declare_querier(self, key: str, target: int, destination: int = LOCAL_AND_REMOTE) -> int:
+        """A querier: a CurrentFuture K|Q interest on its key tells it the matching
+        queryables (its matching status), as a 1.10.2 client does."""
+        self._check_open()
+        iid = self._wire_id()
+        qr = _Querier(key, iid, target, destination=destination)
+        local = self._local_id()
+        self._queriers[local] = qr
+        self._querier_interests[iid] = qr
+        self._send(
+            Interest(iid, InterestMode.CURRENT_FUTURE,
+                     InterestOptions.KEYEXPRS | InterestOptions.QUERYABLES,
+                     WireExpr(0, key, True), qos=QOS_DECLARE),
+            PRIORITY_CONTROL,
+        )  # fmt: skip
+        qr.matching = self._querier_matching(qr)
+        return local
+
+    def undeclare_querier(self, local: int) -> None:
+        qr = self._queriers.pop(local, None)
+        if qr is None:
+            return
+        self._querier_interests.pop(qr.interest_id, None)
+        for sink in qr.listeners:
+            self.deliveries.append((sink, END))
+        if not self.closed:
+            self._send(Interest(qr.interest_id, InterestMode.FINAL, qos=QOS_DECLARE), PRIORITY_CONTROL)
+
+    def querier_matching(self, local: int) -> bool:
+        qr = self._queriers.get(local)
+        return False if qr is None else qr.matching
+
+    def add_querier_matching_listener(self, local: int, sink: Any) -> None:
+        qr = self._queriers.get(local)
+        if qr is None:
+            raise UsageError("the querier was undeclared")
+        qr.listeners.append(sink)
+        self.deliveries.append((sink, t.MatchingStatus(qr.matching)))
+
+    def remove_querier_matching_listener(self, local: int, sink: Any) -> None:
+        qr = self._queriers.get(local)
+        if qr is not None and sink in qr.listeners:
+            qr.listeners.remove(sink)
+            self.deliveries.append((sink, END))
+
+    def _querier_matching(self, qr: _Querier) -> bool:
+        key = qr.key
+        complete_only = qr.target == t.QueryTarget.ALL_COMPLETE.value
+        if qr.destination != SESSION_LOCAL and any(
+            intersects(k, key) and (not complete_only or eid in self._remote_qabl_complete)
+            for eid, k in self._remote_qabls.items()
+        ):
+            return True
+        return qr.destination != REMOTE_ONLY and bool(self._local_queryables(key, qr.target, remote=False))
+
+    def _update_querier_matching(self) -> None:
+        for qr in self._queriers.values():
+            now = self._querier_matching(qr)
+            if now != qr.matching:
+                qr.matching = now
+                status = t.MatchingStatus(now)
+                for sink in qr.listeners:
+                    self.deliveries.append((sink, status))
+
+    # --- session info listeners ----------------------------------------------------------------
+
+    def add_info_listener(self, sink: Any, current: Any | None, gone: Any | None) -> int:
+        """A transport or link events listener: ``current`` (the history) is delivered
+        now, ``gone`` when the session's link closes, then the end."""
+        self._check_open()
+        local = self._local_id()
+        self._info_listeners[local] = (sink, gone)
+        if current is not None:
+            self.deliveries.append((sink, current))
+        return local
+
+    def remove_info_listener(self, local: int) -> None:
+        entry = self._info_listeners.pop(local, None)
+        if entry is not None:
+            self.deliveries.append((entry[0], END))
+
+    # --- key expressions declared by the user --------------------------------------------------
+
+    def declare_user_keyexpr(self, key: str) -> int:
+        expr_id = self.declare_keyexpr(key)
+        self._user_exprs[key] = self._user_exprs.get(key, 0) + 1
+        return expr_id
+
+    def undeclare_user_keyexpr(self, key: str) -> None:
+        """Undeclare a key expression of :meth:`declare_user_keyexpr` (U_KEYEXPR once the
+        last user declaration goes, unless a publisher of this session still uses it)."""
+        n = self._user_exprs.get(key, 0)
+        if n == 0:
+            raise UsageError(f"key expression {key!r} was not declared by this session")
+        if n > 1:
+            self._user_exprs[key] = n - 1
+            return
+        del self._user_exprs[key]
+        if any(pub.key == key for pub in self._pubs.values()):
+            return
+        expr_id = self._local_exprs.pop(key, None)
+        if expr_id is not None:
+            self._local_expr_keys.pop(expr_id, None)
+            if not self.closed:
+                self._declare(UndeclareKeyExpr(expr_id))
 
     def _update_matching(self) -> None:
         for pub in self._pubs.values():
@@ -630,9 +815,17 @@ class SessionCore:
         del decls[key]
         return d
 
-    def declare_subscriber(self, key: str, sink: Any) -> int:
+    def declare_subscriber(self, key: str, sink: Any, origin: int = LOCAL_AND_REMOTE) -> int:
+        """A subscriber; ``origin`` (a Locality value) SESSION_LOCAL takes only this
+        session's publications (nothing is declared to the router), REMOTE only others'."""
         self._check_open()
         local = self._local_id()
+        if origin == SESSION_LOCAL:
+            self._local_only_subs[local] = _Subscriber(key, sink)
+            self._update_matching()
+            return local
+        if origin == REMOTE_ONLY:
+            self._remote_only_sinks.add(id(sink))
         self._subs[local] = _Subscriber(key, sink)
         new = self._declare_entity(self._sub_decls, key)
         if new is not None:
@@ -641,10 +834,22 @@ class SessionCore:
         self._update_matching()
         return local
 
+    def subscriber_wire_id(self, local: int) -> int:
+        """The id a subscriber is known by (its declaration's id; its own if local-only)."""
+        sub = self._subs.get(local)
+        d = None if sub is None else self._sub_decls.get(sub.key)
+        return local if d is None else d.wire_id
+
     def undeclare_subscriber(self, local: int) -> None:
+        lsub = self._local_only_subs.pop(local, None)
+        if lsub is not None:
+            self.deliveries.append((lsub.sink, END))
+            self._update_matching()
+            return
         sub = self._subs.pop(local, None)
         if sub is None:
             return
+        self._remote_only_sinks.discard(id(sub.sink))
         self.deliveries.append((sub.sink, END))
         last = self._release_entity(self._sub_decls, sub.key)
         if last is not None and not self.closed:
@@ -654,31 +859,49 @@ class SessionCore:
 
     # --- queryables --------------------------------------------------------------------------
 
-    def declare_queryable(self, key: str, complete: bool, sink: Any) -> int:
+    def declare_queryable(self, key: str, complete: bool, sink: Any, origin: int = LOCAL_AND_REMOTE) -> int:
+        """A queryable; ``origin`` SESSION_LOCAL answers only this session's gets (and is
+        not declared to the router), REMOTE only others'."""
         self._check_open()
         local = self._local_id()
+        if origin == SESSION_LOCAL:
+            self._qabls[local] = _Queryable(key, complete, sink, local, origin)
+            self._update_querier_matching()
+            return local
         new = self._declare_entity(self._qabl_decls, key)
         d = self._qabl_decls[key]
-        self._qabls[local] = _Queryable(key, complete, sink, d.wire_id)
+        self._qabls[local] = _Queryable(key, complete, sink, d.wire_id, origin)
         if new is not None or (complete and not d.complete):
             d.complete = d.complete or complete
             # a second declaration with the same id updates the "complete" info
             self._declare(DeclareQueryable(d.wire_id, WireExpr(0, key, True), complete=d.complete))
+        self._update_querier_matching()
         return local
+
+    def queryable_wire_id(self, local: int) -> int:
+        q = self._qabls.get(local)
+        return local if q is None else q.wire_id
 
     def undeclare_queryable(self, local: int) -> None:
         q = self._qabls.pop(local, None)
         if q is None:
             return
         self.deliveries.append((q.sink, END))
+        self._update_querier_matching()
+        if q.origin == SESSION_LOCAL:
+            return
         last = self._release_entity(self._qabl_decls, q.key)
         if last is not None and not self.closed:
             self._declare(UndeclareQueryable(last.wire_id))
 
-    def _local_queryables(self, key: str, target: int) -> list[_Queryable]:
+    def _local_queryables(self, key: str, target: int, remote: bool = True) -> list[_Queryable]:
+        """This session's queryables a query on ``key`` reaches (``remote``: the query
+        came from the router; else from our own get)."""
+        unwanted = SESSION_LOCAL if remote else REMOTE_ONLY
         return [
             q for q in self._qabls.values()
-            if intersects(q.key, key) and (target != t.QueryTarget.ALL_COMPLETE.value or q.complete)
+            if q.origin != unwanted and intersects(q.key, key)
+            and (target != t.QueryTarget.ALL_COMPLETE.value or q.complete)
         ]  # fmt: skip
 
     def _on_request(self, msg: Request, now: float) -> None:
@@ -688,7 +911,7 @@ class SessionCore:
         if not matches or key is None:
             self._send(ResponseFinal(msg.request_id, qos=QOS_REQUEST), prio)
             return
-        inc = _Incoming(msg.request_id, key, len(matches), prio)
+        inc = _Incoming(msg.request_id, key, len(matches), prio, ts_stack=self._received_stack(msg.ts_stack))
         self._deliver_query(inc, matches, msg.body)
 
     def _deliver_query(self, inc: _Incoming, matches: list[_Queryable], body: Query) -> None:
@@ -700,11 +923,15 @@ class SessionCore:
             payload = t.ZBytes(body.body.payload)
             encoding = t.Encoding.from_wire(body.body.encoding)
         attachment = None if body.attachment is None else t.ZBytes(body.attachment)
+        source = None if body.source_info is None else t.SourceInfo.from_wire(body.source_info)
+        stack = ins.to_stack(inc.ts_stack)
         for q in matches:
             qref = self._next_qref
             self._next_qref += 1
             self._incoming[qref] = (inc, q.wire_id)
             query = t.Query(self.responder, qref, ke, params, payload, encoding, attachment)
+            query.source_info = source
+            query.timestamp_stack = stack
             self.deliveries.append((q.sink, query))
 
     def query_reply(
@@ -715,16 +942,19 @@ class SessionCore:
         if entry is None:
             return
         inc, eid = entry
+        ts_stack = ins.push_record(inc.ts_stack, ins.InterceptionPoint.SEND, self.zid, self.clock_ns(),
+                                   self.ts_callback, self.mode)  # fmt: skip
         if inc.local_get is not None:
             g = self._gets.get(inc.local_get)
             if g is not None:
-                self._get_reply(g, key or inc.key, body, t.EntityGlobalId(self.zid, eid))
+                self._get_reply(g, key or inc.key, body, t.EntityGlobalId(self.zid, eid),
+                                ts_stack=self._received_stack(ts_stack))  # fmt: skip
             return
         prio = PRIORITY_DATA if priority is None else priority
         rbody: Reply | Err = body if isinstance(body, Err) else Reply(body)
         resp = Response(
             inc.rid, WireExpr(0, key or inc.key, True), rbody,
-            qos=qos_value(prio, block, express), responder=EntityGlobalId(self.zid, eid),
+            qos=qos_value(prio, block, express), responder=EntityGlobalId(self.zid, eid), ts_stack=ts_stack,
         )  # fmt: skip
         # same frame priority as the RESPONSE_FINAL so the final cannot overtake a reply
         self._send(resp, inc.priority, droppable=not block, express=express)
@@ -764,8 +994,15 @@ class SessionCore:
         block: bool = True,
         express: bool = False,
         accept_any: bool = False,
+        destination: int = LOCAL_AND_REMOTE,
+        source_info: _p.SourceInfo | None = None,
+        ts_stack: bytes | None = None,
     ) -> int:
-        """Send a query; replies then END are delivered to ``sink``. Returns the request id."""
+        """Send a query; replies then END are delivered to ``sink``. Returns the request id.
+
+        ``destination`` (a Locality value) limits it to this session's queryables or to
+        remote ones; ``ts_stack`` is the timestamp-stack extension (Send record included).
+        """
         self._check_open()
         params = t.Parameters(parameters)
         if accept_any and "_anyke" not in params:
@@ -776,21 +1013,39 @@ class SessionCore:
         timeout = self.query_timeout_s if timeout_s is None else timeout_s
         rid = self._next_rid
         self._next_rid += 1
-        g = _Get(rid, key, sink, consolidation, accept_any, now + timeout)
+        g = _Get(rid, key, sink, consolidation, accept_any, now + timeout, ts_stack=ts_stack)
         self._gets[rid] = g
         qbody = Query(
             consolidation=consolidation, parameters=str(params),
             body=None if payload is None else QueryBody(payload, encoding), attachment=attachment,
+            source_info=source_info,
         )  # fmt: skip
-        req = Request(rid, WireExpr(0, key, True), qbody, qos=qos_value(priority, block, express),
-                      target=target, timeout_ms=int(timeout * 1000))  # fmt: skip
-        self._send(req, priority, droppable=not block, express=express)
-        matches = self._local_queryables(key, target)
+        if destination != SESSION_LOCAL:
+            req = Request(rid, WireExpr(0, key, True), qbody, qos=qos_value(priority, block, express),
+                          target=target, timeout_ms=int(timeout * 1000), ts_stack=ts_stack)  # fmt: skip
+            self._send(req, priority, droppable=not block, express=express)
+        else:
+            g.remote_pending = False
+        matches = [] if destination == REMOTE_ONLY else self._local_queryables(key, target, remote=False)
         if matches:
             g.local_pending = 1
-            inc = _Incoming(rid, key, len(matches), priority, local_get=rid)
+            inc = _Incoming(rid, key, len(matches), priority, local_get=rid,
+                            ts_stack=self._received_stack(ts_stack))  # fmt: skip
             self._deliver_query(inc, matches, qbody)
+        self._maybe_finish(g)
         return rid
+
+    def cancel_get(self, rid: int) -> None:
+        """End a get now (a CancellationToken): no more replies, its sink is closed."""
+        g = self._gets.get(rid)
+        if g is not None:
+            g.held.clear()
+            self._finish_get(g, timed_out=False)
+
+    def cancel_liveliness_get(self, iid: int) -> None:
+        lg = self._lgets.pop(iid, None)
+        if lg is not None:
+            self.deliveries.append((lg.sink, END))
 
     def _on_response(self, msg: Response) -> None:
         g = self._gets.get(msg.request_id)
@@ -804,7 +1059,8 @@ class SessionCore:
         replier = None
         if msg.responder is not None:
             replier = t.EntityGlobalId(msg.responder.zid, msg.responder.eid)
-        self._get_reply(g, key, inner, replier, msg.qos)
+        ts_stack = None if msg.ts_stack is None else self._received_stack(msg.ts_stack)
+        self._get_reply(g, key, inner, replier, msg.qos, ts_stack=ts_stack)
 
     def _get_reply(
         self,
@@ -813,9 +1069,12 @@ class SessionCore:
         body: Put | Del | Err,
         replier: t.EntityGlobalId | None,
         qos: int = QOS_REQUEST,
+        *,
+        ts_stack: bytes | None = None,
     ) -> None:
+        stack = None if ts_stack is None else ins.to_stack(ts_stack)
         if isinstance(body, Err):
-            err = t.ReplyError(t.ZBytes(body.payload), t.Encoding.from_wire(body.encoding))
+            err = t.ReplyError(t.ZBytes(body.payload), t.Encoding.from_wire(body.encoding), stack)
             self.deliveries.append((g.sink, t.Reply(err, replier)))
             return
         if not g.accept_any and not intersects(g.key, key):
@@ -825,6 +1084,9 @@ class SessionCore:
         if ke is None:
             return
         sample = _sample(ke, body, qos)
+        if stack is not None or body.source_info is not None:
+            source = None if body.source_info is None else t.SourceInfo.from_wire(body.source_info)
+            sample = dataclasses.replace(sample, timestamp_stack=stack, source_info=source)
         reply = t.Reply(sample, replier)
         mode = g.consolidation
         if mode == t.ConsolidationMode.LATEST.value:

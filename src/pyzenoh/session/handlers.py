@@ -19,7 +19,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pyzenoh.errors import PyZenohError, UsageError
@@ -31,32 +30,85 @@ DEFAULT_CHANNEL_CAPACITY = 256
 
 
 class ChannelClosedError(PyZenohError):
-    """recv() on a channel that is closed and empty."""
+    """recv() or try_recv() on a channel that is closed and empty (a ``ZError``, as
+    zenoh-python raises there)."""
 
 
 # --- What the user passes -----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class FifoChannel:
-    capacity: int = DEFAULT_CHANNEL_CAPACITY
+class FifoChannel(Generic[T]):
+    """A bounded FIFO channel of ``capacity`` items (zenoh's ``handlers.FifoChannel``)."""
+
+    __slots__ = ("capacity",)
+
+    def __init__(self, capacity: int = DEFAULT_CHANNEL_CAPACITY) -> None:
+        self.capacity = capacity
+
+    def __repr__(self) -> str:
+        return f"FifoChannel({self.capacity})"
 
 
-@dataclass(frozen=True, slots=True)
-class RingChannel:
-    capacity: int = DEFAULT_CHANNEL_CAPACITY
+class RingChannel(Generic[T]):
+    """A bounded channel that drops the oldest item when full (``handlers.RingChannel``)."""
+
+    __slots__ = ("capacity",)
+
+    def __init__(self, capacity: int = DEFAULT_CHANNEL_CAPACITY) -> None:
+        self.capacity = capacity
+
+    def __repr__(self) -> str:
+        return f"RingChannel({self.capacity})"
 
 
-@dataclass(frozen=True, slots=True)
-class DefaultHandler:
-    pass
+class DefaultHandler(Generic[T]):
+    """The handler used when none is given: a FIFO channel of the default capacity."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DefaultHandler()"
 
 
-@dataclass(frozen=True, slots=True)
-class Callback:
-    callback: Callable[[Any], Any]
-    drop: Callable[[], Any] | None = None
-    indirect: bool = True
+class Callback(Generic[T]):
+    """A callback, an optional ``drop`` called once the entity is undeclared, and
+    ``indirect`` (True: run in the session's callback thread; False: in its network
+    thread, which must then never block)."""
+
+    __slots__ = ("_callback", "_drop", "_indirect")
+
+    def __init__(
+        self,
+        callback: Callable[[T], Any],
+        drop: Callable[[], Any] | None = None,
+        *,
+        indirect: bool = True,
+    ) -> None:
+        if not callable(callback):
+            raise UsageError(f"a Callback needs a callable, not {callback!r}")
+        if drop is not None and not callable(drop):
+            raise UsageError(f"a Callback's drop must be callable, not {drop!r}")
+        self._callback = callback
+        self._drop = drop
+        self._indirect = bool(indirect)
+
+    @property
+    def callback(self) -> Callable[[T], Any]:
+        return self._callback
+
+    @property
+    def drop(self) -> Callable[[], Any] | None:
+        return self._drop
+
+    @property
+    def indirect(self) -> bool:
+        return self._indirect
+
+    def __call__(self, arg: T, /) -> Any:
+        return self._callback(arg)
+
+    def __repr__(self) -> str:
+        return f"Callback({self._callback!r}, drop={self._drop!r}, indirect={self._indirect})"
 
 
 # --- Sinks: the producer side, fed by the session in its event loop -----------------------
@@ -144,8 +196,14 @@ class Handler(_BoundedSink[T]):
 
     # consumer side
     def try_recv(self) -> T | None:
+        """The next item, None if there is none yet; ChannelClosedError once the
+        channel is closed and empty (as zenoh-python)."""
         with self._cond:
-            return self._pop() if self._items else None
+            if self._items:
+                return self._pop()
+            if self._closed:
+                raise ChannelClosedError("channel closed")
+            return None
 
     def recv(self, timeout: float | None = None) -> T:
         """Next item; blocks. Raises ChannelClosedError at the end, TimeoutError on timeout."""
@@ -198,7 +256,11 @@ class AsyncHandler(_BoundedSink[T]):
         self._event.set()
 
     def try_recv(self) -> T | None:
-        return self._pop() if self._items else None
+        if self._items:
+            return self._pop()
+        if self._closed:
+            raise ChannelClosedError("channel closed")
+        return None
 
     async def recv(self) -> T:
         while not self._items:
@@ -303,6 +365,15 @@ class Dispatcher:
             # drop our references now: a Query is finalised when the last one goes
             del fn, item
 
+    def barrier(self, timeout: float | None = None) -> None:
+        """Wait until every callback queued so far has run (at once from the thread itself,
+        or when it has stopped)."""
+        if threading.current_thread() is self._thread or not self._thread.is_alive():
+            return
+        done = threading.Event()
+        self.submit(lambda _: done.set(), None)
+        done.wait(timeout)
+
     def stop(self, timeout: float = 5.0) -> None:
         """Run what is queued, then end the thread; wait up to ``timeout`` (not from itself)."""
         with self._cond:
@@ -361,11 +432,13 @@ def make_sink(
         if len(handler) != 2 or not callable(handler[0]):
             raise UsageError("a handler tuple is (callback, handler_object)")
         handler, returned = handler
+    direct = False
     if isinstance(handler, Callback):
         drop = handler.drop
+        direct = not handler.indirect
         handler = handler.callback
     if not callable(handler):
         raise UsageError(f"unsupported handler {handler!r}")
-    if asynchronous or dispatcher is None:
+    if asynchronous or dispatcher is None or direct:
         return DirectCallbackSink(handler, drop), returned
     return ThreadCallbackSink(dispatcher(), handler, drop), returned

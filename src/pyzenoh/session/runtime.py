@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pyzenoh.codec import Del, Err, Put, WhatAmI, ZenohId
-from pyzenoh.errors import CloseReason, UsageError
+from pyzenoh.errors import CloseReason, SessionOpenError, UsageError
 from pyzenoh.session import types as t
 from pyzenoh.session.config import Config
 from pyzenoh.session.core import END, SessionCore
@@ -94,7 +94,7 @@ class Runtime:
             except (OSError, ConnectionError, TimeoutError) as exc:
                 errors.append(f"{ep}: {exc or type(exc).__name__}")
         else:
-            raise ConnectionError("could not open a session: " + "; ".join(errors))
+            raise SessionOpenError("could not open a session: " + "; ".join(errors))
         self.pump()
 
     async def aclose(self) -> None:

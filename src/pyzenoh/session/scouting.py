@@ -34,7 +34,7 @@ from typing import Any, Generic, Self, TypeVar
 
 from pyzenoh.codec.primitives import WhatAmI, ZenohId
 from pyzenoh.codec.scouting import Hello as HelloMessage
-from pyzenoh.codec.scouting import WhatAmIMatcher
+from pyzenoh.codec.scouting import WhatAmIMatcher as WireMatcher
 from pyzenoh.errors import PyZenohError, UsageError
 from pyzenoh.scouting.core import ScoutingSettings, parse_scouting
 from pyzenoh.scouting.udp import UdpScouter
@@ -95,11 +95,66 @@ class Hello:
     __repr__ = __str__
 
 
-def _matcher(what: Any, default: WhatAmIMatcher) -> WhatAmIMatcher:
+class WhatAmIMatcher:
+    """zenoh-python's ``WhatAmIMatcher``: a set of node kinds, from ``"router|peer"``
+    or built with ``WhatAmIMatcher.empty().router().peer()``."""
+
+    __slots__ = ("_m",)
+
+    def __init__(self, matcher: str | None = None) -> None:
+        self._m = WireMatcher.empty() if matcher is None else WireMatcher.parse(matcher)
+
+    @classmethod
+    def _of(cls, wire: WireMatcher) -> WhatAmIMatcher:
+        m = object.__new__(cls)
+        m._m = wire
+        return m
+
+    @classmethod
+    def empty(cls) -> WhatAmIMatcher:
+        return cls._of(WireMatcher.empty())
+
+    @property
+    def wire(self) -> WireMatcher:
+        return self._m
+
+    def router(self) -> WhatAmIMatcher:
+        return WhatAmIMatcher._of(self._m | WireMatcher.ROUTER)
+
+    def peer(self) -> WhatAmIMatcher:
+        return WhatAmIMatcher._of(self._m | WireMatcher.PEER)
+
+    def client(self) -> WhatAmIMatcher:
+        return WhatAmIMatcher._of(self._m | WireMatcher.CLIENT)
+
+    def is_empty(self) -> bool:
+        return not self._m
+
+    def matches(self, whatami: WhatAmI) -> bool:
+        return self._m.matches(whatami)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, WhatAmIMatcher):
+            return self._m == other._m
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._m)
+
+    def __str__(self) -> str:
+        return str(self._m)
+
+    def __repr__(self) -> str:
+        return f"WhatAmIMatcher({str(self._m)!r})"
+
+
+def _matcher(what: Any, default: WireMatcher) -> WireMatcher:
     if what is None:
         return default
-    if isinstance(what, str | WhatAmI | WhatAmIMatcher | list | tuple):
-        return WhatAmIMatcher.parse(what)
+    if isinstance(what, WhatAmIMatcher):
+        return what.wire
+    if isinstance(what, str | WhatAmI | WireMatcher | list | tuple):
+        return WireMatcher.parse(what)
     raise UsageError(f"what must be a WhatAmIMatcher, a WhatAmI or a string like 'router|peer', not {what!r}")
 
 
@@ -234,7 +289,7 @@ def scout(handler: Any = None, what: Any = None, config: Any = None) -> Scout[An
     """
     cfg = to_config(config)
     settings = _settings(cfg)
-    matcher = _matcher(what, WhatAmIMatcher.all())
+    matcher = _matcher(what, WireMatcher.all())
     sink, returned = make_sink(handler, asynchronous=False)
     scouter = UdpScouter(matcher, address=settings.address, interface=settings.interface,
                          ttl=settings.ttl)  # fmt: skip
@@ -264,7 +319,7 @@ async def connect_scouted(
     settings = _settings(cfg)
     if not settings.enabled:
         return None
-    what = settings.autoconnect or WhatAmIMatcher.all()
+    what = settings.autoconnect or WireMatcher.all()
     tried: set[str] = set()
     reason = "scouting ended"
     try:

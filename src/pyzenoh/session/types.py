@@ -6,21 +6,28 @@ through the session that delivered it.
 
 from __future__ import annotations
 
+import builtins
 import datetime as _dt
+import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
 from pyzenoh.codec import primitives as _p
 from pyzenoh.codec.primitives import ZenohId
 from pyzenoh.errors import UsageError
-from pyzenoh.keyexpr import KeyExpr, intersects
+
+if TYPE_CHECKING:
+    from pyzenoh.session.instrumentation import TimestampStack
+from pyzenoh.keyexpr import KeyExpr
+from pyzenoh.keyexpr.relations import intersects
 
 __all__ = [
-    "CongestionControl", "ConsolidationMode", "Encoding", "EntityGlobalId", "KeyExpr",
-    "Locality", "MatchingStatus", "Parameters", "Priority", "Query", "QueryTarget",
-    "Reliability", "Reply", "ReplyError", "ReplyKeyExpr", "Sample", "SampleKind",
-    "Selector", "Timestamp", "ZBytes", "ZenohId",
+    "NTP64", "CongestionControl", "ConsolidationMode", "Encoding", "EntityGlobalId", "EntityId",
+    "KeyExpr", "Locality", "MatchingStatus", "Parameters", "Priority", "Query",
+    "QueryConsolidation", "QueryTarget", "Reliability", "Reply", "ReplyError", "ReplyKeyExpr",
+    "Sample", "SampleKind", "Selector", "SourceInfo", "SourceSn", "Timestamp", "TimestampId",
+    "ZBytes", "ZenohId",
 ]  # fmt: skip
 
 
@@ -95,18 +102,23 @@ class ZBytes:
 
     __slots__ = ("_b",)
 
-    def __init__(self, data: bytes | bytearray | memoryview | str | ZBytes | None = None) -> None:
+    def __init__(self, bytes: builtins.bytes | bytearray | memoryview | str | ZBytes | None = None) -> None:
+        data = bytes  # zenoh-python's parameter name
         if data is None:
             self._b = b""
-        elif isinstance(data, bytes):
+        elif isinstance(data, builtins.bytes):
             self._b = data
         elif isinstance(data, str):
             self._b = data.encode("utf-8")
         elif isinstance(data, ZBytes):
             self._b = data._b
         elif isinstance(data, bytearray | memoryview):
-            self._b = bytes(data)
+            self._b = builtins.bytes(data)
         else:
+            from pyzenoh.shm import ShmNotSupportedError, is_shm_object
+
+            if is_shm_object(data):
+                raise ShmNotSupportedError("ZBytes from a shared-memory buffer")
             raise UsageError(f"cannot make ZBytes from {type(data).__name__}")
 
     def to_bytes(self) -> bytes:
@@ -115,7 +127,11 @@ class ZBytes:
     def to_string(self) -> str:
         return self._b.decode("utf-8")
 
-    def __bytes__(self) -> bytes:
+    def as_shm(self) -> None:
+        """Never a shared-memory buffer: pyzenoh does not support shared memory."""
+        return
+
+    def __bytes__(self) -> builtins.bytes:
         return self._b
 
     def __len__(self) -> int:
@@ -227,20 +243,152 @@ for _i, _name in enumerate(_p.ENCODING_NAMES):
 
 # --- Timestamp ----------------------------------------------------------------------------
 
+_NANOS = 1_000_000_000
+_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$")
+
+
+class NTP64(int):
+    """An NTP64 time: seconds since 1970 in the high 32 bits, the fraction of a second
+    in the low 32 (zenoh's ``NTP64``). It is also the plain ``int`` of those 64 bits."""
+
+    __slots__ = ()
+
+    def __new__(cls, seconds: int, nanos: int) -> Self:
+        if not 0 <= seconds < (1 << 32) or not 0 <= nanos < _NANOS:
+            raise UsageError(f"NTP64 out of range: {seconds} s, {nanos} ns")
+        return int.__new__(cls, (seconds << 32) | ((nanos << 32) // _NANOS))
+
+    @classmethod
+    def _from_raw(cls, value: int) -> NTP64:
+        return int.__new__(cls, value)
+
+    @classmethod
+    def _from_ns(cls, unix_ns: int) -> NTP64:
+        secs, ns = divmod(unix_ns, _NANOS)
+        return cls._from_raw((secs << 32) | ((ns << 32) // _NANOS))
+
+    def as_secs(self) -> int:
+        return int(self) >> 32
+
+    def subsec_nanos(self) -> int:
+        return ((int(self) & 0xFFFF_FFFF) * _NANOS + (1 << 31)) >> 32
+
+    def as_nanos(self) -> int:
+        return self.as_secs() * _NANOS + self.subsec_nanos()
+
+    def as_secs_f64(self) -> float:
+        return self.as_secs() + (int(self) & 0xFFFF_FFFF) / (1 << 32)
+
+    def to_datetime(self) -> _dt.datetime:
+        return _dt.datetime.fromtimestamp(self.as_secs(), _dt.UTC) + _dt.timedelta(
+            microseconds=self.subsec_nanos() // 1000
+        )
+
+    def to_string_rfc3339_lossy(self) -> str:
+        base = _dt.datetime.fromtimestamp(self.as_secs(), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        return f"{base}.{self.subsec_nanos():09d}Z"
+
+    @classmethod
+    def parse_rfc3339(cls, s: str) -> NTP64:
+        """``2024-07-01T13:51:12.129693000Z`` (any offset) to an NTP64; UsageError (a
+        ZError) if it is not RFC 3339."""
+        m = _RFC3339.match(s.strip()) if isinstance(s, str) else None
+        if m is None:
+            raise UsageError(f"not an RFC 3339 time: {s!r}")
+        year, month, day, hour, minute, sec = (int(g) for g in m.groups()[:6])
+        frac, tz = m.group(7) or "", m.group(8)
+        offset = _dt.timedelta(0)
+        if tz not in ("Z", "z"):
+            sign = 1 if tz[0] == "+" else -1
+            offset = sign * _dt.timedelta(hours=int(tz[1:3]), minutes=int(tz[4:6]))
+        try:
+            when = _dt.datetime(year, month, day, hour, minute, sec, tzinfo=_dt.UTC) - offset
+        except ValueError as exc:
+            raise UsageError(f"not an RFC 3339 time: {s!r} ({exc})") from None
+        secs = int((when - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)).total_seconds())
+        if secs < 0:
+            raise UsageError(f"time before 1970: {s!r}")
+        return cls(secs, int(frac.ljust(9, "0")) if frac else 0)
+
+    def __repr__(self) -> str:
+        return str(int(self))
+
+    __str__ = __repr__
+
+
+class TimestampId:
+    """The unique id of a :class:`Timestamp` (1 to 16 bytes; a session's zid)."""
+
+    __slots__ = ("_zid",)
+
+    def __init__(self, bytes: builtins.bytes | bytearray | ZenohId | TimestampId) -> None:
+        if isinstance(bytes, TimestampId):
+            self._zid: ZenohId = bytes._zid
+        elif isinstance(bytes, ZenohId):
+            self._zid = bytes
+        elif isinstance(bytes, builtins.bytes | bytearray):
+            if not 1 <= len(bytes) <= 16 or not any(bytes):
+                raise UsageError(f"a timestamp id is 1 to 16 bytes, not all zero: {builtins.bytes(bytes)!r}")
+            self._zid = ZenohId.from_wire(builtins.bytes(bytes))
+        else:
+            raise UsageError(f"cannot make a TimestampId from {type(bytes).__name__}")
+
+    @property
+    def zid(self) -> ZenohId:
+        return self._zid
+
+    def __bytes__(self) -> builtins.bytes:
+        return self._zid.to_wire()
+
+    def __str__(self) -> str:
+        return str(self._zid)
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TimestampId):
+            return self._zid == other._zid
+        if isinstance(other, ZenohId):
+            return self._zid == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._zid)
+
+    def __lt__(self, other: TimestampId) -> bool:
+        return self._zid.value < other._zid.value
+
+    def __le__(self, other: TimestampId) -> bool:
+        return self._zid.value <= other._zid.value
+
+    def __gt__(self, other: TimestampId) -> bool:
+        return self._zid.value > other._zid.value
+
+    def __ge__(self, other: TimestampId) -> bool:
+        return self._zid.value >= other._zid.value
+
 
 class Timestamp:
-    """An HLC timestamp: NTP64 time (seconds since 1970 << 32 | fraction) and an id."""
+    """An HLC timestamp: an :class:`NTP64` time and a :class:`TimestampId`."""
 
     __slots__ = ("_ts",)
 
-    def __init__(self, time: _dt.datetime | int, id: bytes | ZenohId) -> None:
+    def __init__(
+        self,
+        time: _dt.datetime | NTP64 | int,
+        id: builtins.bytes | bytearray | TimestampId | ZenohId,
+    ) -> None:
         if isinstance(time, _dt.datetime):
-            ns = int(time.timestamp() * 1e9)
-            ntp = ((ns // 1_000_000_000) << 32) | (((ns % 1_000_000_000) << 32) // 1_000_000_000)
+            if time.tzinfo is None:
+                time = time.astimezone()
+            delta = time - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+            ns = (delta.days * 86_400 + delta.seconds) * _NANOS + delta.microseconds * 1000
+            ntp = int(NTP64._from_ns(ns))
+        elif isinstance(time, int) and not isinstance(time, bool):
+            ntp = int(time)
         else:
-            ntp = time
-        zid = id if isinstance(id, ZenohId) else ZenohId.from_wire(id)
-        self._ts = _p.Timestamp(ntp, zid)
+            raise UsageError(f"a timestamp's time is a datetime or an NTP64, not {type(time).__name__}")
+        self._ts = _p.Timestamp(ntp, TimestampId(id).zid)
 
     @classmethod
     def from_wire(cls, ts: _p.Timestamp) -> Timestamp:
@@ -253,31 +401,55 @@ class Timestamp:
         return self._ts
 
     def get_time(self) -> _dt.datetime:
-        return _dt.datetime.fromtimestamp(self._ts.to_seconds(), _dt.UTC)
+        return NTP64._from_raw(self._ts.time).to_datetime()
 
-    def get_time_as_ntp64(self) -> int:
-        return self._ts.time
+    def get_time_as_ntp64(self) -> NTP64:
+        return NTP64._from_raw(self._ts.time)
 
-    def get_id(self) -> ZenohId:
-        return self._ts.id
+    def get_id(self) -> TimestampId:
+        return TimestampId(self._ts.id)
 
     def get_diff_duration(self, other: Timestamp) -> _dt.timedelta:
-        return _dt.timedelta(seconds=self._ts.to_seconds() - other._ts.to_seconds())
+        diff_ns = self.get_time_as_ntp64().as_nanos() - other.get_time_as_ntp64().as_nanos()
+        return _dt.timedelta(microseconds=diff_ns / 1000)
 
     def to_string_rfc3339_lossy(self) -> str:
-        return self.get_time().strftime("%Y-%m-%dT%H:%M:%S.%f") + f"Z/{self._ts.id}"
+        return f"{self.get_time_as_ntp64().to_string_rfc3339_lossy()}/{self._ts.id}"
+
+    @classmethod
+    def parse_rfc3339(cls, s: str) -> Timestamp:
+        """``<rfc3339 time>/<id hex>`` (as :meth:`to_string_rfc3339_lossy` writes it)."""
+        if not isinstance(s, str) or "/" not in s:
+            raise UsageError(f"no '/' in timestamp {s!r}")
+        time_text, _, id_text = s.rpartition("/")
+        try:
+            zid = ZenohId.from_str(id_text)
+        except Exception as exc:  # noqa: BLE001  (any bad id text: one error kind)
+            raise UsageError(f"bad timestamp id {id_text!r}: {exc}") from None
+        return cls(NTP64.parse_rfc3339(time_text), zid)
 
     def __str__(self) -> str:
         return f"{self._ts.time}/{self._ts.id}"
 
-    def __repr__(self) -> str:
-        return f"Timestamp({self})"
+    __repr__ = __str__
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Timestamp) and self._ts == other._ts
 
+    def _key(self) -> tuple[int, int]:
+        return (self._ts.time, self._ts.id.value)
+
     def __lt__(self, other: Timestamp) -> bool:
-        return (self._ts.time, self._ts.id.value) < (other._ts.time, other._ts.id.value)
+        return self._key() < other._key()
+
+    def __le__(self, other: Timestamp) -> bool:
+        return self._key() <= other._key()
+
+    def __gt__(self, other: Timestamp) -> bool:
+        return self._key() > other._key()
+
+    def __ge__(self, other: Timestamp) -> bool:
+        return self._key() >= other._key()
 
     def __hash__(self) -> int:
         return hash(self._ts)
@@ -318,16 +490,26 @@ class Parameters:
         value = self.get(key)
         return [] if value is None else value.split("|")
 
-    def insert(self, key: str, value: str) -> None:
-        self.remove(key)
+    def insert(self, key: str, value: str) -> str | None:
+        """Set ``key`` to ``value``; returns the value it replaced (None if new)."""
+        old = self.remove(key)
         self._pairs.append((key, value))
+        return old
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: str) -> str | None:
+        """Remove ``key``; returns its value (None if it was not there)."""
+        old = self.get(key)
         self._pairs = [(k, v) for k, v in self._pairs if k != key]
+        return old
 
     def extend(self, parameters: Parameters | dict[str, str] | str) -> None:
         for k, v in Parameters(parameters)._pairs:
             self.insert(k, v)
+
+    def is_ordered(self) -> bool:
+        """True if the keys are in alphabetical order."""
+        keys = [k for k, _ in self._pairs]
+        return keys == sorted(keys)
 
     def __bool__(self) -> bool:
         return bool(self._pairs)
@@ -360,25 +542,44 @@ class Parameters:
 class Selector:
     """A key expression plus parameters: ``"a/b?x=1;y=2"``."""
 
-    __slots__ = ("key_expr", "parameters")
+    __slots__ = ("_key_expr", "_parameters")
 
     def __init__(
         self,
         arg: Selector | KeyExpr | str,
+        /,
         parameters: Parameters | dict[str, str] | str | None = None,
     ) -> None:
         if isinstance(arg, Selector):
-            self.key_expr: KeyExpr = arg.key_expr
-            self.parameters: Parameters = Parameters(arg.parameters)
+            self._key_expr: KeyExpr = arg.key_expr
+            self._parameters: Parameters = Parameters(arg.parameters)
         elif isinstance(arg, KeyExpr):
-            self.key_expr = arg
-            self.parameters = Parameters()
+            self._key_expr = arg
+            self._parameters = Parameters()
+        elif isinstance(arg, str):
+            key, _, params = arg.partition("?")
+            self._key_expr = KeyExpr(key)
+            self._parameters = Parameters(params)
         else:
-            key, _, params = str(arg).partition("?")
-            self.key_expr = KeyExpr(key)
-            self.parameters = Parameters(params)
+            raise UsageError(f"a selector is a str, KeyExpr or Selector, not {type(arg).__name__}")
         if parameters is not None:
-            self.parameters = Parameters(parameters)
+            self._parameters = Parameters(parameters)
+
+    @property
+    def key_expr(self) -> KeyExpr:
+        return self._key_expr
+
+    @key_expr.setter
+    def key_expr(self, key_expr: KeyExpr | str) -> None:
+        self._key_expr = to_key_expr(key_expr)
+
+    @property
+    def parameters(self) -> Parameters:
+        return self._parameters
+
+    @parameters.setter
+    def parameters(self, parameters: Parameters | dict[str, str] | str) -> None:
+        self._parameters = Parameters(parameters)
 
     def __str__(self) -> str:
         params = str(self.parameters)
@@ -399,10 +600,71 @@ def to_key_expr(value: KeyExpr | str) -> KeyExpr:
 # --- Samples and replies ------------------------------------------------------------------
 
 
+EntityId = int
+SourceSn = int
+
+
 @dataclass(frozen=True, slots=True)
 class EntityGlobalId:
+    """A zenoh entity (session, publisher, subscriber ...) by session zid and entity id."""
+
     zid: ZenohId
-    eid: int
+    eid: EntityId
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """Who published a sample (or sent a query): the entity and its sequence number."""
+
+    source_id: EntityGlobalId
+    source_sn: SourceSn
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source_id, EntityGlobalId):
+            raise UsageError(f"source_id must be an EntityGlobalId, not {self.source_id!r}")
+        if not isinstance(self.source_sn, int) or not 0 <= self.source_sn < (1 << 32):
+            raise UsageError(f"source_sn must be a 32-bit unsigned integer, not {self.source_sn!r}")
+
+    @property
+    def wire(self) -> _p.SourceInfo:
+        return _p.SourceInfo(self.source_id.zid, self.source_id.eid, self.source_sn)
+
+    @classmethod
+    def from_wire(cls, info: _p.SourceInfo) -> SourceInfo:
+        return cls(EntityGlobalId(info.zid, info.eid), info.sn)
+
+
+class QueryConsolidation:
+    """A reply consolidation for gets: ``QueryConsolidation(ConsolidationMode.LATEST)``."""
+
+    __slots__ = ("_mode",)
+
+    AUTO: ClassVar[QueryConsolidation]
+    DEFAULT: ClassVar[QueryConsolidation]
+
+    def __init__(self, mode: ConsolidationMode, /) -> None:
+        if not isinstance(mode, ConsolidationMode):
+            raise UsageError(f"expected a ConsolidationMode, not {mode!r}")
+        self._mode = mode
+
+    @property
+    def mode(self) -> ConsolidationMode:
+        return self._mode
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, QueryConsolidation):
+            return self._mode is other._mode
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._mode)
+
+    def __repr__(self) -> str:
+        return f"QueryConsolidation({self._mode})"
+
+
+QueryConsolidation.AUTO = QueryConsolidation(ConsolidationMode.AUTO)
+QueryConsolidation.DEFAULT = QueryConsolidation.AUTO
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,13 +678,16 @@ class Sample:
     priority: Priority = Priority.DATA
     express: bool = False
     attachment: ZBytes | None = None
-    source_info: object | None = None
+    source_info: SourceInfo | None = None
+    #: interception records carried by the message (``timestamp_instrumentation``)
+    timestamp_stack: TimestampStack | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ReplyError:
     payload: ZBytes
     encoding: Encoding = _DEFAULT_ENCODING
+    timestamp_stack: TimestampStack | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,6 +742,8 @@ class Query:
         "key_expr",
         "parameters",
         "payload",
+        "source_info",
+        "timestamp_stack",
     )  # fmt: skip
 
     def __init__(
@@ -497,6 +764,8 @@ class Query:
         self.payload = payload
         self.encoding = encoding
         self.attachment = attachment
+        self.source_info: SourceInfo | None = None
+        self.timestamp_stack: TimestampStack | None = None
         self._anyke = "_anyke" in parameters
 
     @property

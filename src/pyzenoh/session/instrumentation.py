@@ -1,0 +1,234 @@
+"""Timestamp-stack instrumentation (zenoh 1.10's unstable ``timestamp_instrumentation``).
+
+A message sent with a :class:`TimestampInstrumentation` carries the network extension
+``ts_stack`` (PUSH, REQUEST and RESPONSE extension 0x7): its interception points (Send,
+Route, Receive) and the records collected along the path, each an HLC timestamp (or the
+bytes of the sender's ``timestamp_callback``). Wire layout, as zenoh's codec::
+
+    conf_flags: u8 (bit 0 Send, 1 Route, 2 Receive) | count: zint | count x record
+    record: flags: u8 (point bits, bit 7 custom) | timestamp: zbytes
+
+pyzenoh adds the Send record to what it sends and the Receive record to the queries and
+replies it receives (a reply carries on the stack of its query, as zenoh does); a router
+adds Route. Samples received by subscribers do not carry their stack yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Self
+
+from pyzenoh.codec.primitives import Reader, WhatAmI, ZenohId, write_vle, write_zbytes
+from pyzenoh.codec.primitives import Timestamp as WireTimestamp
+from pyzenoh.errors import DecodeError, UsageError
+from pyzenoh.session.types import Timestamp
+
+__all__ = [
+    "InterceptionPoint", "TimestampContext", "TimestampInstrumentation",
+    "TimestampInstrumentationBuilder", "TimestampStack", "TimestampStackRecord",
+]  # fmt: skip
+
+#: zenoh's bound on the number of records of one stack
+MAX_STACK_SIZE = 255
+IS_CUSTOM_TS = 0x80
+
+
+class InterceptionPoint(Enum):
+    """Where a record was taken; the values are the wire bits."""
+
+    SEND = 0x01
+    ROUTE = 0x02
+    RECEIVE = 0x04
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampContext:
+    """What a ``timestamp_callback`` is told: the node taking the timestamp."""
+
+    zid: ZenohId
+    whatami: WhatAmI
+
+    def __repr__(self) -> str:
+        return f"TimestampContext {{ zid: {self.zid}, whatami: {self.whatami} }}"
+
+
+class TimestampInstrumentation:
+    """Which interception points record a timestamp (build with the builder)."""
+
+    __slots__ = ("_flags",)
+
+    def __init__(self, conf_flags: int) -> None:
+        if not 0 < conf_flags <= 0x07:
+            raise UsageError("Invalid instrumentation config: at least one point must be active")
+        self._flags = conf_flags
+
+    @property
+    def conf_flags(self) -> int:
+        return self._flags
+
+    def is_instrumented(self, point: InterceptionPoint) -> bool:
+        return bool(self._flags & point.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TimestampInstrumentation) and self._flags == other._flags
+
+    def __hash__(self) -> int:
+        return self._flags
+
+    def __repr__(self) -> str:
+        return f"TimestampInstrumentation {{ conf_flags: {self._flags} }}"
+
+
+class TimestampInstrumentationBuilder:
+    """``TimestampInstrumentationBuilder().set_send(True).set_receive(True).build()``."""
+
+    __slots__ = ("_flags",)
+
+    def __init__(self) -> None:
+        self._flags = 0
+
+    def _set(self, point: InterceptionPoint, enabled: bool) -> Self:
+        self._flags = self._flags | point.value if enabled else self._flags & ~point.value
+        return self
+
+    def set_send(self, enabled: bool) -> Self:
+        return self._set(InterceptionPoint.SEND, enabled)
+
+    def set_route(self, enabled: bool) -> Self:
+        return self._set(InterceptionPoint.ROUTE, enabled)
+
+    def set_receive(self, enabled: bool) -> Self:
+        return self._set(InterceptionPoint.RECEIVE, enabled)
+
+    def build(self) -> TimestampInstrumentation:
+        """The instrumentation; UsageError (a ZError) when no point is enabled."""
+        return TimestampInstrumentation(self._flags)
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampStackRecord:
+    """One interception record: its point and an HLC :class:`Timestamp` (or custom bytes)."""
+
+    point: InterceptionPoint
+    _value: Timestamp | bytes
+
+    @property
+    def is_custom(self) -> bool:
+        return isinstance(self._value, bytes)
+
+    def timestamp(self) -> Timestamp | bytes:
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"TimestampStackRecord {{ point: {self.point.name}, timestamp: {self._value!r} }}"
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampStack:
+    """A received message's instrumentation and its records, in path order."""
+
+    instrumentation: TimestampInstrumentation
+    records: list[TimestampStackRecord]
+
+    def __repr__(self) -> str:
+        return f"TimestampStack {{ instrumentation: {self.instrumentation!r}, records: {self.records!r} }}"
+
+
+# --- the wire extension ---------------------------------------------------------------------
+
+
+TimestampCallback = Callable[[TimestampContext], bytes]
+
+
+def record_bytes(zid: ZenohId, now_ns: int, callback: TimestampCallback | None,
+                 whatami: WhatAmI) -> tuple[bytes, bool]:  # fmt: skip
+    """(timestamp bytes, custom) for a record taken now by node ``zid``."""
+    if callback is not None:
+        custom = callback(TimestampContext(zid, whatami))
+        if not isinstance(custom, bytes | bytearray):
+            raise UsageError(f"a timestamp_callback must return bytes, not {type(custom).__name__}")
+        return bytes(custom), True
+    out = bytearray()
+    WireTimestamp.from_ns(now_ns, zid).write(out)
+    return bytes(out), False
+
+
+def parse(raw: bytes) -> tuple[int, list[tuple[int, bytes]]]:
+    """(conf_flags, [(record flags, timestamp bytes)]) of an extension's body."""
+    r = Reader(raw)
+    flags = r.u8()
+    if flags == 0:
+        raise DecodeError("timestamp stack with no interception point")
+    count = r.vle(MAX_STACK_SIZE)
+    records = []
+    for _ in range(count):
+        rflags = r.u8()
+        records.append((rflags, r.zbytes()))
+    return flags, records
+
+
+def encode(conf_flags: int, records: list[tuple[int, bytes]]) -> bytes:
+    out = bytearray((conf_flags,))
+    write_vle(out, len(records))
+    for rflags, ts in records:
+        out.append(rflags)
+        write_zbytes(out, ts)
+    return bytes(out)
+
+
+def push_record(raw: bytes | None, point: InterceptionPoint, zid: ZenohId, now_ns: int,
+                callback: TimestampCallback | None, whatami: WhatAmI) -> bytes | None:  # fmt: skip
+    """The extension ``raw`` with one more record at ``point`` when that point is
+    instrumented (unchanged otherwise, and None stays None)."""
+    if raw is None:
+        return None
+    try:
+        flags, records = parse(raw)
+    except DecodeError:
+        return raw
+    if not flags & point.value or len(records) >= MAX_STACK_SIZE:
+        return raw
+    ts, custom = record_bytes(zid, now_ns, callback, whatami)
+    if not ts:
+        return raw
+    records.append((point.value | (IS_CUSTOM_TS if custom else 0), ts))
+    return encode(flags, records)
+
+
+def start(instrumentation: TimestampInstrumentation | None, zid: ZenohId, now_ns: int,
+          callback: TimestampCallback | None, whatami: WhatAmI) -> bytes | None:  # fmt: skip
+    """The extension a sender attaches: empty stack, then its own Send record."""
+    if instrumentation is None:
+        return None
+    if not isinstance(instrumentation, TimestampInstrumentation):
+        raise UsageError(f"timestamp_instrumentation must be a TimestampInstrumentation, not {instrumentation!r}")
+    return push_record(encode(instrumentation.conf_flags, []), InterceptionPoint.SEND, zid, now_ns,
+                       callback, whatami)  # fmt: skip
+
+
+def to_stack(raw: bytes | None) -> TimestampStack | None:
+    """The user-facing stack of a received extension (malformed records are skipped,
+    as zenoh does; a malformed extension gives None)."""
+    if raw is None:
+        return None
+    try:
+        flags, records = parse(raw)
+    except DecodeError:
+        return None
+    out: list[TimestampStackRecord] = []
+    for rflags, ts in records:
+        try:
+            point = InterceptionPoint(rflags & 0x07)
+        except ValueError:
+            continue
+        if rflags & IS_CUSTOM_TS:
+            out.append(TimestampStackRecord(point, ts))
+            continue
+        try:
+            wire = WireTimestamp.read(Reader(ts))
+        except DecodeError:
+            continue
+        out.append(TimestampStackRecord(point, Timestamp.from_wire(wire)))
+    return TimestampStack(TimestampInstrumentation(flags), out)
