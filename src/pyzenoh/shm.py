@@ -79,11 +79,20 @@ class ShmProvider(metaclass=_Unsupported):
 
 
 class ZShm(metaclass=_Unsupported):
-    """Not supported: shared memory."""
+    """Not supported: shared memory (no instance can exist)."""
+
+    def __bytes__(self) -> bytes:
+        raise ShmNotSupportedError("bytes(ZShm)")
 
 
 class ZShmMut(metaclass=_Unsupported):
-    """Not supported: shared memory."""
+    """Not supported: shared memory (no instance can exist)."""
+
+    def __bytes__(self) -> bytes:
+        raise ShmNotSupportedError("bytes(ZShmMut)")
+
+    def __setitem__(self, item: int | slice, value: int | bytes | bytearray) -> None:
+        raise ShmNotSupportedError("ZShmMut[...] = ...")
 
 
 def is_shm_object(value: object) -> bool:
