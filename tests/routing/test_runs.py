@@ -21,7 +21,8 @@ from pyzenoh.codec import (
     encode_network_message,
 )
 from pyzenoh.routing import RoutingConfig, RoutingCore
-from pyzenoh.routing.hlc import Hlc
+from pyzenoh.codec import Timestamp, ZenohId
+from pyzenoh.routing.hlc import Hlc, ntp64
 from pyzenoh.routing.runs import splice_run, timestamp_columns, vle_width
 from pyzenoh.transport.fastpath import MIN_RUN, PushRun, decode_batch, scan_run
 from tests.routing.support import CAPTURE_EPOCH, ROUTER_ZID, d_keyexpr, d_sub, we
@@ -159,3 +160,59 @@ def test_splice_without_changes_is_the_received_bytes() -> None:
     assert run is not None
     data, ends = splice_run(run, None, None)
     assert data is run.data and ends is run.ends
+
+
+def expand(frames: list) -> list[tuple[object, bytes]]:  # type: ignore[type-arg]
+    out: list[tuple[object, bytes]] = []
+    for m, raw in zip(frames[0].messages, frames[0].raw, strict=True):
+        if isinstance(m, PushRun):
+            out += m.messages()
+        else:
+            out.append((m, raw))
+    return out
+
+
+@st.composite
+def stamped_streams(draw: st.DrawFn) -> list[Push]:
+    zid = ZenohId(draw(st.sampled_from([0xA1, 0xA1A2A3A4A5A6A7A8A9, 0x1234])))
+    t0 = draw(st.sampled_from([ntp64(CAPTURE_EPOCH), 0x7F, 0x3FFF, 2**63 - 5]))
+    out = []
+    size = draw(st.integers(0, 200))
+    equal = draw(st.booleans())
+    for i in range(draw(st.integers(1, 30))):
+        ts = Timestamp(t0 + i * draw(st.sampled_from([1, 1, 200])), zid) if draw(st.integers(0, 19)) else None
+        if draw(st.integers(0, 14)) == 0:
+            body: Put | Del = Del(ts)
+        else:
+            body = Put(b"p" * (size if equal else draw(st.integers(0, 200))), draw(ENCODINGS), ts)
+        out.append(Push(draw(KEYS) if draw(st.integers(0, 9)) == 0 else WireExpr(3, "", True), body))
+    return out
+
+
+@given(stamped_streams(), st.booleans())
+def test_runs_stand_for_exactly_the_messages_they_replace(msgs: list[Push], stamped: bool) -> None:
+    payload = frame_payload(msgs)
+    plain = decode_batch(payload, keep_raw=True)
+    runs = decode_batch(payload, keep_raw=True, runs=True, stamped=stamped)
+    assert expand(runs) == expand(plain)
+    for m in runs[0].messages:  # type: ignore[attr-defined]
+        if isinstance(m, PushRun):
+            decoded = [p for p, _ in m.messages()]
+            assert m.payloads() == [p.body.payload if isinstance(p.body, Put) else b"" for p in decoded]
+            if m.stamped:
+                assert m.times() == [p.body.timestamp.time for p in decoded]  # type: ignore[union-attr]
+            else:
+                assert all(p.body.timestamp is None for p in decoded)
+
+
+def test_a_routers_stamped_stream_is_one_run() -> None:
+    zid = ZenohId(0xA1A2)
+    t0 = ntp64(CAPTURE_EPOCH)
+    msgs = [Push(WireExpr(3, "", True), Put(b"12345678", Encoding.DEFAULT, Timestamp(t0 + i, zid))) for i in range(300)]
+    payload = frame_payload(msgs)
+    (frame,) = decode_batch(payload, keep_raw=True, runs=True, stamped=True)
+    (run,) = frame.messages  # type: ignore[attr-defined]
+    assert isinstance(run, PushRun) and run.stamped and run.stride and run.count == 300
+    assert run.times() == [t0 + i for i in range(300)]
+    (frame,) = decode_batch(payload, keep_raw=True, runs=True)  # a router: one by one
+    assert not any(isinstance(m, PushRun) for m in frame.messages)  # type: ignore[attr-defined]

@@ -375,6 +375,8 @@ _HELP = {
     "pyzenoh_routing_qabl_index_lookups": "Queryable index lookups to build query routes.",
     "pyzenoh_routing_data_route_hits": "PUSH routes served from the route cache.",
     "pyzenoh_routing_pushes_routed": "PUSH messages routed.",
+    "pyzenoh_routing_push_runs_routed": "Runs of same-shape PUSHes routed as one unit.",
+    "pyzenoh_routing_pushes_in_runs": "PUSH messages routed as part of a run.",
     "pyzenoh_routing_requests_routed": "REQUEST messages routed.",
     "pyzenoh_routing_query_timeouts": "Query destinations that timed out.",
     "pyzenoh_routing_dropped": "Messages the routing core ignored, by reason.",

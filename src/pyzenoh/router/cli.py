@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from pyzenoh.errors import UsageError
+from pyzenoh.loop import run as run_loop
 from pyzenoh.router.config import MsgqSettings, RouterConfig, load_config
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def _router(args: argparse.Namespace) -> int:
         log.error("%s", exc)
         return 2
     try:
-        asyncio.run(run_router(config))
+        run_loop(run_router(config))
     except UsageError as exc:  # found at start-up (e.g. a TLS file), before serving
         log.error("%s", exc)
         return 2

@@ -37,6 +37,11 @@ def vle_width(value: int) -> int:
     return max(1, (value.bit_length() + 6) // 7)
 
 
+#: VLE 7-bit group shifts for each width (numpy operands, made once).
+_SHIFTS = [np.arange(0, 7 * w, 7, dtype=np.uint64) for w in range(11)]
+_LOW7 = np.uint64(0x7F)
+
+
 def timestamp_columns(t0: int, n: int, hlc_id: ZenohId) -> U8 | None:
     """An ``n`` x W array whose row ``i`` is the encoded timestamp ``(t0 + i, hlc_id)``
     (VLE time, then the id's length and bytes); None when the times' VLE width changes
@@ -47,11 +52,10 @@ def timestamp_columns(t0: int, n: int, hlc_id: ZenohId) -> U8 | None:
     zid = hlc_id.to_wire()
     cols = np.empty((n, width + 1 + len(zid)), np.uint8)
     times = np.arange(t0, t0 + n, dtype=np.uint64)
-    for j in range(width - 1):
-        cols[:, j] = ((times >> np.uint64(7 * j)) & np.uint64(0x7F)) | np.uint64(0x80)
-    cols[:, width - 1] = times >> np.uint64(7 * (width - 1))
-    cols[:, width] = len(zid)
-    cols[:, width + 1 :] = np.frombuffer(zid, np.uint8)
+    # every 7-bit group of every time at once, continuation bits on all but the last
+    cols[:, :width] = (times[:, None] >> _SHIFTS[width]) & _LOW7
+    cols[:, : width - 1] |= 0x80
+    cols[:, width:] = np.frombuffer(bytes((len(zid),)) + zid, np.uint8)
     return cols
 
 
@@ -118,7 +122,10 @@ class PushRuns(PubSub):
             if ts is None:
                 self._push_run_one_by_one(f, run, reliable)
                 return
-        self.stats.pushes_routed += run.count
+        stats = self.stats
+        stats.pushes_routed += run.count
+        stats.push_runs_routed += 1
+        stats.pushes_in_runs += run.count
         qos = msg.qos
         prio, express, block = qos & 0x07, bool(qos & QOS_EXPRESS), bool(qos & QOS_BLOCK)
         out = self._out

@@ -206,14 +206,17 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
 
 @dataclass(frozen=True, slots=True)
 class PushRun:
-    """Consecutive PUSHes of one FRAME that differ only in their payload (same key, QoS,
-    PUT/DEL header and encoding; no timestamp, no other extension): a publisher's stream.
+    """Consecutive PUSHes of one FRAME that differ only in their payload and, with
+    ``stamped`` scanning, their timestamp's time (same key, QoS, PUT/DEL header, timestamp
+    id and encoding; no other extension): a publisher's stream, or a router's.
 
-    A router routes them as one unit. ``first`` is the first message decoded (its key,
-    QoS and body shape stand for all); ``data`` the messages back to back, message ``i``
-    ending at ``ends[i]`` (a ``range`` when all are ``stride`` bytes long, else a list and
-    ``stride`` 0). Every message starts with the same ``prefix_len`` bytes, which end
-    where the payload length starts (the whole message for a DEL).
+    ``first`` is the first message decoded (its key, QoS and body shape stand for all);
+    ``data`` the messages back to back, message ``i`` ending at ``ends[i]`` (a ``range``
+    when all are ``stride`` bytes long, else a list and ``stride`` 0). Every message starts
+    with the same ``prefix_len`` bytes: up to the payload length without a timestamp (the
+    whole message for a DEL), up to the time of the timestamp with one (``stamped``).
+    ``payload_at[i]`` is where message ``i``'s payload starts in ``data`` (its length field
+    is just before it).
     """
 
     first: Push
@@ -221,10 +224,37 @@ class PushRun:
     ends: Sequence[int]
     stride: int
     prefix_len: int
+    stamped: bool
+    payload_at: Sequence[int]
 
     @property
     def count(self) -> int:
         return len(self.ends)
+
+    def payloads(self) -> list[bytes]:
+        data = self.data
+        return [data[a:b] for a, b in zip(self.payload_at, self.ends, strict=True)]
+
+    def times(self) -> list[int]:
+        """Each message's timestamp time (NTP64), for a ``stamped`` run."""
+        data = self.data
+        out: list[int] = []
+        at = self.prefix_len
+        start = 0
+        for end in self.ends:
+            p = start + at
+            time = 0
+            shift = 0
+            while True:  # a VLE the scan checked
+                b = data[p]
+                p += 1
+                time |= (b & 0x7F) << shift
+                if b < 0x80:
+                    break
+                shift += 7
+            out.append(time)
+            start = end
+        return out
 
     def messages(self) -> list[tuple[Push, bytes]]:
         """Every message decoded, with its bytes (the per-message path, one definition)."""
@@ -239,34 +269,71 @@ class PushRun:
         return out
 
 
-def scan_run(buf: bytes, pos: int, end: int) -> PushRun | None:
+#: bytes.translate deletion tables: what is left of a column tells whether every byte of it
+#: has (or lacks) the VLE continuation bit.
+_HIGH = bytes(range(0x80, 0x100))
+_LOW = bytes(range(0x80))
+
+
+def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False) -> PushRun | None:
     """The run of same-shape PUSHes starting at ``buf[pos]`` (at least :data:`MIN_RUN`),
-    or None: decode message by message."""
+    or None: decode message by message. Without ``stamped``, messages with a timestamp
+    are never a run (a router stamps them itself); with it, their times may differ."""
     f = scan_push(buf, pos, end)
-    if f is None or f[7] is not None:  # not the common shape, or stamped: one by one
+    if f is None or (f[7] is not None and not stamped):
         return None
     after, body_offset, kind, payload_at = f[0], f[5], f[6], f[9]
     length = after - pos
-    if kind == ID_DEL:
+    put_header = buf[pos + body_offset]
+    fixed = payload_at - pos  # everything but the payload: equal in equal messages...
+    ts_at = ts_width = 0
+    if f[7] is not None:  # ...but the time, with a timestamp
+        prefix_len = ts_at = body_offset + 1
+        ts_width = 1
+        while buf[pos + ts_at + ts_width - 1] >= 0x80:
+            ts_width += 1
+    elif kind == ID_DEL:
         prefix_len = length
     else:  # PUT header, the encoding byte when E is set, then the payload length
-        prefix_len = body_offset + 1 + (1 if buf[pos + body_offset] & 0x40 else 0)
-    fixed = payload_at - pos  # the prefix and the payload length: equal in equal messages
+        prefix_len = body_offset + 1 + (1 if put_header & 0x40 else 0)
     total = end - pos
     if total % length == 0 and total >= MIN_RUN * length:
         # All the rest may be messages of this length: check byte column by column that
         # each starts like this one (a slice with a step takes one column of all of them).
         n = total // length
         for k in range(fixed):
-            if buf[pos + k : end : length].count(buf[pos + k]) != n:
+            col = buf[pos + k : end : length]
+            if ts_at <= k < ts_at + ts_width:  # the time: a VLE of the same width
+                last = k == ts_at + ts_width - 1
+                if col.translate(None, _LOW if last else _HIGH):
+                    break
+            elif col.count(buf[pos + k]) != n:
                 break
         else:
-            return _run(f, buf, pos, end, range(length, total + 1, length), length, prefix_len)
+            po = payload_at - pos
+            return _run(f, buf, pos, end, range(length, total + 1, length), length, prefix_len,
+                        range(po, total, length))  # fmt: skip
     prefix = buf[pos : pos + prefix_len]
+    # with a timestamp: what follows the time up to the payload length (id, encoding)
+    mid = b""
+    if ts_at:
+        m = pos + ts_at + ts_width
+        mid = buf[m : m + 1 + buf[m] + (1 if put_header & 0x40 else 0)]
     found = [length]
+    starts = [payload_at - pos]
     p = after
     while p < end and buf.startswith(prefix, p):
         q = p + prefix_len
+        if ts_at:
+            for _ in range(10):  # the time: z64
+                if q >= end:
+                    break
+                q += 1
+                if buf[q - 1] < 0x80:
+                    break
+            if q >= end or buf[q - 1] >= 0x80 or not buf.startswith(mid, q):
+                break
+            q += len(mid)
         if kind != ID_DEL:
             n = 0
             shift = 0
@@ -281,19 +348,23 @@ def scan_run(buf: bytes, pos: int, end: int) -> PushRun | None:
                 shift += 7
             if not done or n > 0xFFFF_FFFF:
                 break
+            starts.append(q - pos)
             q += n
             if q > end:
                 break  # truncated: the codec says so when it gets there
+        else:
+            starts.append(q - pos)
         found.append(q - pos)
         p = q
     if len(found) < MIN_RUN:
         return None
-    return _run(f, buf, pos, pos + found[-1], found, 0, prefix_len)
+    starts = starts[: len(found)]
+    return _run(f, buf, pos, pos + found[-1], found, 0, prefix_len, starts)
 
 
 def _run(f: PushFields, buf: bytes, pos: int, end: int, ends: Sequence[int], stride: int,
-         prefix_len: int) -> PushRun:  # fmt: skip
-    return PushRun(_push_of(f, buf), buf[pos:end], ends, stride, prefix_len)
+         prefix_len: int, payload_at: Sequence[int]) -> PushRun:  # fmt: skip
+    return PushRun(_push_of(f, buf), buf[pos:end], ends, stride, prefix_len, f[7] is not None, payload_at)
 
 
 def _push_of(f: PushFields, buf: bytes) -> Push:
@@ -312,7 +383,7 @@ def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
 
 
 def _frame(
-    buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool, runs: bool
+    buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool, runs: bool, stamped: bool
 ) -> tuple[Frame, int] | None:
     """A FRAME with no extension other than its priority, decoded message by message
     (with ``runs``, a :class:`PushRun` stands for each run of same-shape PUSHes)."""
@@ -344,7 +415,7 @@ def _frame(
     while p < end and buf[p] & 0x1F >= FIRST_NETWORK_ID:
         start = p
         if runs and buf[p] & 0x1F == ID_PUSH:
-            run = scan_run(buf, p, end)
+            run = scan_run(buf, p, end, stamped)
             if run is not None:
                 messages.append(run)
                 p += len(run.data)
@@ -365,7 +436,8 @@ def _frame(
     return frame, p
 
 
-def decode_batch(payload: bytes, keep_raw: bool = False, runs: bool = False) -> list[TransportMessage]:
+def decode_batch(payload: bytes, keep_raw: bool = False, runs: bool = False,
+                 stamped: bool = False) -> list[TransportMessage]:  # fmt: skip
     """Same result as :func:`pyzenoh.codec.decode_batch`, faster on publication traffic.
 
     With ``runs``, a FRAME's messages may include :class:`PushRun` items, each standing
@@ -379,7 +451,7 @@ def decode_batch(payload: bytes, keep_raw: bool = False, runs: bool = False) -> 
     pos = 0
     while pos < end:
         res = (
-            _frame(payload, pos, end, r, keep_raw, runs)
+            _frame(payload, pos, end, r, keep_raw, runs, stamped)
             if payload[pos] & 0x1F == ID_FRAME
             else None
         )

@@ -131,6 +131,8 @@ class LinkConfig:
     #: Hand runs of same-shape PUSHes on as one :class:`ReceivedRun` each (a router routes
     #: them together) instead of one :class:`Received` per message.
     push_runs: bool = False
+    #: With push_runs: runs may hold timestamped PUSHes (what a session gets from a router).
+    stamped_runs: bool = False
 
     def __post_init__(self) -> None:
         if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:
@@ -525,7 +527,8 @@ class Link:
         out[start + 1] = n >> 8
 
     def _on_batch(self, payload: bytes, now: float, events: list[Event]) -> None:
-        messages = fast_decode_batch(payload, keep_raw=self._keep_raw, runs=self.config.push_runs)
+        messages = fast_decode_batch(payload, keep_raw=self._keep_raw, runs=self.config.push_runs,
+                                     stamped=self.config.stamped_runs)  # fmt: skip
         for msg in messages:
             if self.state is State.CLOSED:
                 return

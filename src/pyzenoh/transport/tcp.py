@@ -27,7 +27,7 @@ import ssl
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pyzenoh.codec import NetworkMessage
 from pyzenoh.errors import CloseReason, UsageError
@@ -203,8 +203,10 @@ class TcpLink(asyncio.Protocol):
     # --- asyncio.Protocol ----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (uvloop's are not registered as asyncio.Transport subclasses)
+        assert hasattr(transport, "write")
+        self.transport = cast(asyncio.Transport, transport)
+        transport = self.transport
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
