@@ -17,9 +17,10 @@ experiment against it (``tests/ext/test_serialization.py`` re-checks all of it):
   error is raised;
 * ``z_deserialize`` takes a class or a ``types.GenericAlias`` (``list[int]``,
   ``dict[str, tuple[int, float]]``); ``typing.List``, ``Optional``, ``X | Y`` are refused
-  with ``TypeError``.  Types inside an alias are resolved when they are reached, so a type
-  error may come after a ``ZDeserializeError`` for truncated data, or not at all when a
-  collection is empty;
+  with ``TypeError``. The item (key, value) type of a collection is looked up before its
+  length is read, a tuple's item types one by one as they are reached, and a missing type
+  parameter (``list[list]``) only when an item needs it: a type error may come after a
+  ``ZDeserializeError`` for truncated data, or not at all when a collection is empty;
 * **trailing bytes after the value are ignored** (zenoh-python does not check that the
   input was consumed); non-minimal LEB128 lengths are accepted; a tenth length byte must
   be 0 or 1 (a length is a u64).
@@ -27,8 +28,10 @@ experiment against it (``tests/ext/test_serialization.py`` re-checks all of it):
 Deliberate differences, each where the original misbehaves:
 
 * a length prefix larger than the remaining input is a ``ZDeserializeError`` before
-  anything is allocated (zenoh-python allocates first: for ``bytes``/``str`` and lists of
-  fixed-width numbers a huge prefix aborts the process or raises a Rust panic);
+  anything is allocated (``str``, ``bytes``, ``bytearray``, ``ZBytes``, lists and sets of
+  fixed-width numbers are checked up front; other collections are read item by item and
+  every item consumes input). zenoh-python allocates first: a huge prefix there aborts
+  the process ("memory allocation failed") or raises a Rust panic ("capacity overflow");
 * a collection of zero-size items (``list[tuple[()]]``) consumes no input per item; at
   most :data:`ZERO_SIZE_ITEMS_LIMIT` of them are materialised per call (the original loops
   for as long as the prefix says);
@@ -36,7 +39,12 @@ Deliberate differences, each where the original misbehaves:
   original panics (``pyo3_runtime.PanicException``, a ``BaseException``);
 * ``list[Int8]`` etc. give ``Int8`` items (the original gives plain ``int``/``float`` in
   that case, so a round trip would re-serialize them as i32/f64), and
-  ``frozenset[Int8]`` gives a ``frozenset`` (the original gives a ``set``);
+  ``frozenset[Int8]`` gives a ``frozenset`` (the original gives a ``set``, which makes
+  ``set[frozenset[Int8]]`` fail there with "unhashable type: 'set'");
+* the typed wrappers check their range even under ``python -O`` (zenoh-python uses
+  ``assert``); the error is the same ``AssertionError``;
+* :class:`ZDeserializeError` derives from :class:`pyzenoh.errors.PyZenohError` (an
+  ``Exception``, as zenoh's is);
 * the ``TypeError`` for an unsupported type names that type (the original names its
   metaclass: "type type is not supported").
 """
@@ -46,6 +54,7 @@ from __future__ import annotations
 import struct
 import types
 import typing
+from collections.abc import Callable
 from enum import Enum
 from typing import Any, Final, Self, TypeVar, cast
 
@@ -285,11 +294,10 @@ def _kind_of_type(tp: type) -> _Kind:
     return kind
 
 
-def _kind_of(obj: object) -> _Kind:
-    return _kind_of_type(type(obj))
-
-
 # --- Serialization -----------------------------------------------------------------------------
+
+
+_Writer = Callable[[bytearray, Any], None]
 
 
 def _write_len(out: bytearray, n: int) -> None:
@@ -310,87 +318,119 @@ def _int_error(value: int, spec: _IntSpec) -> OverflowError:
     return OverflowError(_NOT_C_LONG if not _C_LONG_MIN <= value <= _C_LONG_MAX else _OUT_OF_RANGE)
 
 
-def _pack_int(out: bytearray, value: int, spec: _IntSpec) -> None:
-    if not spec.lo <= value <= spec.hi:
-        raise _int_error(value, spec)
-    out += int(value).to_bytes(spec.size, "little", signed=spec.signed)
+def _int_writer(spec: _IntSpec) -> _Writer:
+    lo, hi, size, signed = spec.lo, spec.hi, spec.size, spec.signed
+
+    def write(out: bytearray, value: int) -> None:
+        if not lo <= value <= hi:
+            raise _int_error(value, spec)
+        out += value.to_bytes(size, "little", signed=signed)
+
+    return write
 
 
-def _pack_f32(value: float) -> bytes:
+def _write_f64(out: bytearray, value: float) -> None:
+    out += _F64.pack(value)
+
+
+def _write_f32(out: bytearray, value: float) -> None:
     try:
-        return _F32.pack(value)
+        out += _F32.pack(value)
     except OverflowError:  # Rust's `as f32` saturates where struct refuses
-        return _F32.pack(float("inf") if value > 0 else float("-inf"))
+        out += _F32.pack(float("inf") if value > 0 else float("-inf"))
 
 
-def _serialize(out: bytearray, obj: Any, kind: _Kind) -> None:
-    spec = _INTS.get(kind)
-    if spec is not None:
-        _pack_int(out, obj, spec)
-    elif kind is _Kind.FLOAT or kind is _Kind.FLOAT64:
-        out += _F64.pack(obj)
-    elif kind is _Kind.FLOAT32:
-        out += _pack_f32(obj)
-    elif kind is _Kind.BOOL:
-        out.append(1 if obj else 0)
-    elif kind is _Kind.STR or kind is _Kind.BYTES or kind is _Kind.BYTEARRAY or kind is _Kind.ZBYTES:
-        raw = obj.encode("utf-8") if kind is _Kind.STR else bytes(obj)
-        _write_len(out, len(raw))
-        out += raw
-    elif kind is _Kind.TUPLE:
-        for item in obj:
-            _serialize(out, item, _kind_of(item))
-    elif kind is _Kind.DICT:
-        _serialize_dict(out, obj)
-    else:  # list, set, frozenset
-        _serialize_items(out, obj)
+def _write_bool(out: bytearray, value: bool) -> None:
+    out.append(1 if value else 0)
 
 
-def _serialize_items(out: bytearray, items: list[Any] | set[Any] | frozenset[Any]) -> None:
+def _write_str(out: bytearray, value: str) -> None:
+    raw = value.encode("utf-8")
+    _write_len(out, len(raw))
+    out += raw
+
+
+def _write_bytes(out: bytearray, value: bytes | bytearray | ZBytes) -> None:
+    raw = bytes(value)
+    _write_len(out, len(raw))
+    out += raw
+
+
+def _write_tuple(out: bytearray, value: tuple[Any, ...]) -> None:
+    for item in value:
+        _writer_of_type(type(item))(out, item)
+
+
+def _write_items(out: bytearray, items: list[Any] | set[Any] | frozenset[Any]) -> None:
+    """A length, then items that must all be of the type of the first."""
     _write_len(out, len(items))
     if not items:
         return
-    first_type = type(next(iter(items)))
-    first = _kind_of_type(first_type)
-    if first in _BLOCK_KINDS:
-        block = _pack_block(items, first_type, first)
-        if block is not None:
-            out += block
+    first = type(next(iter(items)))
+    write = _writer_of_type(first)
+    code = _BLOCK_CODES.get(first)
+    if code is not None and all(type(item) is first for item in items):
+        try:
+            out += struct.pack(f"<{len(items)}{code}", *items)
             return
+        except (struct.error, OverflowError):
+            pass  # out of range somewhere: one at a time, for zenoh's error at the right item
     for item in items:
-        kind = _kind_of(item)
-        if kind is not first:
+        if type(item) is not first:
+            _writer_of_type(type(item))  # an unsupported type is a TypeError first
             raise ValueError(_SAME_TYPE)
-        _serialize(out, item, kind)
+        write(out, item)
 
 
-def _pack_block(items: list[Any] | set[Any] | frozenset[Any], tp: type, kind: _Kind) -> bytes | None:
-    """All items at once when they are all ``tp`` numbers in range; None to go one by one."""
-    if not all(type(item) is tp for item in items):
-        return None
-    spec = _INTS.get(kind)
-    code = "d" if kind is _Kind.FLOAT or kind is _Kind.FLOAT64 else "f" if kind is _Kind.FLOAT32 else "?"
-    if spec is not None:
-        if not spec.code:
-            return None
-        code = spec.code
-    try:
-        return struct.pack(f"<{len(items)}{code}", *items)
-    except (struct.error, OverflowError):
-        return None
-
-
-def _serialize_dict(out: bytearray, obj: dict[Any, Any]) -> None:
-    _write_len(out, len(obj))
-    first: tuple[_Kind, _Kind] | None = None
-    for key, value in obj.items():
-        kinds = (_kind_of(key), _kind_of(value))
-        if first is None:
-            first = kinds
-        elif kinds != first:
+def _write_dict(out: bytearray, value: dict[Any, Any]) -> None:
+    """A length, then key, value pairs; all keys of one type, all values of one type."""
+    _write_len(out, len(value))
+    types_: tuple[type, type] | None = None
+    write_key: _Writer = _write_bool  # both replaced at the first pair
+    write_value: _Writer = _write_bool
+    for key, item in value.items():
+        pair = (type(key), type(item))
+        if types_ is None:
+            types_ = pair
+            write_key, write_value = _writer_of_type(pair[0]), _writer_of_type(pair[1])
+        elif pair != types_:
+            _writer_of_type(pair[0]), _writer_of_type(pair[1])
             raise ValueError(_SAME_TYPE)
-        _serialize(out, key, kinds[0])
-        _serialize(out, value, kinds[1])
+        write_key(out, key)
+        write_value(out, item)
+
+
+_WRITERS: Final[dict[type, _Writer]] = {
+    ZBytes: _write_bytes,
+    bytearray: _write_bytes,
+    bytes: _write_bytes,
+    str: _write_str,
+    **{spec.wrapper: _int_writer(spec) for spec in _INTS.values()},
+    float: _write_f64,
+    Float32: _write_f32,
+    Float64: _write_f64,
+    bool: _write_bool,
+    list: _write_items,
+    tuple: _write_tuple,
+    dict: _write_dict,
+    set: _write_items,
+    frozenset: _write_items,
+}
+# struct codes of the types whose lists and sets can be packed in one go.
+_BLOCK_CODES: Final[dict[type, str]] = {
+    **{spec.wrapper: spec.code for spec in _INTS.values() if spec.code},
+    float: "d",
+    Float32: "f",
+    Float64: "d",
+    bool: "?",
+}
+
+
+def _writer_of_type(tp: type) -> _Writer:
+    write = _WRITERS.get(tp)
+    if write is None:
+        raise TypeError(f"type {tp.__module__}.{tp.__qualname__} is not supported")
+    return write
 
 
 def z_serialize(obj: Any) -> ZBytes:
@@ -405,7 +445,7 @@ def z_serialize(obj: Any) -> ZBytes:
     * List, Dict, Set, FrozenSet and Tuple of supported types.
     """
     out = bytearray()
-    _serialize(out, obj, _kind_of(obj))
+    _writer_of_type(type(obj))(out, obj)
     return ZBytes(bytes(out))
 
 
@@ -461,8 +501,31 @@ def _not_a_type(obj: object) -> TypeError:
     return TypeError(f"'{type(obj).__name__}' object cannot be converted to 'PyType'")
 
 
+_RESOLVED: dict[object, tuple[_Kind, _Args]] = {}
+_RESOLVED_MAX: Final = 1024
+
+
 def _resolve(tp: object) -> tuple[_Kind, _Args]:
-    """The kind of a deserialization target and its type parameters (None when it has none)."""
+    """The kind of a deserialization target and its type parameters (None when it has none).
+
+    Successful resolutions are remembered (the same types come back for every item of a
+    collection); failures are not, so they are raised again where zenoh raises them.
+    """
+    try:
+        return _RESOLVED[tp]
+    except KeyError:
+        hashable = True
+    except TypeError:  # list[[1]]: resolved all the same, but not remembered
+        hashable = False
+    resolved = _resolve_uncached(tp)
+    if hashable:
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        _RESOLVED[tp] = resolved
+    return resolved
+
+
+def _resolve_uncached(tp: object) -> tuple[_Kind, _Args]:
     if isinstance(tp, types.GenericAlias):
         origin = typing.get_origin(tp)
         if not isinstance(origin, type):
@@ -489,53 +552,68 @@ def _unwrap(args: _Args) -> tuple[Any, ...]:
     return args
 
 
+_Read = Callable[[_Reader, _Args], Any]
+
+
 def _deserialize(r: _Reader, tp: object) -> Any:
     kind, args = _resolve(tp)
-    return _deserialize_kind(r, kind, args)
+    return _READERS[kind](r, args)
 
 
-def _read_bytes(r: _Reader) -> bytes:
+def _int_reader(spec: _IntSpec) -> _Read:
+    size, signed, wrapper = spec.size, spec.signed, spec.wrapper
+    if wrapper is int:
+        return lambda r, _args: int.from_bytes(r.take(size), "little", signed=signed)
+    return lambda r, _args: int.__new__(wrapper, int.from_bytes(r.take(size), "little", signed=signed))
+
+
+def _read_float(r: _Reader, _args: _Args) -> float:
+    value: float = _F64.unpack(r.take(8))[0]
+    return value
+
+
+def _read_float64(r: _Reader, _args: _Args) -> Float64:
+    return Float64(_F64.unpack(r.take(8))[0])
+
+
+def _read_float32(r: _Reader, _args: _Args) -> Float32:
+    return Float32(_F32.unpack(r.take(4))[0])
+
+
+def _read_bool(r: _Reader, _args: _Args) -> bool:
+    byte = r.take(1)[0]
+    if byte > 1:
+        raise ZDeserializeError("deserialization error")
+    return byte == 1
+
+
+def _read_str(r: _Reader, _args: _Args) -> str:
+    try:
+        return r.take(r.length()).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ZDeserializeError("deserialization error") from None
+
+
+def _read_bytes(r: _Reader, _args: _Args) -> bytes:
     return r.take(r.length())
 
 
-def _deserialize_kind(r: _Reader, kind: _Kind, args: _Args) -> Any:
-    spec = _INTS.get(kind)
-    if spec is not None:
-        value = int.from_bytes(r.take(spec.size), "little", signed=spec.signed)
-        return value if spec.wrapper is int else int.__new__(spec.wrapper, value)
-    if kind is _Kind.FLOAT:
-        return _F64.unpack(r.take(8))[0]
-    if kind is _Kind.FLOAT64:
-        return Float64(_F64.unpack(r.take(8))[0])
-    if kind is _Kind.FLOAT32:
-        return Float32(_F32.unpack(r.take(4))[0])
-    if kind is _Kind.BOOL:
-        byte = r.take(1)[0]
-        if byte > 1:
-            raise ZDeserializeError("deserialization error")
-        return byte == 1
-    if kind is _Kind.STR:
-        try:
-            return _read_bytes(r).decode("utf-8")
-        except UnicodeDecodeError:
-            raise ZDeserializeError("deserialization error") from None
-    if kind is _Kind.BYTES:
-        return _read_bytes(r)
-    if kind is _Kind.BYTEARRAY:
-        return bytearray(_read_bytes(r))
-    if kind is _Kind.ZBYTES:
-        return ZBytes(_read_bytes(r))
-    if kind is _Kind.TUPLE:
-        items = _unwrap(args)
-        if len(items) > 1 and items[1] is Ellipsis:
-            raise TypeError("any size tuples are not supported")
-        return tuple([_deserialize(r, item) for item in items])
-    if kind is _Kind.DICT:
-        return _deserialize_dict(r, _unwrap(args))
-    return _deserialize_items(r, kind, _unwrap(args))
+def _read_bytearray(r: _Reader, _args: _Args) -> bytearray:
+    return bytearray(r.take(r.length()))
 
 
-def _deserialize_block(r: _Reader, kind: _Kind) -> list[Any]:
+def _read_zbytes(r: _Reader, _args: _Args) -> ZBytes:
+    return ZBytes(r.take(r.length()))
+
+
+def _read_tuple(r: _Reader, args: _Args) -> tuple[Any, ...]:
+    items = _unwrap(args)
+    if len(items) > 1 and items[1] is Ellipsis:
+        raise TypeError("any size tuples are not supported")
+    return tuple([_deserialize(r, item) for item in items])
+
+
+def _read_block(r: _Reader, kind: _Kind) -> list[Any]:
     """A length and that many fixed-width items, checked to be all there before decoding."""
     n = r.length()
     if kind is _Kind.BOOL:
@@ -560,47 +638,72 @@ def _deserialize_block(r: _Reader, kind: _Kind) -> list[Any]:
     return values if wrap is int else [int.__new__(wrap, v) for v in values]
 
 
-def _spend_zero_size(r: _Reader, n: int) -> None:
-    if n > r.zero_size_budget:
-        raise ZDeserializeError("deserialization error")
-    r.zero_size_budget -= n
-
-
-def _deserialize_items(r: _Reader, kind: _Kind, args: tuple[Any, ...]) -> Any:
-    if not args:
+def _read_items(r: _Reader, args: _Args, kind: _Kind) -> list[Any]:
+    """The items of a list, set or frozenset, in order."""
+    params = _unwrap(args)
+    if not params:
         raise TypeError(f"{kind.value} must be specialized with its item type")
-    item_kind, item_args = _resolve(args[0])
+    item_kind, item_args = _resolve(params[0])
     if item_kind in _BLOCK_KINDS:
-        items = _deserialize_block(r, item_kind)
-    else:
-        n = r.length()
-        if n and _is_zero_size(args[0]):
-            # Every item is the same and takes no input: build one, repeat it.
-            if kind is _Kind.LIST:
-                _spend_zero_size(r, n)
-            one = _deserialize_kind(r, item_kind, item_args)
-            items = [one] * (n if kind is _Kind.LIST else 1)
-        else:
-            # Each item consumes at least one byte or raises: the loop is bounded by the input.
-            items = [_deserialize_kind(r, item_kind, item_args) for _ in range(n)]
-    if kind is _Kind.LIST:
-        return items
-    return set(items) if kind is _Kind.SET else frozenset(items)
-
-
-def _deserialize_dict(r: _Reader, args: tuple[Any, ...]) -> dict[Any, Any]:
-    if len(args) < 2:
-        raise TypeError("dict must be specialized with its key and value types")
-    key_kind, key_args = _resolve(args[0])
-    value_kind, value_args = _resolve(args[1])
+        return _read_block(r, item_kind)
     n = r.length()
-    out: dict[Any, Any] = {}
-    if n and _is_zero_size(args[0]) and _is_zero_size(args[1]):
+    read = _READERS[item_kind]
+    if n and _is_zero_size(params[0]):
+        # Every item is the same and takes no input: read one, repeat it (a set needs one).
+        if kind is _Kind.LIST:
+            if n > r.zero_size_budget:
+                raise ZDeserializeError("deserialization error")
+            r.zero_size_budget -= n
+        return [read(r, item_args)] * (n if kind is _Kind.LIST else 1)
+    # Each item consumes at least one byte or raises: the loop is bounded by the input.
+    return [read(r, item_args) for _ in range(n)]
+
+
+def _read_list(r: _Reader, args: _Args) -> list[Any]:
+    return _read_items(r, args, _Kind.LIST)
+
+
+def _read_set(r: _Reader, args: _Args) -> set[Any]:
+    return set(_read_items(r, args, _Kind.SET))
+
+
+def _read_frozenset(r: _Reader, args: _Args) -> frozenset[Any]:
+    return frozenset(_read_items(r, args, _Kind.FROZENSET))
+
+
+def _read_dict(r: _Reader, args: _Args) -> dict[Any, Any]:
+    params = _unwrap(args)
+    if len(params) < 2:
+        raise TypeError("dict must be specialized with its key and value types")
+    key_kind, key_args = _resolve(params[0])
+    value_kind, value_args = _resolve(params[1])
+    read_key, read_value = _READERS[key_kind], _READERS[value_kind]
+    n = r.length()
+    if n and _is_zero_size(params[0]) and _is_zero_size(params[1]):
         n = 1  # every pair is the same and takes no input
+    out: dict[Any, Any] = {}
     for _ in range(n):
-        key = _deserialize_kind(r, key_kind, key_args)
-        out[key] = _deserialize_kind(r, value_kind, value_args)
+        key = read_key(r, key_args)
+        out[key] = read_value(r, value_args)  # an unhashable key fails here, as in zenoh
     return out
+
+
+_READERS: Final[dict[_Kind, _Read]] = {
+    _Kind.ZBYTES: _read_zbytes,
+    _Kind.BYTEARRAY: _read_bytearray,
+    _Kind.BYTES: _read_bytes,
+    _Kind.STR: _read_str,
+    **{kind: _int_reader(spec) for kind, spec in _INTS.items()},
+    _Kind.FLOAT: _read_float,
+    _Kind.FLOAT32: _read_float32,
+    _Kind.FLOAT64: _read_float64,
+    _Kind.BOOL: _read_bool,
+    _Kind.LIST: _read_list,
+    _Kind.TUPLE: _read_tuple,
+    _Kind.DICT: _read_dict,
+    _Kind.SET: _read_set,
+    _Kind.FROZENSET: _read_frozenset,
+}
 
 
 def z_deserialize(tp: type[_T], zbytes: ZBytes | bytes | bytearray) -> _T:
