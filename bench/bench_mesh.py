@@ -55,12 +55,15 @@ from pathlib import Path
 from typing import Any
 
 from common import (
-    DRIVER_PRELUDE,
+    DONE_PRELUDE,
+    LATENCY_DRIVER,
     cpu_model,
+    run_driver,
     start_pyzenoh_router,
     start_real_router,
     stop,
 )
+from common import PAIR_THROUGHPUT_DRIVER as THROUGHPUT_DRIVER
 
 from pyzenoh.localnet import free_port
 
@@ -81,103 +84,9 @@ LABELS = {
 #: Router kinds of a line (R1, R2) per case.
 LINE_KINDS = {REAL: (REAL, REAL), PYZENOH: (PYZENOH, PYZENOH), MIXED: (REAL, PYZENOH)}
 
-# Shared by the driver scripts: client sessions, a bounded wait, the result line.
-PRELUDE = DRIVER_PRELUDE + textwrap.dedent(
-    """
-    def done(result, *sessions):
-        print(json.dumps(result), flush=True)
-        for s in sessions:
-            s.close()
-        sys.exit(0)
-    """
-)
-
-THROUGHPUT_DRIVER = PRELUDE + textwrap.dedent(
-    """
-    pub_ep, sub_ep = sys.argv[1], sys.argv[2]
-    seconds, max_messages, size = float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-    converge = float(sys.argv[6])
-    sub_s, pub_s = client(sub_ep), client(pub_ep)
-    count = [0]
-    last = [0.0]
-    def on_sample(_):
-        count[0] += 1
-        last[0] = time.perf_counter()
-    sub_s.declare_subscriber("bench/x", on_sample)
-    pub = pub_s.declare_publisher("bench/x", congestion_control=BLOCK)
-    payload = b"x" * size
-    t_route = time.perf_counter()
-    if not (until(lambda: pub.matching_status.matching, converge)
-            and until(lambda: (pub.put(payload), count[0] > 0)[1], converge, 0.05)):
-        done({"error": "no route from R1 to R2 within %.0f s" % converge}, pub_s, sub_s)
-    route_s = time.perf_counter() - t_route
-    for _ in range(200):  # warm-up
-        pub.put(payload)
-    time.sleep(0.5)
-    start_count = count[0]
-    t0 = time.perf_counter()
-    sent = 0
-    deadline = t0 + seconds
-    while sent < max_messages and time.perf_counter() < deadline:
-        for _ in range(100):
-            pub.put(payload)
-        sent += 100
-    send_time = time.perf_counter() - t0
-    until(lambda: count[0] - start_count >= sent, 10.0)
-    received = count[0] - start_count
-    elapsed = max(last[0] - t0, send_time)
-    done({"sent": sent, "received": received, "seconds": elapsed, "route_s": route_s}, pub_s, sub_s)
-    """
-)
-
-LATENCY_DRIVER = PRELUDE + textwrap.dedent(
-    """
-    ping_ep, pong_ep = sys.argv[1], sys.argv[2]
-    round_trips, seconds, converge = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-    ping_s, pong_s = client(ping_ep), client(pong_ep)
-    pong_pub = pong_s.declare_publisher("bench/pong", congestion_control=BLOCK, express=True)
-    pong_s.declare_subscriber("bench/ping", lambda s: pong_pub.put(s.payload))
-    box = [b""]
-    got = threading.Event()
-    def on_pong(s):
-        box[0] = s.payload.to_bytes()
-        got.set()
-    ping_s.declare_subscriber("bench/pong", on_pong)
-    ping_pub = ping_s.declare_publisher("bench/ping", congestion_control=BLOCK, express=True)
-    def round_trip(msg, timeout):
-        got.clear()
-        t = time.perf_counter()
-        ping_pub.put(msg)
-        end = t + timeout
-        while got.wait(max(0.0, end - time.perf_counter())):
-            if box[0] == msg:
-                return time.perf_counter() - t
-            got.clear()
-        return None
-    t_route = time.perf_counter()
-    probes = iter(range(10**9))
-    if not until(lambda: round_trip(b"p%07d" % next(probes), 0.1) is not None, converge, 0):
-        done({"error": "no ping-pong route within %.0f s" % converge}, ping_s, pong_s)
-    route_s = time.perf_counter() - t_route
-    for i in range(100):  # warm-up
-        round_trip(b"w%07d" % i, 1.0)
-    rtts, lost = [], 0
-    deadline = time.perf_counter() + seconds
-    for i in range(round_trips):
-        if time.perf_counter() > deadline:
-            break
-        rtt = round_trip(b"%08d" % i, 1.0)
-        if rtt is None:
-            lost += 1
-        else:
-            rtts.append(rtt)
-    done({"rtts_us": [round(r * 1e6, 1) for r in rtts], "lost": lost, "route_s": route_s}, ping_s, pong_s)
-    """
-)
-
 # Prints "steady" once the route is up and has carried --steady seconds of samples, then
 # waits for "kill <monotonic time>" on stdin, goes on for `after` seconds, prints the result.
-DIAMOND_DRIVER = PRELUDE + textwrap.dedent(
+DIAMOND_DRIVER = DONE_PRELUDE + textwrap.dedent(
     """
     pub_ep, sub_ep = sys.argv[1], sys.argv[2]
     steady, after, period, converge = (float(a) for a in sys.argv[3:7])
@@ -300,24 +209,6 @@ def mesh(tmp: Path, tag: str) -> Iterator[Mesh]:
         yield m
     finally:
         m.close()
-
-
-def run_driver(script: str, args: list[str], timeout: float) -> dict[str, Any]:
-    """Run a driver script to completion (bounded by ``timeout``); its last stdout line is JSON."""
-    proc = subprocess.Popen([sys.executable, "-c", script, *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop(proc)
-        return {"error": f"driver timed out after {timeout:.0f} s"}
-    finally:
-        stop(proc)
-    lines = out.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        return {"error": f"driver exited with {proc.returncode}: {err.strip()[-800:]}"}
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
 
 
 def line_case(kind: str, tmp: Path, tag: str, script: str, extra: list[str], timeout: float) -> dict[str, Any]:
