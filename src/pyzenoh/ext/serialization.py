@@ -245,8 +245,8 @@ _KINDS: Final[dict[type, _Kind]] = {
     frozenset: _Kind.FROZENSET,
 }
 
-# Integer kinds: struct code ("" for the 128-bit ones), lowest and highest value, and how
-# pyo3 words an out-of-range value (the first message is for values that fit a C long).
+# pyo3's words for an int that does not fit (zenoh-python's errors, kept): for the types up
+# to 32 bits, the first if the value does not even fit a C long, else the second.
 _C_LONG_MIN: Final = -(1 << 63)
 _C_LONG_MAX: Final = (1 << 63) - 1
 _NOT_C_LONG: Final = "Python int too large to convert to C long"
@@ -254,6 +254,8 @@ _OUT_OF_RANGE: Final = "out of range integral type conversion attempted"
 
 
 class _IntSpec(typing.NamedTuple):
+    """An integer kind: struct code ("" for 128 bits), width, range, and the class read back."""
+
     code: str
     size: int
     lo: int
