@@ -17,11 +17,12 @@ from pyzenoh.codec import (
     Frame,
     Push,
     Put,
+    Timestamp,
     WireExpr,
+    ZenohId,
     encode_network_message,
 )
 from pyzenoh.routing import RoutingConfig, RoutingCore
-from pyzenoh.codec import Timestamp, ZenohId
 from pyzenoh.routing.hlc import Hlc, ntp64
 from pyzenoh.routing.runs import splice_run, timestamp_columns, vle_width
 from pyzenoh.transport.fastpath import MIN_RUN, PushRun, decode_batch, scan_run

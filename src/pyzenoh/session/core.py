@@ -62,6 +62,8 @@ from pyzenoh.keyexpr import KeyExpr
 from pyzenoh.keyexpr.relations import includes, intersects
 from pyzenoh.session import instrumentation as ins
 from pyzenoh.session import types as t
+from pyzenoh.session.samples import run_samples
+from pyzenoh.transport.fastpath import PushRun
 from pyzenoh.transport.link import Established
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,15 @@ PRIORITY_DATA = 5
 TIMEOUT_PAYLOAD = b"Timeout"
 
 _PRIORITIES = {p.value: p for p in t.Priority}
+
+
+class SampleBatch:
+    """Samples delivered to a sink together (:meth:`Sink.push_many`), in order."""
+
+    __slots__ = ("samples",)
+
+    def __init__(self, samples: list[t.Sample]) -> None:
+        self.samples = samples
 
 #: Locality of an entity (allowed_origin / allowed_destination), as in zenoh
 LOCAL_AND_REMOTE = t.Locality.ANY.value
@@ -426,6 +437,24 @@ class SessionCore:
             cache[key] = sinks
         return sinks
 
+    def on_push_run(self, run: PushRun) -> None:
+        """A run of PUSHes on one key (see :mod:`.samples`): each subscriber gets its
+        samples as one batch."""
+        if self.closed:
+            return
+        key = self._resolve(run.first.wire_expr)
+        if key is None:
+            return
+        sinks = self._matching_subs(key)
+        if not sinks:
+            return
+        ke = self._ke(key)
+        if ke is None:
+            return
+        batch = SampleBatch(run_samples(ke, run, _PRIORITIES))
+        for sink in sinks:
+            self.deliveries.append((sink, batch))
+
     def _on_push(self, msg: Push) -> None:
         key = self._resolve(msg.wire_expr)
         if key is None:
@@ -437,6 +466,9 @@ class SessionCore:
         if ke is None:
             return
         sample = _sample(ke, msg.body, msg.qos)
+        if msg.ts_stack is not None:  # timestamp instrumentation: the stack, with our Receive record
+            stack = self._received_stack(msg.ts_stack)
+            sample = dataclasses.replace(sample, timestamp_stack=ins.to_stack(stack))
         for sink in sinks:
             self.deliveries.append((sink, sample))
 

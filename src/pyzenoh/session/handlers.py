@@ -120,6 +120,11 @@ class Sink:
     def push(self, item: Any) -> None:
         raise NotImplementedError
 
+    def push_many(self, items: list[Any]) -> None:
+        """Several items at once, in order (a FRAME's samples on one key)."""
+        for item in items:
+            self.push(item)
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -322,7 +327,9 @@ class Dispatcher:
     """One thread per sync session that runs user callbacks in order."""
 
     def __init__(self, name: str) -> None:
-        self._items: deque[tuple[Callable[[Any], Any], Any]] = deque()
+        # (callback, item), or (callback, items, True) for a batch handed over at once
+        self._items: deque[tuple[Any, ...]] = deque()
+        self._queued = 0  # items waiting, batches counted item by item
         self._cond = threading.Condition(threading.Lock())
         self._stopping = False
         self._was_full = False
@@ -333,11 +340,19 @@ class Dispatcher:
     def submit(self, fn: Callable[[Any], Any], item: Any) -> None:
         with self._cond:
             self._items.append((fn, item))
+            self._queued += 1
+            self._cond.notify()
+
+    def submit_many(self, fn: Callable[[Any], Any], items: list[Any]) -> None:
+        """``fn`` on each of ``items`` in turn: one hand-over (and wake-up) for all."""
+        with self._cond:
+            self._items.append((fn, items, True))
+            self._queued += len(items)
             self._cond.notify()
 
     @property
     def full(self) -> bool:
-        if len(self._items) >= DISPATCH_BACKLOG:
+        if self._queued >= DISPATCH_BACKLOG:
             self._was_full = True
             return True
         return False
@@ -352,18 +367,27 @@ class Dispatcher:
                     self._cond.wait()
                 if not self._items:
                     return
-                fn, item = self._items.popleft()
-                space = self._was_full and len(self._items) < DISPATCH_BACKLOG // 2
+                entry = self._items.popleft()
+                self._queued -= len(entry[1]) if len(entry) == 3 else 1
+                space = self._was_full and self._queued < DISPATCH_BACKLOG // 2
                 if space:
                     self._was_full = False
             if space and self.on_space is not None:
                 self.on_space()
-            try:
-                fn(item)
-            except Exception:
-                logger.exception("user callback failed")
+            fn = entry[0]
+            if len(entry) == 3:
+                for item in entry[1]:
+                    try:
+                        fn(item)
+                    except Exception:
+                        logger.exception("user callback failed")
+            else:
+                try:
+                    fn(entry[1])
+                except Exception:
+                    logger.exception("user callback failed")
             # drop our references now: a Query is finalised when the last one goes
-            del fn, item
+            del fn, entry
 
     def barrier(self, timeout: float | None = None) -> None:
         """Wait until every callback queued so far has run (at once from the thread itself,
@@ -394,6 +418,9 @@ class ThreadCallbackSink(Sink):
 
     def push(self, item: Any) -> None:
         self.dispatcher.submit(self.callback, item)
+
+    def push_many(self, items: list[Any]) -> None:
+        self.dispatcher.submit_many(self.callback, items)
 
     def close(self) -> None:
         drop = self.drop

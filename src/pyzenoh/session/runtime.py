@@ -21,10 +21,17 @@ from pyzenoh.codec import Del, Err, Put, WhatAmI, ZenohId
 from pyzenoh.errors import CloseReason, SessionOpenError, UsageError
 from pyzenoh.session import types as t
 from pyzenoh.session.config import Config
-from pyzenoh.session.core import END, SessionCore
+from pyzenoh.session.core import END, SampleBatch, SessionCore
 from pyzenoh.session.handlers import Dispatcher, Sink
 from pyzenoh.session.scouting import connect_scouted
-from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
+from pyzenoh.transport.link import (
+    Established,
+    Event,
+    LinkClosed,
+    LinkConfig,
+    Received,
+    ReceivedRun,
+)
 from pyzenoh.transport.tcp import TcpLink, connect
 
 log = logging.getLogger(__name__)
@@ -75,6 +82,7 @@ class Runtime:
             batch_size=cfg.batch_size, resolution=cfg.resolution, qos=cfg.qos,
             handshake_timeout_s=cfg.open_timeout_s,
             usrpwd=cfg.usrpwd,  # a bad usrpwd section (or dictionary) fails open() here
+            push_runs=True, stamped_runs=True,  # a FRAME's samples on one key: one batch
         )  # fmt: skip
         errors: list[str] = []
         if not cfg.connect:  # no endpoint: scout for a node first, as zenoh does (scouting.py)
@@ -121,8 +129,11 @@ class Runtime:
     # --- link events -------------------------------------------------------------------------
 
     def _on_link_event(self, link: TcpLink, ev: Event) -> None:
-        if isinstance(ev, Received):
-            self.core.on_message(ev.message, self.loop.time())
+        if isinstance(ev, Received | ReceivedRun):
+            if isinstance(ev, Received):
+                self.core.on_message(ev.message, self.loop.time())
+            else:
+                self.core.on_push_run(ev.run)
             if not self._pump_scheduled:
                 self._pump_scheduled = True
                 self.loop.call_soon(self.pump)
@@ -163,7 +174,10 @@ class Runtime:
                         if sink.flow is sink:
                             self._unblock(sink)
                         continue
-                    sink.push(item)
+                    if item.__class__ is SampleBatch:
+                        sink.push_many(item.samples)
+                    else:
+                        sink.push(item)
                     if sink.full:
                         self._block(sink)
         finally:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from pyzenoh.codec import (
     Del,
     Encoding,
@@ -238,8 +240,15 @@ class PushRun:
     def times(self) -> list[int]:
         """Each message's timestamp time (NTP64), for a ``stamped`` run."""
         data = self.data
-        out: list[int] = []
         at = self.prefix_len
+        if self.stride:  # the same VLE width in every message: one column per 7-bit group
+            width = 1
+            while data[at + width - 1] >= 0x80:
+                width += 1
+            cols = np.frombuffer(data, np.uint8).reshape(-1, self.stride)[:, at : at + width]
+            times = (cols & 0x7F).astype(np.uint64) << _SHIFTS[:width]
+            return np.bitwise_or.reduce(times, axis=1).tolist()  # type: ignore[no-any-return]
+        out: list[int] = []
         start = 0
         for end in self.ends:
             p = start + at
@@ -269,6 +278,7 @@ class PushRun:
         return out
 
 
+_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)  # 7-bit groups of a VLE, low first
 #: bytes.translate deletion tables: what is left of a column tells whether every byte of it
 #: has (or lacks) the VLE continuation bit.
 _HIGH = bytes(range(0x80, 0x100))

@@ -1,0 +1,129 @@
+"""The samples of a run of PUSHes, made in one pass.
+
+A router forwards a publisher's stream in FRAMEs of hundreds of PUSHes on one key
+(:class:`~pyzenoh.transport.fastpath.PushRun`). Their samples share everything but the
+payload and the timestamp's time, so each is a small :class:`RunSample`: a
+:class:`~pyzenoh.session.types.Sample` whose shared fields live once in a
+:class:`RunShape` and whose payload and timestamp objects are made when read. A sample
+built this way keeps its FRAME's bytes alive (at most one batch, 64 KiB) while it lives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyzenoh import codec as _p
+from pyzenoh.session import types as t
+from pyzenoh.transport.fastpath import PushRun
+
+_QOS_CC = {False: t.CongestionControl.DROP, True: t.CongestionControl.BLOCK}
+
+
+class RunShape:
+    """What every sample of one run shares."""
+
+    __slots__ = ("cc", "encoding", "express", "hlc_id", "key_expr", "kind", "payloads", "priority", "times")
+
+    def __init__(self, key_expr: t.KeyExpr, run: PushRun, priorities: dict[int, t.Priority]) -> None:
+        first = run.first
+        body = first.body
+        qos = first.qos
+        self.key_expr = key_expr
+        self.kind = t.SampleKind.PUT if type(body) is _p.Put else t.SampleKind.DELETE
+        wire_enc = body.encoding if type(body) is _p.Put else _p.Encoding.DEFAULT
+        self.encoding = t.Encoding.from_wire(wire_enc)
+        self.cc = _QOS_CC[bool(qos & 0x08)]
+        self.priority = priorities.get(qos & 0x07, t.Priority.DATA)
+        self.express = bool(qos & 0x10)
+        self.hlc_id = None if body.timestamp is None else body.timestamp.id
+        self.payloads = run.payloads()
+        self.times = run.times() if run.stamped else None
+
+
+class RunSample(t.Sample):
+    """A sample of a run: the same fields and behaviour as any :class:`Sample`."""
+
+    __slots__ = ("_i", "_shape")
+
+    _shape: RunShape
+    _i: int  # which message of the run
+
+    @property
+    def key_expr(self) -> t.KeyExpr:
+        return self._shape.key_expr
+
+    @property
+    def payload(self) -> t.ZBytes:
+        return t.ZBytes(self._shape.payloads[self._i])
+
+    @property
+    def kind(self) -> t.SampleKind:
+        return self._shape.kind
+
+    @property
+    def encoding(self) -> t.Encoding:
+        return self._shape.encoding
+
+    @property
+    def timestamp(self) -> t.Timestamp | None:
+        shape = self._shape
+        if shape.times is None or shape.hlc_id is None:
+            return None
+        return t.Timestamp.from_wire(_p.Timestamp(shape.times[self._i], shape.hlc_id))
+
+    @property
+    def congestion_control(self) -> t.CongestionControl:
+        return self._shape.cc
+
+    @property
+    def priority(self) -> t.Priority:
+        return self._shape.priority
+
+    @property
+    def express(self) -> bool:
+        return self._shape.express
+
+    @property
+    def attachment(self) -> t.ZBytes | None:
+        return None  # a run's messages carry no extension
+
+    @property
+    def source_info(self) -> Any:
+        return None
+
+    @property
+    def timestamp_stack(self) -> Any:
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, t.Sample):
+            return NotImplemented
+        return _fields(self) == _fields(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _fields(s: t.Sample) -> tuple[Any, ...]:
+    return (s.key_expr, s.payload.to_bytes(), s.kind, s.encoding, s.timestamp, s.congestion_control,
+            s.priority, s.express, s.attachment, s.source_info, s.timestamp_stack)  # fmt: skip
+
+
+_new = object.__new__
+# The slots' own setters: a Sample is frozen (its __setattr__ refuses), and these are
+# what its generated __init__ would reach through object.__setattr__, only faster.
+_set_shape: Callable[[Any, Any], None] = vars(RunSample)["_shape"].__set__
+_set_i: Callable[[Any, Any], None] = vars(RunSample)["_i"].__set__
+
+
+def run_samples(key_expr: t.KeyExpr, run: PushRun, priorities: dict[int, t.Priority]) -> list[t.Sample]:
+    """The samples of ``run``'s messages, in order."""
+    shape = RunShape(key_expr, run, priorities)
+    out: list[t.Sample] = []
+    append = out.append
+    for i in range(run.count):
+        s = _new(RunSample)
+        _set_shape(s, shape)
+        _set_i(s, i)
+        append(s)
+    return out
