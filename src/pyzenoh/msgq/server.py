@@ -81,7 +81,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from pyzenoh.errors import UsageError
 from pyzenoh.msgq.core import (
@@ -173,7 +173,8 @@ class _Connection(asyncio.Protocol):
         self.out = OutputQueue(daemon.max_queue_bytes, daemon.max_queue_messages)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        assert hasattr(transport, "write")  # a stream transport (uvloop's are no asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
         daemon = self.daemon
         core = daemon.core

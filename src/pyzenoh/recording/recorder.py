@@ -59,6 +59,7 @@ from pyzenoh.keyexpr import validate
 from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.recording import format as fmt
 from pyzenoh.recording.reader import resume_point
+from pyzenoh.recording.runs import RunEnds, Slot, group_records, run_count, run_slices
 
 # A chunk is written when it holds this many bytes, or when this much router time has
 # passed since the previous chunk: that bounds what a kill -9 can lose.
@@ -365,6 +366,60 @@ class Recorder:
         if len(buf) >= self._chunk_limit or now_ns >= self._flush_at:
             self._flush(now_ns)
         return cause
+
+    def routed_run(
+        self,
+        now_ns: int,
+        link_id: int,
+        key: str | None,
+        data: bytes,
+        ends: Sequence[int] | int,
+        copies: Sequence[tuple[int, bytes, Sequence[int] | int]],
+        expected: list[int] | None = None,
+    ) -> int:
+        """Record a run of received messages routed as one unit, and their copies: the
+        records :meth:`routed` writes for each message in turn (its rx record, then its
+        copies), plus, with ``expected`` (the links it was routed to when a copy was
+        dropped), a route record after each. ``data`` holds the messages back to back;
+        ``ends`` is every message's length when they are all as long, else each one's end
+        offset (and the same for each copy's). Returns the first rx seq (-1: filtered)."""
+        if self._closed:
+            raise UsageError("recorder is closed")
+        try:
+            entry = self._entries[key]
+        except KeyError:
+            entry = self._new_entry(key)
+        if entry is None:
+            return -1
+        rx_ends = _plain(ends)
+        sent_ends = [(link, d, _plain(e)) for link, d, e in copies]
+        n = run_count(data, rx_ends)
+        first = self._seq
+        if expected is None and isinstance(rx_ends, int):
+            _, rx_tail, tx_tail, fixed, _ = entry
+            slots: list[Slot] = [(link_id, data, rx_ends, rx_tail)]
+            for link, d, e in sent_ends:
+                if not isinstance(e, int):
+                    break
+                slots.append((link, d, e, tx_tail))
+        else:
+            slots = []
+        if len(slots) == len(copies) + 1:
+            buf = self._buf
+            records, index = group_records(now_ns, first, fixed, slots, n, len(buf))
+            buf += records
+            self._net_idx += index
+            self._seq = first + n * len(slots)
+            if len(buf) >= self._chunk_limit or now_ns >= self._flush_at:
+                self._flush(now_ns)
+            return first
+        rx = run_slices(data, rx_ends)
+        sent = [(link, run_slices(d, e)) for link, d, e in sent_ends]
+        for i, raw in enumerate(rx):
+            seq = self.routed(now_ns, link_id, key, raw, [(link, msgs[i]) for link, msgs in sent])
+            if expected is not None and key is not None:
+                self.route(now_ns, seq, key, expected)
+        return first
 
     def _new_entry(self, key: str | None) -> _KeyEntry | None:
         """The packer and encoded key for a key not in the cache; None when the key
@@ -733,7 +788,8 @@ class Recorder:
     _CALL_ROUTE,
     _CALL_TICK,
     _CALL_DENIED,
-) = range(8)
+    _CALL_ROUTED_RUN,
+) = range(9)
 # The router sends its queued calls when it holds this many, or on the first call at
 # least this much router time after the previous batch (and on every tick).
 BATCH_CALLS = 512
@@ -919,6 +975,30 @@ class RecorderProcess:
             self._send(now_ns)
         return ref
 
+    def routed_run(
+        self,
+        now_ns: int,
+        link_id: int,
+        key: str | None,
+        data: bytes,
+        ends: Sequence[int] | int,
+        copies: Sequence[tuple[int, bytes, Sequence[int] | int]],
+        expected: list[int] | None = None,
+    ) -> int:
+        """:meth:`Recorder.routed_run`; returns a reference to the first rx record. One
+        queued call for the whole run: the child builds its records."""
+        if self._closed:
+            raise UsageError("recorder is closed")
+        if key is not None and self._filter is not None and not self._accept(key):
+            return -1
+        calls = self._calls
+        ref = self._base + len(calls)
+        calls.append((_CALL_ROUTED_RUN, now_ns, link_id, key, data, _plain(ends),
+                      [(link, d, _plain(e)) for link, d, e in copies], expected))  # fmt: skip
+        if len(calls) >= BATCH_CALLS or now_ns >= self._send_at:
+            self._send(now_ns)
+        return ref
+
     def route(
         self, now_ns: int, cause: int, key: str, expected_links: list[int]
     ) -> None:
@@ -1004,6 +1084,16 @@ class RecorderProcess:
             log.error("recorder process gone (%s): recording stopped", exc)
 
 
+def _plain(ends: Sequence[int] | int) -> RunEnds:
+    """A run's message ends as the recorder takes them (and marshal carries): the
+    stride of a ``range``, else a list."""
+    if isinstance(ends, int):
+        return ends
+    if isinstance(ends, range) and ends.start == ends.step and ends.step > 0:
+        return ends.step
+    return list(ends)
+
+
 def _frozen(
     sends: Sequence[tuple[int, bytes | bytearray | memoryview]],
 ) -> Sequence[tuple[int, bytes | bytearray | memoryview]]:
@@ -1080,6 +1170,8 @@ def _replay(src: BinaryIO, rec: Recorder) -> None:
                 if op == _CALL_ROUTED:
                     _, now, link, key, raw, copies = call
                     seqs[ref] = routed(now, link, key, raw, copies)
+                elif op == _CALL_ROUTED_RUN:
+                    seqs[ref] = rec.routed_run(*call[1:])
                 elif op == _CALL_MESSAGE:
                     now, link, d, key, raw, cause = call[1:]
                     seqs[ref] = rec.message(

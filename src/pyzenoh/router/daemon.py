@@ -20,7 +20,7 @@ import ipaddress
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +29,8 @@ from pyzenoh.codec import (
     Push,
     Request,
     WhatAmI,
-    WireExpr,
     ZenohId,
+    decode_network_message,
     encode_network_message,
 )
 from pyzenoh.errors import CloseReason, PeerError, UsageError
@@ -57,7 +57,7 @@ from pyzenoh.routing.access_control import (
 )
 from pyzenoh.scouting.core import hello_locators
 from pyzenoh.scouting.udp import list_interfaces
-from pyzenoh.transport.fastpath import PushRun
+from pyzenoh.transport.fastpath import PushRun, decode_push
 from pyzenoh.transport.link import (
     Established,
     Event,
@@ -161,8 +161,7 @@ class RouterDaemon:
             qos=config.qos,
             handshake_timeout_s=config.accept_timeout_ms / 1000.0,
             max_message_size=config.max_fragmented_message,
-            # Runs of PUSHes are routed as units; a recorder wants each message's records.
-            push_runs=recorder is None,
+            push_runs=True,  # runs of PUSHes are routed as units (routing/runs.py)
             reassembly_timeout_s=config.reassembly_timeout_ms / 1000.0,
             usrpwd=config.usrpwd,
         )
@@ -491,10 +490,18 @@ class RouterDaemon:
             self._ingress = -1
 
     def _on_push_run(self, face_id: int, run: PushRun, reliable: bool) -> None:
-        """A run of same-shape PUSHes, routed as one unit (only when not recording)."""
+        """A run of same-shape PUSHes, routed as one unit (routing/runs.py)."""
+        if self.recorder is not None and self.access_control is not None:
+            # Access control's denials are recorded with the message they stopped.
+            for message, raw in run.messages():
+                self._on_message(face_id, message, raw, reliable)
+            return
         self.stats.messages_in += run.count
         self._ingress = face_id  # Block back-pressure pauses this face
         try:
+            if self.recorder is not None:
+                self._route_run_recorded(face_id, run, reliable)
+                return
             try:
                 sends = self.core.handle_push_run(face_id, run, self.now(), reliable, wall=time.time())
             except PeerError as exc:
@@ -503,6 +510,90 @@ class RouterDaemon:
             self._deliver(sends)
         finally:
             self._ingress = -1
+
+    def _route_run_recorded(self, face_id: int, run: PushRun, reliable: bool) -> None:
+        """Route a run and hand the recorder the run and its copies in one call (it
+        writes each message's records, as for messages routed one by one)."""
+        rec = self.recorder
+        rx_ns = _time_ns()
+        key = self._rx_key(face_id, run.first)
+        try:
+            sends = self.core.handle_push_run(face_id, run, self.now(), reliable, wall=rx_ns / 1e9)
+        except PeerError as exc:
+            rec.routed_run(rx_ns, face_id, key, run.data, run.ends, [])
+            self._bad_input(face_id, exc)
+            self._deliver([])
+            return
+        if any(send.ends is None for send in sends):
+            # The core routed the run message by message (routing/runs.py says when):
+            # its copies are recorded without their cause.
+            rec.routed_run(rx_ns, face_id, key, run.data, run.ends, [])
+            self._deliver(sends)
+            return
+        copies: list[tuple[int, bytes, Sequence[int]]] = []
+        expected: list[int] | None = None
+        for send in sends:
+            sent = self._send_run(send)
+            if sent:
+                assert send.raw is not None and send.ends is not None
+                copies.append((send.face, send.raw, send.ends))
+            elif sent is not None and expected is None:
+                # A copy was dropped: the recording says where the run should have gone.
+                expected = sorted({s.face for s in sends})
+        rec.routed_run(rx_ns, face_id, key, run.data, run.ends, copies, expected)
+        self._rearm()
+
+    def _send_run(self, send: Send) -> bool | None:
+        """Queue a Send holding several messages (a routed run) to its face: True when
+        queued, False when dropped (queue full, congestion control Drop), None when the
+        face is gone or was closed for not reading."""
+        assert send.raw is not None and send.ends is not None
+        face = self._faces.get(send.face)
+        if face is None:
+            return None
+        if face.sink is not None:  # a local face takes messages one by one
+            for message, raw in _messages_of(send.raw, send.ends):
+                face.sink(Send(send.face, message, raw, send.priority, send.reliable, send.express, send.block))
+            return True
+        link = face.link
+        assert link is not None
+        if self._over_hard_cap(link):
+            self._close_slow(send.face, link)
+            return None
+        if link.send_run(send.raw, send.ends, reliable=send.reliable, priority=send.priority,
+                         drop_if_full=not send.block):  # fmt: skip
+            self.stats.messages_out += len(send.ends)
+            if send.block and link.is_full:
+                self._block(send.face, link)
+            return True
+        self.stats.dropped += len(send.ends)
+        return False
+
+    def _over_hard_cap(self, link: TcpLink) -> bool:
+        """A face whose queue is past the hard cap is not reading (see _close_slow)."""
+        return link.queued_bytes > self.config.send_queue_max_bytes * HARD_CAP_FACTOR
+
+    def _close_slow(self, face_id: int, link: TcpLink) -> None:
+        self.stats.faces_closed_slow += 1
+        log.warning("face %d is not reading (%d bytes queued); closing it", face_id, link.queued_bytes)
+        self._close_face(face_id, CloseReason.UNRESPONSIVE)
+
+    def _rx_key(self, face_id: int, message: Push | Request) -> str | None:
+        """The key of a received PUSH or REQUEST, before routing it (routing these changes
+        no key table); memoised per wire expression while key tables stay as they are."""
+        we = message.wire_expr
+        if we.scope == 0:
+            return we.suffix or None
+        memo = self._rx_keys
+        wk = (face_id, we.scope, we.suffix, we.mapping_sender)
+        try:
+            return memo[wk]
+        except KeyError:
+            key = self.core.key_of(face_id, message, incoming=True)
+            if len(memo) >= RX_KEY_MEMO_SIZE:
+                memo.clear()
+            memo[wk] = key
+            return key
 
     def _route(self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool) -> None:
         rec = self.recorder
@@ -539,20 +630,7 @@ class RouterDaemon:
         copy_kind: type | None = None
         kind = type(message)
         if kind is Push or kind is Request:
-            # Routing these changes no key table: the key is as it was before routing.
-            we: WireExpr = message.wire_expr  # type: ignore[union-attr,assignment]
-            if we.scope == 0:
-                key = we.suffix or None
-            else:
-                memo = self._rx_keys
-                wk = (face_id, we.scope, we.suffix, we.mapping_sender)
-                try:
-                    key = memo[wk]
-                except KeyError:
-                    key = core.key_of(face_id, message, incoming=True)
-                    if len(memo) >= RX_KEY_MEMO_SIZE:
-                        memo.clear()
-                    memo[wk] = key
+            key = self._rx_key(face_id, message)  # type: ignore[arg-type]
             copy_kind = kind
         else:
             self._rx_keys.clear()  # key tables may have changed
@@ -594,7 +672,6 @@ class RouterDaemon:
         place ahead of whatever that call records.
         """
         faces = self._faces
-        hard_cap = self.config.send_queue_max_bytes * HARD_CAP_FACTOR
         rec = self.recorder
         encoded: dict[int, bytes] = {}  # one encoding per message object, however many faces
         copies: list[tuple[int, bytes]] = []
@@ -605,6 +682,9 @@ class RouterDaemon:
             self._record_denials(_time_ns(), -1)  # not while routing a received message
         route_recorded = False
         for send in sends:
+            if send.ends is not None:  # several messages (a routed run)
+                self._send_run(send)
+                continue
             face = faces.get(send.face)
             if face is None:
                 continue
@@ -622,24 +702,11 @@ class RouterDaemon:
                 continue
             link = face.link
             assert link is not None
-            if link.queued_bytes > hard_cap:
-                self.stats.faces_closed_slow += 1
-                log.warning("face %d is not reading (%d bytes queued); closing it",
-                            send.face, link.queued_bytes)  # fmt: skip
-                if pending:
+            if self._over_hard_cap(link):
+                if pending:  # the rx record comes before the close it causes
                     cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
                     pending = False
-                self._close_face(send.face, CloseReason.UNRESPONSIVE)
-                continue
-            if send.ends is not None:  # several messages (a routed run)
-                assert send.raw is not None
-                if link.send_run(send.raw, send.ends, reliable=send.reliable, priority=send.priority,
-                                 drop_if_full=not send.block):  # fmt: skip
-                    self.stats.messages_out += len(send.ends)
-                    if send.block and link.is_full:
-                        self._block(send.face, link)
-                else:
-                    self.stats.dropped += len(send.ends)
+                self._close_slow(send.face, link)
                 continue
             data = send.raw
             if data is None:
@@ -751,3 +818,15 @@ def _address(addr: tuple[str, int] | None, protocol: str = "tcp") -> str:
         return ""
     host, port = addr[0], addr[1]
     return f"{protocol}/[{host}]:{port}" if ":" in host else f"{protocol}/{host}:{port}"
+
+
+def _messages_of(data: bytes, ends: Sequence[int]) -> list[tuple[NetworkMessage, bytes]]:
+    """The messages a routed run's bytes hold, decoded."""
+    out: list[tuple[NetworkMessage, bytes]] = []
+    start = 0
+    for end in ends:
+        raw = data[start:end]
+        decoded = decode_push(raw, 0, len(raw))
+        out.append((decoded[0] if decoded is not None else decode_network_message(raw), raw))
+        start = end
+    return out
