@@ -688,17 +688,21 @@ class SessionCore:
         return False if pub is None else pub.matching
 
     def add_matching_listener(self, local: int, sink: Any) -> None:
-        pub = self._pubs.get(local)
-        if pub is None:
-            raise UsageError("the publisher was undeclared")
-        pub.listeners.append(sink)
-        # like zenoh: a new listener first learns the current status
-        self.deliveries.append((sink, t.MatchingStatus(pub.matching)))
+        self._add_listener(self._pubs.get(local), sink, "publisher")
 
     def remove_matching_listener(self, local: int, sink: Any) -> None:
-        pub = self._pubs.get(local)
-        if pub is not None and sink in pub.listeners:
-            pub.listeners.remove(sink)
+        self._remove_listener(self._pubs.get(local), sink)
+
+    def _add_listener(self, entity: _Publisher | _Querier | None, sink: Any, what: str) -> None:
+        if entity is None:
+            raise UsageError(f"the {what} was undeclared")
+        entity.listeners.append(sink)
+        # like zenoh: a new listener first learns the current status
+        self.deliveries.append((sink, t.MatchingStatus(entity.matching)))
+
+    def _remove_listener(self, entity: _Publisher | _Querier | None, sink: Any) -> None:
+        if entity is not None and sink in entity.listeners:
+            entity.listeners.remove(sink)
             self.deliveries.append((sink, END))
 
     def _pub_matching(self, pub: _Publisher) -> bool:
@@ -742,17 +746,10 @@ class SessionCore:
         return False if qr is None else qr.matching
 
     def add_querier_matching_listener(self, local: int, sink: Any) -> None:
-        qr = self._queriers.get(local)
-        if qr is None:
-            raise UsageError("the querier was undeclared")
-        qr.listeners.append(sink)
-        self.deliveries.append((sink, t.MatchingStatus(qr.matching)))
+        self._add_listener(self._queriers.get(local), sink, "querier")
 
     def remove_querier_matching_listener(self, local: int, sink: Any) -> None:
-        qr = self._queriers.get(local)
-        if qr is not None and sink in qr.listeners:
-            qr.listeners.remove(sink)
-            self.deliveries.append((sink, END))
+        self._remove_listener(self._queriers.get(local), sink)
 
     def _querier_matching(self, qr: _Querier) -> bool:
         key = qr.key
