@@ -65,22 +65,23 @@ def flatten(sends: list) -> dict[int, list[bytes]]:  # type: ignore[type-arg]
     return per_face
 
 
-def route_both(msgs: list[Push], config: RoutingConfig, dest_ids: bool) -> tuple[dict[int, list[bytes]], dict[int, list[bytes]], int]:
+def route_both(msgs: list[Push], config: RoutingConfig, dest_ids: bool,
+               wall: float = CAPTURE_EPOCH) -> tuple[dict[int, list[bytes]], dict[int, list[bytes]], int]:  # fmt: skip
     one, runs = cores(config, dest_ids)
     payload = frame_payload(msgs)
     (frame,) = decode_batch(payload, keep_raw=True)
     expected: list = []  # type: ignore[type-arg]
     for m, raw in zip(frame.messages, frame.raw, strict=True):  # type: ignore[attr-defined]
-        expected += one.handle(0, m, 1.0, raw, wall=CAPTURE_EPOCH)
-    (frame,) = decode_batch(payload, keep_raw=True, runs=True)
+        expected += one.handle(0, m, 1.0, raw, wall=wall)
+    (frame,) = decode_batch(payload, keep_raw=True, runs=True, stamped=True)
     got: list = []  # type: ignore[type-arg]
     n_runs = 0
     for m, raw in zip(frame.messages, frame.raw, strict=True):  # type: ignore[attr-defined]
         if isinstance(m, PushRun):
             n_runs += 1
-            got += runs.handle_push_run(0, m, 1.0, wall=CAPTURE_EPOCH)
+            got += runs.handle_push_run(0, m, 1.0, wall=wall)
         else:
-            got += runs.handle(0, m, 1.0, raw, wall=CAPTURE_EPOCH)
+            got += runs.handle(0, m, 1.0, raw, wall=wall)
     assert runs.stats.pushes_routed == one.stats.pushes_routed
     return flatten(expected), flatten(got), n_runs
 
@@ -217,3 +218,23 @@ def test_a_routers_stamped_stream_is_one_run() -> None:
     assert run.times() == [t0 + i for i in range(300)]
     (frame,) = decode_batch(payload, keep_raw=True, runs=True)  # a router: one by one
     assert not any(isinstance(m, PushRun) for m in frame.messages)  # type: ignore[attr-defined]
+
+
+@given(stamped_streams(), st.booleans(), st.booleans(), st.sampled_from([0.0, -1.0, 1e6]))
+def test_stamped_runs_route_to_the_same_bytes_as_one_by_one(msgs: list[Push], stamping: bool, dest_ids: bool,
+                                                           skew: float) -> None:  # fmt: skip
+    # skew: the router's clock behind the stamps (a run too far ahead goes one by one)
+    config = RoutingConfig(timestamping=stamping, drop_future_timestamp=bool(skew < 0))
+    expected, got, _ = route_both(msgs, config, dest_ids, CAPTURE_EPOCH + skew)
+    assert got == expected
+
+
+def test_a_neighbours_pushes_with_node_ids_take_the_fast_path() -> None:
+    from pyzenoh.transport.fastpath import decode_push
+
+    for qos in (5, 0x0D):
+        for node in (0, 3, 0x7F):
+            push = Push(WireExpr(2, "/x", False), Put(b"v", timestamp=Timestamp(ntp64(CAPTURE_EPOCH), ZenohId(9))),
+                        qos, None, node)  # fmt: skip
+            raw = encode_network_message(push)
+            assert decode_push(raw, 0, len(raw)) == (push, len(raw))

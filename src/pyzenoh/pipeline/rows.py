@@ -321,7 +321,7 @@ def _push_template(raw: bytes) -> tuple[Any, ...] | None:
     f = scan_push(raw, 0, len(raw))
     if f is None or f[0] != len(raw):
         return None
-    _, scope, suffix, mapping, qos, _, kind, ts, enc, a, b = f
+    _, scope, suffix, mapping, qos, _, kind, ts, enc, a, b, _ = f
     row: list[Any] = [None] * _N
     row[C_RAWSIZE] = len(raw)
     row[C_MSG] = "push"

@@ -161,7 +161,10 @@ class RouterDaemon:
             qos=config.qos,
             handshake_timeout_s=config.accept_timeout_ms / 1000.0,
             max_message_size=config.max_fragmented_message,
-            push_runs=True,  # runs of PUSHes are routed as units (routing/runs.py)
+            # Runs of PUSHes are routed as units (routing/runs.py), stamped ones too (a
+            # router neighbour's, which keep their timestamps).
+            push_runs=True,
+            stamped_runs=True,
             reassembly_timeout_s=config.reassembly_timeout_ms / 1000.0,
             usrpwd=config.usrpwd,
         )

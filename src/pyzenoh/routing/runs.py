@@ -8,10 +8,13 @@ with numpy, block by block: the destination's head, the PUT header with T set, t
 router's HLC timestamps (consecutive, as the per-message path would issue them), then the
 rest of each received message.
 
+Runs already stamped (a router neighbour's, with their NodeId) keep their timestamps: the
+clock takes note of the latest, and the bytes go on with only the head rewritten.
+
 Anything the run path does not cover goes message by message through
 :meth:`PubSub._on_push`, which stays the one definition of routing data: access control
-restricting the route, an observer (recording) wanting one event per message, a dropped
-route, a timestamp width changing within the run.
+restricting the route, an observer wanting one event per message, a dropped route, a
+timestamp width changing within the run, a timestamp too far in the future.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pyzenoh.codec import Put, WireExpr, ZenohId
+from pyzenoh.codec import Put, Timestamp, WireExpr, ZenohId
 from pyzenoh.codec.data import FLAG_T as PUT_FLAG_T
 from pyzenoh.codec.network import QOS_BLOCK, QOS_EXPRESS
 from pyzenoh.routing.faces import Face
@@ -117,9 +120,16 @@ class PushRuns(PubSub):
             self._push_run_one_by_one(f, run, reliable)
             return
         ts = None
+        stamp = msg.body.timestamp
         if route.dests and self.config.timestamping and msg.body.__class__ is Put:
-            ts = timestamp_columns(self._hlc.reserve(self._wall, run.count), run.count, self._hlc.hlc_id)
-            if ts is None:
+            if stamp is None:  # the router stamps them
+                ts = timestamp_columns(self._hlc.reserve(self._wall, run.count), run.count, self._hlc.hlc_id)
+                if ts is None:
+                    self._push_run_one_by_one(f, run, reliable)
+                    return
+            # Stamped already (by a router neighbour): the clock takes note of the latest;
+            # one too far ahead sends the run message by message (restamped or dropped).
+            elif not self._hlc.update(Timestamp(max(run.times()), stamp.id), self._wall):
                 self._push_run_one_by_one(f, run, reliable)
                 return
         stats = self.stats

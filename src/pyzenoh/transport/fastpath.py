@@ -40,6 +40,7 @@ ID_DEL = 0x02
 FIRST_NETWORK_ID = 0x19
 FRAME_QOS_EXT = 0x31
 NET_QOS_EXT = 0x21
+NET_NODE_ID_EXT = 0x33
 ZID_MAX_LEN = 16
 #: Timestamp ids seen (normally a handful of routers); the cache is reset past this.
 MAX_CACHED_IDS = 256
@@ -64,9 +65,10 @@ def _zid(raw: bytes) -> ZenohId | None:
 
 
 #: What :func:`scan_push` finds: (offset after the PUSH, scope, suffix, mapping sender,
-#: qos, body offset, body id (PUT or DEL), timestamp, encoding, payload start, payload end).
+#: qos, body offset, body id (PUT or DEL), timestamp, encoding, payload start, payload end,
+#: NodeId).
 PushFields = tuple[
-    int, int, str, bool, int, int, int, "Timestamp | None", Encoding, int, int
+    int, int, str, bool, int, int, int, "Timestamp | None", Encoding, int, int, "int | None"
 ]
 
 
@@ -114,11 +116,24 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
             return None
         p += n
     qos = 5
-    if h & 0x80:  # extensions: only a lone one-byte QoS is handled here
-        if p + 2 > end or buf[p] != NET_QOS_EXT or buf[p + 1] >= 0x80:
+    node_id = None
+    if h & 0x80:  # extensions: a one-byte QoS, a one-byte NodeId, or QoS then NodeId
+        if p + 2 > end or buf[p + 1] >= 0x80:
             return None
-        qos = buf[p + 1]
-        p += 2
+        e = buf[p]
+        if e & 0x7F == NET_QOS_EXT:
+            qos = buf[p + 1]
+            p += 2
+            if e & 0x80:  # Z: another follows, a NodeId from a router neighbour
+                if p + 2 > end or buf[p] != NET_NODE_ID_EXT or buf[p + 1] >= 0x80:
+                    return None
+                node_id = buf[p + 1]
+                p += 2
+        elif e == NET_NODE_ID_EXT:
+            node_id = buf[p + 1]
+            p += 2
+        else:
+            return None
     if p >= end:
         return None
     body_offset = p - pos
@@ -164,7 +179,7 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
     if kind == ID_DEL:
         if bh & 0x40:
             return None
-        return p, scope, suffix, bool(h & 0x40), qos, body_offset, kind, ts, enc, p, p
+        return p, scope, suffix, bool(h & 0x40), qos, body_offset, kind, ts, enc, p, p, node_id
     if bh & 0x40:  # E: a one-byte encoding without schema
         if p >= end:
             return None
@@ -203,6 +218,7 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
         enc,
         p,
         p + n,
+        node_id,
     )
 
 
@@ -379,9 +395,9 @@ def _run(f: PushFields, buf: bytes, pos: int, end: int, ends: Sequence[int], str
 
 def _push_of(f: PushFields, buf: bytes) -> Push:
     """The codec's message for the fields :func:`scan_push` found."""
-    _, scope, suffix, mapping, qos, body_offset, kind, ts, enc, a, b = f
+    _, scope, suffix, mapping, qos, body_offset, kind, ts, enc, a, b, node_id = f
     body = Del(ts) if kind == ID_DEL else Put(buf[a:b], enc, ts)
-    return Push(WireExpr(scope, suffix, mapping), body, qos, body_offset=body_offset)
+    return Push(WireExpr(scope, suffix, mapping), body, qos, None, node_id, body_offset=body_offset)
 
 
 def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
