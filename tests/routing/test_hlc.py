@@ -53,3 +53,14 @@ def test_issued_timestamps_strictly_increase(steps: list[tuple[float, bool]]) ->
         t = clock.new_timestamp(now).time
         assert t > last
         last = t
+
+
+@ROUNDTRIP
+@given(st.integers(0, 2**64 - 1), st.integers(1, 2**128 - 1))
+def test_encode_timestamp_is_the_codecs_encoding(time: int, zid: int) -> None:
+    from pyzenoh.routing.hlc import encode_timestamp
+
+    ts = Timestamp(time, ZenohId(zid))
+    out = bytearray()
+    ts.write(out)
+    assert encode_timestamp(ts) == bytes(out)

@@ -68,3 +68,29 @@ class Hlc:
             return False
         self._last = max(self._last, ts.time)
         return True
+
+
+_ZID_PARTS: dict[ZenohId, bytes] = {}  # an id's encoding (length and bytes), per HLC id
+
+
+def encode_timestamp(ts: Timestamp) -> bytes:
+    """``ts`` encoded as :meth:`Timestamp.write` does (VLE time, then the id), faster for
+    the times every current clock gives (2**56 <= time < 2**63: a nine-byte VLE): the
+    56 low bits are spread into eight 7-bit groups with a few integer operations."""
+    t = ts.time
+    zid = _ZID_PARTS.get(ts.id)
+    if zid is None:
+        if len(_ZID_PARTS) >= 64:
+            _ZID_PARTS.clear()
+        out = bytearray()
+        Timestamp(0, ts.id).write(out)
+        zid = _ZID_PARTS[ts.id] = bytes(out[1:])
+    if not (1 << 56) <= t < (1 << 63):
+        out = bytearray()
+        ts.write(out)
+        return bytes(out)
+    x = t & 0x00FF_FFFF_FFFF_FFFF
+    x = (x & 0x0FFF_FFFF) | ((x & 0x00FF_FFFF_F000_0000) << 4)
+    x = (x & 0x0000_3FFF_0000_3FFF) | ((x & 0x0FFF_C000_0FFF_C000) << 2)
+    x = (x & 0x007F_007F_007F_007F) | ((x & 0x3F80_3F80_3F80_3F80) << 1)
+    return (x | 0x8080_8080_8080_8080).to_bytes(8, "little") + bytes((t >> 56,)) + zid

@@ -30,6 +30,7 @@ from pyzenoh.routing.faces import (
     Face,
     RoutingTables,
 )
+from pyzenoh.routing.hlc import encode_timestamp
 from pyzenoh.routing.types import PushRouted
 
 _S = InterestOptions.SUBSCRIBERS
@@ -212,9 +213,7 @@ class PubSub(RoutingTables):
             return raw[off:]
         if isinstance(body, Put) and isinstance(msg.body, Put) and msg.body.timestamp is None \
                 and body.timestamp is not None:  # fmt: skip
-            ts = bytearray((raw[off] | PUT_FLAG_T,))
-            body.timestamp.write(ts)
-            return bytes(ts) + raw[off + 1 :]
+            return bytes((raw[off] | PUT_FLAG_T,)) + encode_timestamp(body.timestamp) + raw[off + 1 :]
         return None
 
     def _push_head(self, msg: Push) -> bytes:

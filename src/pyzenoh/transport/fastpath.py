@@ -301,11 +301,14 @@ _HIGH = bytes(range(0x80, 0x100))
 _LOW = bytes(range(0x80))
 
 
-def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False) -> PushRun | None:
+def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
+             f: PushFields | None = None) -> PushRun | None:  # fmt: skip
     """The run of same-shape PUSHes starting at ``buf[pos]`` (at least :data:`MIN_RUN`),
     or None: decode message by message. Without ``stamped``, messages with a timestamp
-    are never a run (a router stamps them itself); with it, their times may differ."""
-    f = scan_push(buf, pos, end)
+    are never a run (a router stamps them itself); with it, their times may differ.
+    ``f``: what :func:`scan_push` found there already, if the caller has it."""
+    if f is None:
+        f = scan_push(buf, pos, end)
     if f is None or (f[7] is not None and not stamped):
         return None
     after, body_offset, kind, payload_at = f[0], f[5], f[6], f[9]
@@ -440,22 +443,22 @@ def _frame(
     raws: list[bytes] = []
     while p < end and buf[p] & 0x1F >= FIRST_NETWORK_ID:
         start = p
-        if runs and buf[p] & 0x1F == ID_PUSH:
-            run = scan_run(buf, p, end, stamped)
+        f = scan_push(buf, p, end) if buf[p] & 0x1F == ID_PUSH else None
+        if f is None:
+            r.pos = p
+            messages.append(read_network_message(r))
+            p = r.pos
+        else:
+            # one scan of the first message serves the run and the message alone
+            run = scan_run(buf, p, end, stamped, f) if runs and f[0] < end else None
             if run is not None:
                 messages.append(run)
                 p += len(run.data)
                 if keep_raw:
                     raws.append(run.data)
                 continue
-        res = decode_push(buf, p, end) if buf[p] & 0x1F == ID_PUSH else None
-        if res is None:
-            r.pos = p
-            messages.append(read_network_message(r))
-            p = r.pos
-        else:
-            messages.append(res[0])
-            p = res[1]
+            messages.append(_push_of(f, buf))
+            p = f[0]
         if keep_raw:
             raws.append(buf[start:p])
     frame = Frame(bool(h & 0x20), sn, tuple(messages), priority, (), tuple(raws))  # type: ignore[arg-type]
