@@ -115,3 +115,4 @@ def test_a_run_sample_is_a_sample() -> None:
     assert s.timestamp is not None and s.timestamp.wire.time == 1003 and str(s.key_expr) == "a/b"
     plain = t.Sample(t.KeyExpr("a/b"), t.ZBytes(b"x3"), t.SampleKind.PUT, s.encoding, s.timestamp)
     assert s == plain and plain == s and "x3" in repr(s)
+    assert hash(s) == hash(plain) and samples[2] != s

@@ -101,11 +101,13 @@ class RunSample(t.Sample):
             return NotImplemented
         return _fields(self) == _fields(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        return hash(_fields(self))
 
 
 def _fields(s: t.Sample) -> tuple[Any, ...]:
-    return (s.key_expr, s.payload.to_bytes(), s.kind, s.encoding, s.timestamp, s.congestion_control,
+    """What a sample's equality and hash are made of (a Sample's dataclass fields)."""
+    return (s.key_expr, s.payload, s.kind, s.encoding, s.timestamp, s.congestion_control,
             s.priority, s.express, s.attachment, s.source_info, s.timestamp_stack)  # fmt: skip
 
 
