@@ -208,6 +208,34 @@ def test_pyzenoh_heartbeat_and_token_wire(ps: pyzenoh.Session, zs: zenoh.Session
     spy.undeclare()
 
 
+def test_pyzenoh_sporadic_heartbeat_only_after_news(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
+    beats: list[Any] = []
+    spy = zs.declare_subscriber(f"{key}/@adv/**", beats.append)
+    settle()
+    with px.declare_advanced_publisher(ps, key,
+                                       sample_miss_detection=px.MissDetectionConfig(sporadic_heartbeat=0.05)) as pub:  # fmt: skip
+        pub.put("a")
+        assert until(lambda: len(beats) >= 1)
+        settle(0.3)  # six periods without news: no heartbeat
+        assert len(beats) == 1 and beats[0].congestion_control == zenoh.CongestionControl.BLOCK
+        pub.put("b")
+        pub.put("c")
+        assert until(lambda: zx.z_deserialize(int, beats[-1].payload) == 2)
+        values = [zx.z_deserialize(int, b.payload) for b in beats]
+        assert values[0] == 0 and values == sorted(set(values))
+    spy.undeclare()
+
+
+def test_undeclare_ends_the_channels(ps: pyzenoh.Session, key: str) -> None:
+    sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig())
+    misses = sub.sample_miss_listener()
+    sub.undeclare()
+    with pytest.raises(pyzenoh.ZError):
+        misses.recv(WAIT)
+    with pytest.raises(pyzenoh.ZError):
+        sub.recv(WAIT)
+
+
 class _Lossy:
     """Makes an AdvancedPublisher's next ``n`` puts stay in its cache only."""
 

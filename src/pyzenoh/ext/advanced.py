@@ -47,7 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeAlias, TypeVar, overload
 
 from pyzenoh.ext.serialization import UInt32, z_serialize
 from pyzenoh.handlers import Callback, DefaultHandler, FifoChannel, Handler, RingChannel
@@ -100,6 +100,11 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 H = TypeVar("H")
+
+#: zenoh-python's handler argument kinds (channels, a (callback, object) pair, a callback)
+_Channel: TypeAlias = DefaultHandler[T] | FifoChannel[T] | RingChannel[T]
+_Pair: TypeAlias = tuple[Callable[[T], Any], H]
+_Callable: TypeAlias = Callable[[T], Any] | Callback[T]
 
 #: How long the subscriber's queries wait for replies (zenoh-ext's default query_timeout).
 QUERY_TIMEOUT_S = 10.0
@@ -927,6 +932,13 @@ class AdvancedSubscriber(Generic[H]):
     def __iter__(self) -> Iterator[Sample]:
         return iter(_channel(self._delivery.returned))
 
+    @overload
+    def sample_miss_listener(self, handler: _Channel[Miss] | None = None) -> SampleMissListener[Handler[Miss]]: ...
+    @overload
+    def sample_miss_listener(self, handler: _Pair[Miss, T]) -> SampleMissListener[T]: ...
+    @overload
+    def sample_miss_listener(self, handler: _Callable[Miss]) -> SampleMissListener[None]: ...
+
     def sample_miss_listener(self, handler: Any = None) -> SampleMissListener[Any]:
         """Declare a listener of :class:`Miss` notifications (a channel by default)."""
         delivery: _Delivery[Miss] = _delivery(handler)
@@ -935,6 +947,14 @@ class AdvancedSubscriber(Generic[H]):
             self._next_lid += 1
             self._miss[lid] = delivery
         return SampleMissListener(self, lid, delivery)
+
+    @overload
+    def detect_publishers(self, handler: _Channel[Sample] | None = None, *,
+                          history: bool | None = None) -> Subscriber[Handler[Sample]]: ...  # fmt: skip
+    @overload
+    def detect_publishers(self, handler: _Pair[Sample, T], *, history: bool | None = None) -> Subscriber[T]: ...
+    @overload
+    def detect_publishers(self, handler: _Callable[Sample], *, history: bool | None = None) -> Subscriber[None]: ...
 
     def detect_publishers(self, handler: Any = None, *, history: bool | None = None) -> Subscriber[Any]:
         """A liveliness subscriber on the tokens of the matching advanced publishers."""
@@ -1070,11 +1090,15 @@ class AdvancedSubscriber(Generic[H]):
                     functools.partial(self._on_seq_done, source))  # fmt: skip
 
     def _on_subscriber_drop(self) -> None:
+        """The subscriber is undeclared (or its session closed): the sample and miss
+        handlers end (channels close, ``drop`` callbacks run)."""
         with self._lock:
             self._open = False
+            listeners = list(self._miss.values())
             self._miss.clear()
-        if self._delivery.drop is not None:
-            self._delivery.drop()
+        for d in (self._delivery, *listeners):
+            if d.drop is not None:
+                d.drop()
 
     def _on_reply(self, reply: Reply) -> None:
         sample = reply.ok
@@ -1249,6 +1273,45 @@ class AdvancedSubscriber(Generic[H]):
             d = self._miss.pop(lid, None)
         if d is not None and d.drop is not None:
             d.drop()
+
+
+@overload
+def declare_advanced_subscriber(
+    session: Session,
+    key_expr: KeyExpr | str,
+    handler: _Channel[Sample] | None = None,
+    *,
+    allowed_origin: Locality | None = None,
+    history: HistoryConfig | None = None,
+    recovery: RecoveryConfig | None = None,
+    subscriber_detection: bool | None = None,
+) -> AdvancedSubscriber[Handler[Sample]]: ...
+
+
+@overload
+def declare_advanced_subscriber(
+    session: Session,
+    key_expr: KeyExpr | str,
+    handler: _Pair[Sample, H],
+    *,
+    allowed_origin: Locality | None = None,
+    history: HistoryConfig | None = None,
+    recovery: RecoveryConfig | None = None,
+    subscriber_detection: bool | None = None,
+) -> AdvancedSubscriber[H]: ...
+
+
+@overload
+def declare_advanced_subscriber(
+    session: Session,
+    key_expr: KeyExpr | str,
+    handler: _Callable[Sample],
+    *,
+    allowed_origin: Locality | None = None,
+    history: HistoryConfig | None = None,
+    recovery: RecoveryConfig | None = None,
+    subscriber_detection: bool | None = None,
+) -> AdvancedSubscriber[None]: ...
 
 
 def declare_advanced_subscriber(
