@@ -47,7 +47,8 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
         "pyzenoh",
     }),
     "session": frozenset({
-        "id", "mode", "connect/endpoints", "scouting/timeout", "scouting/multicast/enabled",
+        "id", "mode", "connect/endpoints", "connect/timeout_ms", "connect/exit_on_failure", "connect/retry",
+        "listen/endpoints", "scouting/delay", "scouting/timeout", "scouting/multicast/enabled",
         "scouting/multicast/address", "scouting/multicast/interface", "scouting/multicast/ttl",
         "scouting/multicast/autoconnect", "queries_default_timeout", "transport/unicast/open_timeout",
         "transport/unicast/qos/enabled", "transport/link/tx/lease", "transport/link/tx/keep_alive",
@@ -163,7 +164,7 @@ def _plugin_problems(plugins: Any, refusals: list[str], warnings: list[str]) -> 
 def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals: list[str]) -> None:
     """Endpoints pyzenoh cannot serve stop start-up (zenohd's listeners exit on failure),
     and ``transport/link/protocols`` (a whitelist) is enforced on every configured one."""
-    keys = ["listen/endpoints", "connect/endpoints"] if role == "router" else ["connect/endpoints"]
+    keys = ["listen/endpoints", "connect/endpoints"] if role == "router" or mode == "peer" else ["connect/endpoints"]
     allowed = get(tree, "transport/link/protocols")
     for key in keys:
         for ep in endpoints_for(tree, key, mode):

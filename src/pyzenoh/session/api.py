@@ -6,7 +6,9 @@ or call the session again); channel handlers are read from any thread.
 
 Differences from zenoh-python worth knowing: declared entities live until they are
 undeclared or the session closes (dropping the Python object does not undeclare them);
-``recv`` on channels accepts an optional ``timeout``; sessions do not reconnect.
+``recv`` on channels accepts an optional ``timeout``. A client whose router goes away
+reconnects and re-declares everything (see :mod:`pyzenoh.session.connector`); a peer
+listens on ``listen/endpoints``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pyzenoh.session import instrumentation as ins
 from pyzenoh.session import types as t
 from pyzenoh.session.cancel import CancellationToken
 from pyzenoh.session.config import Config, to_config
+from pyzenoh.session.connector import open_timeout_s
 from pyzenoh.session.core import LOCAL_AND_REMOTE
 from pyzenoh.session.handlers import Handler, Sink, make_sink
 from pyzenoh.session.info import Link, LinkEvent, Transport, TransportEvent, locator
@@ -281,7 +284,9 @@ def open(
     rt = Runtime(cfg, lt.loop, threaded=True)
     rt.core.ts_callback = timestamp_callback
     fut = asyncio.run_coroutine_threadsafe(rt.connect(), lt.loop)
-    budget = cfg.open_timeout_s * max(len(cfg.connect), 1) + 5.0 + scouting_budget_s(cfg)
+    retrying = open_timeout_s(cfg)  # connect/timeout_ms: None waits for a router forever, as zenoh
+    budget = None if retrying is None else (cfg.open_timeout_s * max(len(cfg.connect), 1) + 5.0
+                                            + scouting_budget_s(cfg) + retrying)  # fmt: skip
     try:
         fut.result(budget)
     except BaseException:
@@ -632,75 +637,78 @@ class SessionInfo:
     def zid(self) -> ZenohId:
         return self._rt.zid
 
+    def _zids(self, whatami: Any) -> list[ZenohId]:
+        return [p.zid for p in list(self._rt.peers.values()) if p.whatami is whatami]
+
     def routers_zid(self) -> list[ZenohId]:
-        peer = self._rt.peer
         from pyzenoh.codec import WhatAmI
 
-        return [peer.zid] if peer is not None and peer.whatami is WhatAmI.ROUTER else []
+        return self._zids(WhatAmI.ROUTER)
 
     def peers_zid(self) -> list[ZenohId]:
-        peer = self._rt.peer
         from pyzenoh.codec import WhatAmI
 
-        return [peer.zid] if peer is not None and peer.whatami is WhatAmI.PEER else []
-
-    def _transport(self) -> Transport | None:
-        rt = self._rt
-        peer = rt.peer
-        if peer is None or rt.closed:
-            return None
-        return Transport(peer.zid, peer.whatami, peer.qos)
-
-    def _link(self) -> Link | None:
-        rt = self._rt
-        peer, link = rt.peer, rt.link
-        if peer is None or link is None or rt.closed:
-            return None
-        proto = getattr(link, "protocol", "tcp")
-        return Link(peer.zid, locator(proto, getattr(link, "local_address", None)),
-                    locator(proto, getattr(link, "remote_address", None)), peer.batch_size,
-                    auth_identifier=peer.username)  # fmt: skip
+        return self._zids(WhatAmI.PEER)
 
     def transports(self) -> list[Transport]:
-        """The session's transport while it is open (a session has one)."""
-        tr = self._transport()
-        return [] if tr is None else [tr]
+        """The session's transports: one per open link (a client's router; a peer's
+        routers and peers)."""
+        rt = self._rt
+        if rt.closed:
+            return []
+        return [tr for fid in list(rt.peers) if (tr := _face_transport(rt, fid)) is not None]
 
     def links(self) -> list[Link]:
-        """The session's link while it is open (a session has one)."""
-        ln = self._link()
-        return [] if ln is None else [ln]
+        """The session's open links."""
+        rt = self._rt
+        if rt.closed:
+            return []
+        return [ln for fid in list(rt.peers) if (ln := _face_link(rt, fid)) is not None]
 
-    def _listener(self, current: Any, history: bool | None, handler: Any, cls: type[_Receiver[Any]]) -> Any:
+    def _listener(self, make: Callable[[t.SampleKind, int], Any], history: bool | None, handler: Any,
+                  cls: type[_Receiver[Any]]) -> Any:  # fmt: skip
         rt = self._rt
         if rt.closed:
             raise UsageError("the session is closed")
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher if rt.threaded else None)
-        opened = None if current is None else current(t.SampleKind.PUT)
-        gone = None if current is None else current(t.SampleKind.DELETE)
-        local = rt.call(lambda: rt.core.add_info_listener(sink, opened if history else None, gone), CALL_TIMEOUT_S)
+        local = rt.call(lambda: rt.core.add_info_listener(sink, make, bool(history)), CALL_TIMEOUT_S)
         return cls(rt, KeyExpr._trusted("@/info"), functools.partial(rt.core.remove_info_listener, local),
                    returned, local)  # fmt: skip
 
     def declare_transport_events_listener(self, handler: Any = None, *, history: bool | None = None) -> Any:
-        """TransportEvents: the current transport (``history``), then its closing."""
-        tr = self._transport()
-        make = None if tr is None else functools.partial(_transport_event, tr)
-        return self._listener(make, history, handler, TransportEventsListener)
+        """TransportEvents: the open transports (``history``), then every transport
+        opening (a reconnection included) or closing."""
+        return self._listener(functools.partial(_transport_event, self._rt), history, handler,
+                              TransportEventsListener)  # fmt: skip
 
     def declare_link_events_listener(self, handler: Any = None, *, history: bool | None = None) -> Any:
-        """LinkEvents: the current link (``history``), then its removal."""
-        ln = self._link()
-        make = None if ln is None else functools.partial(_link_event, ln)
-        return self._listener(make, history, handler, LinkEventsListener)
+        """LinkEvents: the open links (``history``), then every link added or removed."""
+        return self._listener(functools.partial(_link_event, self._rt), history, handler, LinkEventsListener)
 
 
-def _transport_event(tr: Transport, kind: t.SampleKind) -> TransportEvent:
-    return TransportEvent(kind, tr)
+def _face_transport(rt: Runtime, fid: int) -> Transport | None:
+    peer = rt.peers.get(fid)
+    return None if peer is None else Transport(peer.zid, peer.whatami, peer.qos)
 
 
-def _link_event(ln: Link, kind: t.SampleKind) -> LinkEvent:
-    return LinkEvent(kind, ln)
+def _face_link(rt: Runtime, fid: int) -> Link | None:
+    peer, link = rt.peers.get(fid), rt.links.get(fid)
+    if peer is None or link is None:
+        return None
+    proto = getattr(link, "protocol", "tcp")
+    return Link(peer.zid, locator(proto, getattr(link, "local_address", None)),
+                locator(proto, getattr(link, "remote_address", None)), peer.batch_size,
+                auth_identifier=peer.username)  # fmt: skip
+
+
+def _transport_event(rt: Runtime, kind: t.SampleKind, fid: int) -> TransportEvent | None:
+    tr = _face_transport(rt, fid)
+    return None if tr is None else TransportEvent(kind, tr)
+
+
+def _link_event(rt: Runtime, kind: t.SampleKind, fid: int) -> LinkEvent | None:
+    ln = _face_link(rt, fid)
+    return None if ln is None else LinkEvent(kind, ln)
 
 
 class Session:
@@ -933,7 +941,7 @@ class Session:
             rt = self._rt
             if self._lt.loop.is_closed():
                 return
-            if not (rt.closed and rt.link is None):
+            if not (rt.closed and not rt.links):
                 fut = asyncio.run_coroutine_threadsafe(rt.aclose(), self._lt.loop)
                 try:
                     fut.result(10.0)

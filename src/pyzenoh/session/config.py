@@ -8,7 +8,9 @@ keys live under ``pyzenoh/``. Opening a session then runs the start-up gate
 (:meth:`Config.check_open`): security settings a session does not implement stop it,
 and the harmless zenoh settings it ignores are named in one warning. Understood keys:
 
-``mode`` (``"client"`` | ``"peer"``), ``connect/endpoints``, ``id``,
+``mode`` (``"client"`` | ``"peer"``), ``connect/endpoints``, ``connect/timeout_ms``,
+``connect/exit_on_failure``, ``connect/retry/*`` (reconnection, see
+:mod:`pyzenoh.session.connector`), ``listen/endpoints`` (peer mode), ``id``,
 ``transport/link/tx/lease`` (ms), ``transport/link/tx/keep_alive``,
 ``transport/link/tx/batch_size``, ``transport/link/tx/sequence_number_resolution``,
 ``transport/unicast/open_timeout`` (ms), ``transport/unicast/qos/enabled``,
@@ -37,6 +39,8 @@ from pyzenoh.config import (
     raise_problems,
     split_key,
 )
+from pyzenoh.config.nodes import ModeV
+from pyzenoh.config.schema import node_at as schema_node
 from pyzenoh.errors import UsageError
 from pyzenoh.security.tls import TlsConfig, tls_config
 from pyzenoh.security.usrpwd import UsrPwd, usrpwd_from_config
@@ -169,6 +173,41 @@ class Config:
             raise UsageError("connect/endpoints: endpoint groups {strategy, locators} are not implemented")
         return eps
 
+    @property
+    def listen(self) -> list[str]:
+        """``listen/endpoints`` for this mode (a peer's default: ``tcp/[::]:0``; a client
+        listens on nothing unless told)."""
+        return [str(e) for e in endpoints_for(self._tree, "listen/endpoints", self.mode)]
+
+    def _mode_value(self, key: str) -> Any:
+        """A mode-dependent value (``{router: .., peer: .., client: ..}`` or one value)
+        for this session's mode, zenoh's per-mode default when unset."""
+        node = schema_node(key)
+        assert isinstance(node, ModeV), key
+        return node.for_mode(self.get(key), self.mode)
+
+    @property
+    def connect_timeout_ms(self) -> int:
+        """``connect/timeout_ms``: how long open() retries the connect endpoints (0: one
+        try each, -1: forever); zenoh's defaults: client 0, peer -1."""
+        return int(self._mode_value("connect/timeout_ms"))
+
+    @property
+    def connect_exit_on_failure(self) -> bool:
+        """``connect/exit_on_failure`` (zenoh's defaults: client true, peer false)."""
+        return bool(self._mode_value("connect/exit_on_failure"))
+
+    @property
+    def connect_retry(self) -> tuple[int, int, float]:
+        """``connect/retry``: (period_init_ms, period_max_ms, period_increase_factor),
+        zenoh's defaults (1000, 4000, 2)."""
+        out: list[Any] = []
+        for name in ("period_init_ms", "period_max_ms", "period_increase_factor"):
+            node = schema_node(f"connect/retry/{name}")
+            assert isinstance(node, ModeV)
+            out.append(node.for_mode(self.get(f"connect/retry/{name}"), self.mode))
+        return int(out[0]), int(out[1]), float(out[2])
+
     def _int(self, key: str, default: int, minimum: int = 0) -> int:
         value = self.get(key, default)
         if value is None:
@@ -219,8 +258,8 @@ class Config:
 
     @property
     def usrpwd(self) -> UsrPwd | None:
-        """``transport/auth/usrpwd``: the user/password presented to the router (a
-        dictionary_file is read and checked, but a session never accepts links)."""
+        """``transport/auth/usrpwd``: the user/password presented when connecting, the
+        users required from peers connecting to a listening peer (dictionary_file)."""
         return usrpwd_from_config(self.get("transport/auth/usrpwd"))
 
     @property

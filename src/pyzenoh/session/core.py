@@ -1,4 +1,4 @@
-"""Sans-IO session logic of a Zenoh client or peer talking to one router (zenoh-wire.md 6).
+"""Sans-IO session logic of a Zenoh client or peer (zenoh-wire.md 6) over its links ("faces").
 
 :class:`SessionCore` is fed network messages (:meth:`SessionCore.on_message`) and API
 calls (``put``, ``declare_subscriber``, ``get`` ...), always with the current time when
@@ -13,6 +13,15 @@ CurrentFuture K|S INTEREST and, once the router answered it with D_FINAL, only p
 on that key while a matching remote subscriber is known (write-side filtering); gets end
 at RESPONSE_FINAL or with a synthesised ``ERR "Timeout"``; replies whose key does not
 intersect the query are dropped unless ``_anyke`` is set.
+
+Faces: a client has one (its router), a peer one per link (routers, and peers it connected
+to or accepted). A face opened later, or again after its link was lost (reconnection),
+gets the session's whole state at once: key expressions, the interests (router faces),
+subscribers, queryables and tokens, then D_FINAL(0) to a peer as 1.10.2 peers do. A lost
+face takes what it declared with it (token DELETEs, matching False) and ends the gets
+that waited on it. Peer faces get no interests: a peer sends its declarations unasked,
+then D_FINAL(0); from then on data and queries go to it only where it declared a
+matching subscriber or queryable (before that, everything goes).
 """
 
 from __future__ import annotations
@@ -97,6 +106,20 @@ REMOTE_ONLY = t.Locality.REMOTE.value
 
 
 @dataclass(slots=True)
+class _Face:
+    """One link of the session: its peer and what it declared to us."""
+
+    fid: int
+    peer: Established
+    #: interests go to it and it answers them (a router; any node a client connects to)
+    routerish: bool
+    remote_exprs: dict[int, str] = field(default_factory=dict)
+    #: a peer face sent D_FINAL(0): its initial declarations are all in
+    declared: bool = False
+    allow_cache: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class _Declared:
     """One key declared to the router on behalf of one or more local entities."""
 
@@ -153,7 +176,8 @@ class _Get:
     consolidation: int
     accept_any: bool
     deadline: float
-    remote_pending: bool = True
+    #: the faces the query went to whose RESPONSE_FINAL is still due
+    remote_pending: set[int] = field(default_factory=set)
     local_pending: int = 0
     held: dict[str, t.Reply] = field(default_factory=dict)
     seen: dict[str, t.Timestamp | None] = field(default_factory=dict)
@@ -179,6 +203,8 @@ class _Incoming:
     local_get: int | None = None
     #: the query's timestamp stack, Receive record included: replies carry it on
     ts_stack: bytes | None = None
+    #: the face the query came from (replies and the final go back there)
+    fid: int = 0
 
 
 def _ts_key(ts: t.Timestamp | None) -> tuple[int, int]:
@@ -208,8 +234,9 @@ class SessionCore:
         self.ts_callback: ins.TimestampCallback | None = None
         self.peer: Established | None = None
         self.closed = False
-        #: (message or raw bytes, reliable, priority, droppable, express)
-        self.outbox: list[tuple[NetworkMessage | bytes, bool, int, bool, bool]] = []
+        #: (message or raw bytes, reliable, priority, droppable, express, face id or None:
+        #: every face)
+        self.outbox: list[tuple[NetworkMessage | bytes, bool, int, bool, bool, int | None]] = []
         #: (sink, item); item END closes the sink
         self.deliveries: list[tuple[Any, Any]] = []
         self._next_wire_id = 1  # one counter for subscriber/queryable/token/interest ids
@@ -217,7 +244,12 @@ class SessionCore:
         self._next_rid = 1
         self._next_local = 1
         self._next_qref = 1
-        # our declared expression ids and the peer's
+        # the links (faces), the one whose messages are being handled, its expression ids
+        self._faces: dict[int, _Face] = {}
+        self._face_id = 0
+        #: some face is a peer's (per-face routing of data and queries)
+        self._peer_faces = False
+        # our declared expression ids and the current face's
         self._local_exprs: dict[str, int] = {}
         self._local_expr_keys: dict[int, str] = {}
         self._remote_exprs: dict[int, str] = {}
@@ -235,17 +267,17 @@ class SessionCore:
         # subscribers fed only by this session's puts, and those never fed by them
         self._local_only_subs: dict[int, _Subscriber] = {}
         self._remote_only_sinks: set[int] = set()
-        # info listeners: (sink, what to deliver when the session's link goes)
+        # info listeners: (sink, make(kind, face id) -> the event to deliver, or None)
         self._info_listeners: dict[int, tuple[Any, Any]] = {}
         # key expressions declared by the user (Session.declare_keyexpr), with a count
         self._user_exprs: dict[str, int] = {}
         self._finalized: set[int] = set()
         self._lsubs: dict[int, _LivelinessSub] = {}
-        # what the router told us
-        self._remote_subs: dict[int, str] = {}
-        self._remote_qabls: dict[int, str] = {}
-        self._remote_qabl_complete: set[int] = set()
-        self._remote_tokens: dict[int, str] = {}
+        # what the faces told us, by (face id, entity id)
+        self._remote_subs: dict[tuple[int, int], str] = {}
+        self._remote_qabls: dict[tuple[int, int], str] = {}
+        self._remote_qabl_complete: set[tuple[int, int]] = set()
+        self._remote_tokens: dict[tuple[int, int], str] = {}
         # queries
         self._gets: dict[int, _Get] = {}
         self._lgets: dict[int, _LivelinessGet] = {}
@@ -257,7 +289,7 @@ class SessionCore:
 
     # --- plumbing ----------------------------------------------------------------------------
 
-    def take_outbox(self) -> list[tuple[NetworkMessage | bytes, bool, int, bool, bool]]:
+    def take_outbox(self) -> list[tuple[NetworkMessage | bytes, bool, int, bool, bool, int | None]]:
         out = self.outbox
         self.outbox = []
         return out
@@ -275,12 +307,21 @@ class SessionCore:
         reliable: bool = True,
         droppable: bool = False,
         express: bool = False,
+        face: int | None = None,
     ) -> None:
-        if not self.closed:
-            self.outbox.append((msg, reliable, priority, droppable, express))
+        # without a face (link lost, not yet connected) nothing is sent: a face that
+        # opens gets the session's state then (on_established)
+        if not self.closed and self._faces:
+            self.outbox.append((msg, reliable, priority, droppable, express, face))
 
-    def _declare(self, body: Any, interest_id: int | None = None) -> None:
-        self._send(Declare(body, interest_id, qos=QOS_DECLARE), PRIORITY_CONTROL)
+    def _declare(self, body: Any, interest_id: int | None = None, face: int | None = None) -> None:
+        self._send(Declare(body, interest_id, qos=QOS_DECLARE), PRIORITY_CONTROL, face=face)
+
+    def _to_routers(self, msg: NetworkMessage) -> None:
+        """An interest (or its final): to the faces that answer interests."""
+        for f in self._faces.values():
+            if f.routerish:
+                self._send(msg, PRIORITY_CONTROL, face=f.fid)
 
     def _wire_id(self) -> int:
         n = self._next_wire_id
@@ -339,15 +380,121 @@ class SessionCore:
 
     def _invalidate(self) -> None:
         self._sub_cache.clear()
+        self._allow_changed()
+
+    def _allow_changed(self) -> None:
         self._allow_cache.clear()
+        for f in self._faces.values():
+            f.allow_cache.clear()
 
     # --- link lifecycle ----------------------------------------------------------------------
 
-    def on_established(self, peer: Established) -> None:
+    def on_established(self, peer: Established, fid: int = 0) -> None:
+        """A face opened (``fid``: the runtime's id for the link): it gets the session's
+        state, as a 1.10.2 client re-declares everything to a router it reconnected to."""
+        if self.closed:
+            return
         self.peer = peer
+        routerish = self.mode is WhatAmI.CLIENT or peer.whatami is WhatAmI.ROUTER
+        face = _Face(fid, peer, routerish)
+        self._faces[fid] = face
+        self._peer_faces = any(not f.routerish for f in self._faces.values())
+        self.select_face(fid)
         if self.mode is WhatAmI.PEER:
-            # peers announce their link state to routers right after open (zenoh-wire.md 6.7)
-            self._send(NetworkOam(OAM_LINKSTATE, self._linkstate(peer), qos=QOS_DECLARE), PRIORITY_CONTROL)
+            # peers announce their link state right after open (zenoh-wire.md 6.7)
+            self._send(NetworkOam(OAM_LINKSTATE, self._linkstate(peer), qos=QOS_DECLARE), PRIORITY_CONTROL,
+                       face=fid)  # fmt: skip
+        self._replay(face)
+        self._allow_changed()
+        for sink, make in list(self._info_listeners.values()):
+            item = None if make is None else make(t.SampleKind.PUT, fid)
+            if item is not None:
+                self.deliveries.append((sink, item))
+
+    def _replay(self, f: _Face) -> None:
+        """Everything this session declared, to a face that just opened."""
+        fid = f.fid
+        for key, expr_id in self._local_exprs.items():
+            self._declare(DeclareKeyExpr(expr_id, WireExpr(0, key, True)), face=fid)
+        if f.routerish:
+            ks = InterestOptions.KEYEXPRS
+            for pub in self._pubs.values():
+                self._send(Interest(pub.interest_id, InterestMode.CURRENT_FUTURE, ks | InterestOptions.SUBSCRIBERS,
+                                    WireExpr(pub.expr_id, "", True), qos=QOS_DECLARE), PRIORITY_CONTROL,
+                           face=fid)  # fmt: skip
+            for qr in self._queriers.values():
+                self._send(Interest(qr.interest_id, InterestMode.CURRENT_FUTURE, ks | InterestOptions.QUERYABLES,
+                                    WireExpr(0, qr.key, True), qos=QOS_DECLARE), PRIORITY_CONTROL,
+                           face=fid)  # fmt: skip
+            for iid, ls in self._lsubs.items():
+                # as zenoh: every interest goes again as CurrentFuture (tokens come again)
+                self._send(Interest(iid, InterestMode.CURRENT_FUTURE, ks | InterestOptions.TOKENS,
+                                    WireExpr(0, ls.key, True), qos=QOS_DECLARE), PRIORITY_CONTROL,
+                           face=fid)  # fmt: skip
+        for key, d in self._sub_decls.items():
+            self._declare(DeclareSubscriber(d.wire_id, WireExpr(0, key, True)), face=fid)
+        for key, d in self._qabl_decls.items():
+            self._declare(DeclareQueryable(d.wire_id, WireExpr(0, key, True), complete=d.complete), face=fid)
+        for key, d in self._token_decls.items():
+            self._declare(DeclareToken(d.wire_id, WireExpr(0, key, True)), face=fid)
+        if not f.routerish:
+            # a 1.10.2 peer ends its initial declarations to a peer with D_FINAL(0)
+            self._declare(DeclareFinal(), 0, face=fid)
+
+    def select_face(self, fid: int) -> None:
+        """The face whose messages are handled next (its expression ids resolve keys)."""
+        self._face_id = fid
+        f = self._faces.get(fid)
+        self._remote_exprs = {} if f is None else f.remote_exprs
+
+    def has_face(self) -> bool:
+        return bool(self._faces)
+
+    def face_lost(self, fid: int) -> None:
+        """A face's link is gone: what it declared goes (token DELETEs, matching
+        updates), gets waiting for its final end without it (as zenoh's do)."""
+        f = self._faces.pop(fid, None)
+        if f is None:
+            return
+        if self._face_id == fid:
+            self._remote_exprs = {}
+        self._peer_faces = any(not g.routerish for g in self._faces.values())
+        if not self._faces:
+            self.peer = None
+        if self.closed:
+            return
+        subs = {k: v for k, v in self._remote_subs.items() if k[0] != fid}
+        if len(subs) != len(self._remote_subs):
+            self._remote_subs = subs
+        qabls = {k: v for k, v in self._remote_qabls.items() if k[0] != fid}
+        if len(qabls) != len(self._remote_qabls):
+            self._remote_qabls = qabls
+            self._remote_qabl_complete = {k for k in self._remote_qabl_complete if k[0] != fid}
+        gone = [(k, key) for k, key in self._remote_tokens.items() if k[0] == fid]
+        for k, key in gone:
+            del self._remote_tokens[k]
+        for _, key in gone:
+            self._token_event(key, t.SampleKind.DELETE)
+        if f.routerish:
+            self._finalized.clear()  # the pub interests' finals came from there
+            if not any(g.routerish for g in self._faces.values()):
+                for lg in self._lgets.values():
+                    self.deliveries.append((lg.sink, END))
+                self._lgets.clear()
+        self._allow_changed()
+        self._update_matching()
+        self._update_querier_matching()
+        for qref, (inc, _) in list(self._incoming.items()):
+            if inc.local_get is None and inc.fid == fid:
+                del self._incoming[qref]
+        for g in list(self._gets.values()):
+            if fid in g.remote_pending:
+                g.remote_pending.discard(fid)
+                self._maybe_finish(g)
+        for sink, make in list(self._info_listeners.values()):
+            item = None if make is None else make(t.SampleKind.DELETE, fid)
+            if item is not None:
+                self.deliveries.append((sink, item))
 
     def _linkstate(self, peer: Established) -> bytes:
         out = bytearray()
@@ -389,9 +536,11 @@ class SessionCore:
             sinks += pub.listeners
         for qr in self._queriers.values():
             sinks += qr.listeners
-        for sink, gone in self._info_listeners.values():
-            if gone is not None:
-                self.deliveries.append((sink, gone))
+        for sink, make in self._info_listeners.values():
+            for fid in self._faces:
+                item = None if make is None else make(t.SampleKind.DELETE, fid)
+                if item is not None:
+                    self.deliveries.append((sink, item))
             sinks.append(sink)
         for sink in sinks:
             self.deliveries.append((sink, END))
@@ -421,11 +570,41 @@ class SessionCore:
         elif kind is ResponseFinal:
             g = self._gets.get(msg.request_id)  # type: ignore[union-attr]
             if g is not None:
-                g.remote_pending = False
+                g.remote_pending.discard(self._face_id)
                 self._maybe_finish(g)
         elif kind is Request:
             self._on_request(msg, now)  # type: ignore[arg-type]
-        # INTEREST from a router is never for a client/peer to answer; OAM is informational
+        elif kind is Interest:
+            self._on_interest(msg)  # type: ignore[arg-type]
+        # OAM (link state) is informational
+
+    def _on_interest(self, msg: Interest) -> None:
+        """An interest from a client (or a peer) connected to this peer: our current
+        declarations it covers, then D_FINAL; future ones go to every face anyway. A
+        router's interests are never for a client or peer to answer."""
+        f = self._faces.get(self._face_id)
+        if f is None or f.peer.whatami is WhatAmI.ROUTER or self.mode is not WhatAmI.PEER:
+            return
+        if msg.mode not in (InterestMode.CURRENT, InterestMode.CURRENT_FUTURE):
+            return
+        key = None if msg.wire_expr is None else self._resolve(msg.wire_expr)
+        if msg.wire_expr is not None and (key is None or self._ke(key) is None):
+            return
+        iid, fid, opts = msg.interest_id, f.fid, msg.options
+        if opts & InterestOptions.SUBSCRIBERS:
+            for k, d in self._sub_decls.items():
+                if key is None or intersects(k, key):
+                    self._declare(DeclareSubscriber(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
+        if opts & InterestOptions.QUERYABLES:
+            for k, d in self._qabl_decls.items():
+                if key is None or intersects(k, key):
+                    self._declare(DeclareQueryable(d.wire_id, WireExpr(0, k, True), complete=d.complete), iid,
+                                  face=fid)  # fmt: skip
+        if opts & InterestOptions.TOKENS:
+            for k, d in self._token_decls.items():
+                if key is None or intersects(k, key):
+                    self._declare(DeclareToken(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
+        self._declare(DeclareFinal(), iid, face=fid)
 
     def _matching_subs(self, key: str) -> list[Any]:
         cache = self._sub_cache
@@ -484,25 +663,27 @@ class SessionCore:
         elif kind is DeclareSubscriber:
             key = self._resolve(body.wire_expr)  # type: ignore[union-attr]
             if key is not None and self._ke(key) is not None:
-                self._remote_subs[body.entity_id] = key  # type: ignore[union-attr]
-                self._allow_cache.clear()
+                self._remote_subs[(self._face_id, body.entity_id)] = key  # type: ignore[union-attr]
+                self._allow_changed()
                 self._update_matching()
         elif kind is UndeclareSubscriber:
-            if self._remote_subs.pop(body.entity_id, None) is not None:  # type: ignore[union-attr]
-                self._allow_cache.clear()
+            if self._remote_subs.pop((self._face_id, body.entity_id), None) is not None:  # type: ignore[union-attr]
+                self._allow_changed()
                 self._update_matching()
         elif kind is DeclareQueryable:
             key = self._resolve(body.wire_expr)  # type: ignore[union-attr]
             if key is not None and self._ke(key) is not None:
-                self._remote_qabls[body.entity_id] = key  # type: ignore[union-attr]
+                qid = (self._face_id, body.entity_id)  # type: ignore[union-attr]
+                self._remote_qabls[qid] = key
                 if body.complete:  # type: ignore[union-attr]
-                    self._remote_qabl_complete.add(body.entity_id)  # type: ignore[union-attr]
+                    self._remote_qabl_complete.add(qid)
                 else:
-                    self._remote_qabl_complete.discard(body.entity_id)  # type: ignore[union-attr]
+                    self._remote_qabl_complete.discard(qid)
                 self._update_querier_matching()
         elif kind is UndeclareQueryable:
-            self._remote_qabl_complete.discard(body.entity_id)  # type: ignore[union-attr]
-            if self._remote_qabls.pop(body.entity_id, None) is not None:  # type: ignore[union-attr]
+            qid = (self._face_id, body.entity_id)  # type: ignore[union-attr]
+            self._remote_qabl_complete.discard(qid)
+            if self._remote_qabls.pop(qid, None) is not None:
                 self._update_querier_matching()
         elif kind is DeclareToken:
             self._on_token(msg.interest_id, body)  # type: ignore[arg-type]
@@ -512,12 +693,18 @@ class SessionCore:
             iid = msg.interest_id
             if iid is None:
                 return
+            if iid == 0:
+                f = self._faces.get(self._face_id)
+                if f is not None and not f.routerish:
+                    f.declared = True  # a peer's initial declarations are all in
+                    self._allow_changed()
+                return
             lg = self._lgets.pop(iid, None)
             if lg is not None:
                 self.deliveries.append((lg.sink, END))
             elif iid in self._pub_interests:
                 self._finalized.add(iid)
-                self._allow_cache.clear()
+                self._allow_changed()
                 self._update_matching()
 
     def _on_token(self, interest_id: int | None, body: DeclareToken) -> None:
@@ -535,18 +722,19 @@ class SessionCore:
             ls = self._lsubs.get(interest_id)
             if ls is not None:
                 if body.entity_id:
-                    self._remote_tokens[body.entity_id] = key
+                    self._remote_tokens[(self._face_id, body.entity_id)] = key
                 if intersects(ls.key, key):
                     self.deliveries.append((ls.sink, t.Sample(ke, t.ZBytes(b""))))
                 return
-        if body.entity_id and self._remote_tokens.get(body.entity_id) == key:
+        tid = (self._face_id, body.entity_id)
+        if body.entity_id and self._remote_tokens.get(tid) == key:
             return  # already known (announced for another interest)
         if body.entity_id:
-            self._remote_tokens[body.entity_id] = key
+            self._remote_tokens[tid] = key
         self._token_event(key, t.SampleKind.PUT)
 
     def _on_untoken(self, body: UndeclareToken) -> None:
-        key = self._remote_tokens.pop(body.entity_id, None)
+        key = self._remote_tokens.pop((self._face_id, body.entity_id), None)
         if key is None and body.ext_wire_expr is not None and body.ext_wire_expr.suffix:
             key = self._resolve(body.ext_wire_expr)
         if key is not None:
@@ -581,6 +769,34 @@ class SessionCore:
             cache[key] = allowed
         return allowed
 
+    def _face_wants(self, f: _Face, key: str) -> bool:
+        """Whether data on ``key`` goes to face ``f`` (with peer faces): a router face by
+        write-side filtering, a peer face where it declared a matching subscriber (all
+        data until its D_FINAL(0))."""
+        if f.routerish:
+            return self._send_allowed(key)
+        if not f.declared:
+            return True
+        cache = f.allow_cache
+        wanted = cache.get(key)
+        if wanted is None:
+            fid = f.fid
+            wanted = any(k[0] == fid and intersects(rk, key) for k, rk in self._remote_subs.items())
+            if len(cache) >= MAX_CACHE_KEYS:
+                cache.clear()
+            cache[key] = wanted
+        return wanted
+
+    def _send_data(self, msg: NetworkMessage | bytes, key: str, priority: int, reliable: bool, droppable: bool,
+                   express: bool) -> None:  # fmt: skip
+        if not self._peer_faces:
+            if self._send_allowed(key):
+                self._send(msg, priority, reliable=reliable, droppable=droppable, express=express)
+            return
+        for f in self._faces.values():
+            if self._face_wants(f, key):
+                self._send(msg, priority, reliable=reliable, droppable=droppable, express=express, face=f.fid)
+
     def put(
         self,
         key: str,
@@ -605,9 +821,9 @@ class SessionCore:
                     sample = dataclasses.replace(sample, timestamp_stack=ins.to_stack(self._received_stack(ts_stack)))
                 for sink in sinks:
                     self.deliveries.append((sink, sample))
-        if destination != SESSION_LOCAL and self._send_allowed(key):
+        if destination != SESSION_LOCAL and self._faces:
             push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
-            self._send(push, priority, reliable=reliable, droppable=not block, express=express)
+            self._send_data(push, key, priority, reliable, not block, express)
 
     def _local_sinks(self, key: str) -> list[Any]:
         """The sinks of this session's subscribers that take its own publications on ``key``."""
@@ -647,8 +863,8 @@ class SessionCore:
                 sample = _local_sample(KeyExpr._trusted(key), Put(payload, encoding), priority, block, express)
                 for sink in sinks:
                     self.deliveries.append((sink, sample))
-        if destination != SESSION_LOCAL and self._send_allowed(key):
-            self._send(raw, priority, reliable=reliable, droppable=not block, express=express)
+        if destination != SESSION_LOCAL and self._faces:
+            self._send_data(raw, key, priority, reliable, not block, express)
 
     def has_local_subscriber(self, key: str) -> bool:
         return bool(self._local_sinks(key))
@@ -662,11 +878,10 @@ class SessionCore:
         local = self._local_id()
         self._pubs[local] = pub
         self._pub_interests[iid] = pub
-        self._send(
+        self._to_routers(
             Interest(iid, InterestMode.CURRENT_FUTURE,
                      InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS,
                      WireExpr(expr_id, "", True), qos=QOS_DECLARE),
-            PRIORITY_CONTROL,
         )  # fmt: skip
         pub.matching = self._pub_matching(pub)
         return local
@@ -677,11 +892,11 @@ class SessionCore:
             return
         self._pub_interests.pop(pub.interest_id, None)
         self._finalized.discard(pub.interest_id)
-        self._allow_cache.clear()
+        self._allow_changed()
         for sink in pub.listeners:
             self.deliveries.append((sink, END))
         if not self.closed:
-            self._send(Interest(pub.interest_id, InterestMode.FINAL, qos=QOS_DECLARE), PRIORITY_CONTROL)
+            self._to_routers(Interest(pub.interest_id, InterestMode.FINAL, qos=QOS_DECLARE))
 
     def publisher_matching(self, local: int) -> bool:
         pub = self._pubs.get(local)
@@ -722,11 +937,10 @@ class SessionCore:
         local = self._local_id()
         self._queriers[local] = qr
         self._querier_interests[iid] = qr
-        self._send(
+        self._to_routers(
             Interest(iid, InterestMode.CURRENT_FUTURE,
                      InterestOptions.KEYEXPRS | InterestOptions.QUERYABLES,
                      WireExpr(0, key, True), qos=QOS_DECLARE),
-            PRIORITY_CONTROL,
         )  # fmt: skip
         qr.matching = self._querier_matching(qr)
         return local
@@ -739,7 +953,7 @@ class SessionCore:
         for sink in qr.listeners:
             self.deliveries.append((sink, END))
         if not self.closed:
-            self._send(Interest(qr.interest_id, InterestMode.FINAL, qos=QOS_DECLARE), PRIORITY_CONTROL)
+            self._to_routers(Interest(qr.interest_id, InterestMode.FINAL, qos=QOS_DECLARE))
 
     def querier_matching(self, local: int) -> bool:
         qr = self._queriers.get(local)
@@ -772,14 +986,20 @@ class SessionCore:
 
     # --- session info listeners ----------------------------------------------------------------
 
-    def add_info_listener(self, sink: Any, current: Any | None, gone: Any | None) -> int:
-        """A transport or link events listener: ``current`` (the history) is delivered
-        now, ``gone`` when the session's link closes, then the end."""
+    def add_info_listener(self, sink: Any, make: Callable[[t.SampleKind, int], Any] | None,
+                          history: bool = False) -> int:  # fmt: skip
+        """A transport or link events listener: ``make(kind, face id)`` builds the event
+        of a face opening (PUT: the faces open now when ``history``, then every face that
+        opens, reconnections included) or closing (DELETE); the end when it is removed
+        or the session closes."""
         self._check_open()
         local = self._local_id()
-        self._info_listeners[local] = (sink, gone)
-        if current is not None:
-            self.deliveries.append((sink, current))
+        self._info_listeners[local] = (sink, make)
+        if history and make is not None:
+            for fid in self._faces:
+                item = make(t.SampleKind.PUT, fid)
+                if item is not None:
+                    self.deliveries.append((sink, item))
         return local
 
     def remove_info_listener(self, local: int) -> None:
@@ -938,9 +1158,10 @@ class SessionCore:
         key = self._resolve(msg.wire_expr)
         matches = [] if key is None or self._ke(key) is None else self._local_queryables(key, msg.target)
         if not matches or key is None:
-            self._send(ResponseFinal(msg.request_id, qos=QOS_REQUEST), prio)
+            self._send(ResponseFinal(msg.request_id, qos=QOS_REQUEST), prio, face=self._face_id)
             return
-        inc = _Incoming(msg.request_id, key, len(matches), prio, ts_stack=self._received_stack(msg.ts_stack))
+        inc = _Incoming(msg.request_id, key, len(matches), prio, ts_stack=self._received_stack(msg.ts_stack),
+                        fid=self._face_id)  # fmt: skip
         self._deliver_query(inc, matches, msg.body)
 
     def _deliver_query(self, inc: _Incoming, matches: list[_Queryable], body: Query) -> None:
@@ -986,7 +1207,7 @@ class SessionCore:
             qos=qos_value(prio, block, express), responder=EntityGlobalId(self.zid, eid), ts_stack=ts_stack,
         )  # fmt: skip
         # same frame priority as the RESPONSE_FINAL so the final cannot overtake a reply
-        self._send(resp, inc.priority, droppable=not block, express=express)
+        self._send(resp, inc.priority, droppable=not block, express=express, face=inc.fid)
 
     def query_finalize(self, qref: int) -> None:
         entry = self._incoming.pop(qref, None)
@@ -1002,7 +1223,7 @@ class SessionCore:
                 g.local_pending -= 1
                 self._maybe_finish(g)
         else:
-            self._send(ResponseFinal(inc.rid, qos=QOS_REQUEST), inc.priority)
+            self._send(ResponseFinal(inc.rid, qos=QOS_REQUEST), inc.priority, face=inc.fid)
 
     # --- get ---------------------------------------------------------------------------------
 
@@ -1049,12 +1270,19 @@ class SessionCore:
             body=None if payload is None else QueryBody(payload, encoding), attachment=attachment,
             source_info=source_info,
         )  # fmt: skip
-        if destination != SESSION_LOCAL:
+        if destination != SESSION_LOCAL and self._faces:
             req = Request(rid, WireExpr(0, key, True), qbody, qos=qos_value(priority, block, express),
                           target=target, timeout_ms=int(timeout * 1000), ts_stack=ts_stack)  # fmt: skip
-            self._send(req, priority, droppable=not block, express=express)
-        else:
-            g.remote_pending = False
+            # to every face, or (with peer faces) to routers and to the peers whose
+            # queryables match; no face (link lost): the get ends at once, as zenoh's
+            for f in self._faces.values():
+                if f.routerish or not self._peer_faces or self._face_answers(f, key, target):
+                    g.remote_pending.add(f.fid)
+            if len(g.remote_pending) == len(self._faces):
+                self._send(req, priority, droppable=not block, express=express)
+            else:
+                for fid in g.remote_pending:
+                    self._send(req, priority, droppable=not block, express=express, face=fid)
         matches = [] if destination == REMOTE_ONLY else self._local_queryables(key, target, remote=False)
         if matches:
             g.local_pending = 1
@@ -1063,6 +1291,15 @@ class SessionCore:
             self._deliver_query(inc, matches, qbody)
         self._maybe_finish(g)
         return rid
+
+    def _face_answers(self, f: _Face, key: str, target: int) -> bool:
+        if not f.declared:
+            return True
+        complete_only = target == t.QueryTarget.ALL_COMPLETE.value
+        return any(
+            k[0] == f.fid and intersects(rk, key) and (not complete_only or k in self._remote_qabl_complete)
+            for k, rk in self._remote_qabls.items()
+        )
 
     def cancel_get(self, rid: int) -> None:
         """End a get now (a CancellationToken): no more replies, its sink is closed."""
@@ -1171,17 +1408,23 @@ class SessionCore:
                 self._token_event(key, t.SampleKind.DELETE)
 
     def _local_tokens(self, key: str) -> Iterable[str]:
+        """Tokens a liveliness get or history gets without asking a router: a peer's
+        own and those its peer faces declared."""
         if self.mode is not WhatAmI.PEER:
             return ()
-        return [k for k in self._token_decls if intersects(key, k)]
+        out = [k for k in self._token_decls if intersects(key, k)]
+        if self._peer_faces:
+            peers = {f.fid for f in self._faces.values() if not f.routerish}
+            out += [k for tid, k in self._remote_tokens.items() if tid[0] in peers and intersects(key, k)]
+        return out
 
     def declare_liveliness_subscriber(self, key: str, history: bool, sink: Any) -> int:
         self._check_open()
         iid = self._wire_id()
         self._lsubs[iid] = _LivelinessSub(key, sink)
         mode = InterestMode.CURRENT_FUTURE if history else InterestMode.FUTURE
-        self._send(Interest(iid, mode, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
-                            WireExpr(0, key, True), qos=QOS_DECLARE), PRIORITY_CONTROL)  # fmt: skip
+        self._to_routers(Interest(iid, mode, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
+                                  WireExpr(0, key, True), qos=QOS_DECLARE))  # fmt: skip
         if history:
             for k in self._local_tokens(key):
                 ke = self._ke(k)
@@ -1195,19 +1438,23 @@ class SessionCore:
             return
         self.deliveries.append((ls.sink, END))
         if not self.closed:
-            self._send(Interest(iid, InterestMode.FINAL, qos=QOS_DECLARE), PRIORITY_CONTROL)
+            self._to_routers(Interest(iid, InterestMode.FINAL, qos=QOS_DECLARE))
 
     def liveliness_get(self, key: str, sink: Any, now: float, timeout_s: float | None = None) -> int:
         self._check_open()
         iid = self._wire_id()
         timeout = self.query_timeout_s if timeout_s is None else timeout_s
-        self._lgets[iid] = _LivelinessGet(key, sink, now + timeout)
         for k in self._local_tokens(key):
             ke = self._ke(k)
             if ke is not None:
                 self.deliveries.append((sink, t.Reply(t.Sample(ke, t.ZBytes(b"")))))
-        self._send(Interest(iid, InterestMode.CURRENT, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
-                            WireExpr(0, key, True), qos=QOS_DECLARE), PRIORITY_CONTROL)  # fmt: skip
+        if not any(f.routerish for f in self._faces.values()):
+            # no router to ask (link lost, or only peers: their tokens are known here)
+            self.deliveries.append((sink, END))
+            return iid
+        self._lgets[iid] = _LivelinessGet(key, sink, now + timeout)
+        self._to_routers(Interest(iid, InterestMode.CURRENT, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
+                                  WireExpr(0, key, True), qos=QOS_DECLARE))  # fmt: skip
         return iid
 
     # --- time --------------------------------------------------------------------------------

@@ -1,4 +1,8 @@
-"""Runs a :class:`~pyzenoh.session.core.SessionCore` over a TCP link in an asyncio loop.
+"""Runs a :class:`~pyzenoh.session.core.SessionCore` over TCP links in an asyncio loop.
+
+A client has one link, to a router, and reconnects when it is lost; a peer listens on
+``listen/endpoints`` and has a link per node it connected to or accepted (each a face of
+the core). When links are dialled, retried and given up: :mod:`.connector`.
 
 Both user APIs sit on this: the asyncio API calls it from its own loop, the sync API runs
 the loop in a background thread and hands work over with :meth:`Runtime.submit` (ordered,
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import os
 import threading
@@ -18,9 +23,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pyzenoh.codec import Del, Err, Put, WhatAmI, ZenohId
-from pyzenoh.errors import CloseReason, SessionOpenError, UsageError
+from pyzenoh.errors import CloseReason, PyZenohError, SessionOpenError, UsageError
 from pyzenoh.session import types as t
 from pyzenoh.session.config import Config
+from pyzenoh.session.connector import RetryConf, open_timeout_s, retry_conf
 from pyzenoh.session.core import END, SampleBatch, SessionCore
 from pyzenoh.session.handlers import Dispatcher, Sink
 from pyzenoh.session.scouting import connect_scouted
@@ -32,7 +38,7 @@ from pyzenoh.transport.link import (
     Received,
     ReceivedRun,
 )
-from pyzenoh.transport.tcp import TcpLink, connect
+from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +48,8 @@ R = TypeVar("R")
 #: (or drops, with congestion control Drop) past this many.
 MAX_PENDING_OPS = 10_000
 DEFAULT_ENDPOINT = "tcp/127.0.0.1:7447"
+#: What a failed dial raises.
+DIAL_ERRORS = (OSError, ConnectionError, TimeoutError, PyZenohError)
 
 
 class Runtime:
@@ -56,8 +64,21 @@ class Runtime:
         self.whatami = WhatAmI.CLIENT if config.mode == "client" else WhatAmI.PEER
         self.core = SessionCore(self.zid, self.whatami, self,
                                 query_timeout_s=config.queries_default_timeout_s)  # fmt: skip
+        #: the first open link and its peer (flow control; a client's only link)
         self.link: TcpLink | None = None
         self.peer: Established | None = None
+        #: every open link and its peer, by face id
+        self.links: dict[int, TcpLink] = {}
+        self.peers: dict[int, Established] = {}
+        self._fids: dict[TcpLink, int] = {}
+        self._next_fid = 1
+        self._cur_link: TcpLink | None = None  # the link whose face the core has selected
+        self._listeners: list[TcpListener] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._link_cfg: LinkConfig | None = None
+        #: a client's endpoints, tried in turn when its link is lost
+        self._client_eps: list[str] = []
+        self._reconnecting = False
         self.closed = False
         self.close_event: LinkClosed | None = None
         self.loop_thread: int | None = None if threaded else threading.get_ident()
@@ -74,62 +95,226 @@ class Runtime:
     # --- connecting / closing (in the loop) --------------------------------------------------
 
     async def connect(self) -> None:
+        """Open: listen (a peer), then dial ``connect/endpoints`` as zenoh 1.10.2 does
+        (:mod:`.connector`); raises SessionOpenError when the session cannot open."""
         if self.loop_thread is None:
             self.loop_thread = threading.get_ident()
         cfg = self.config
-        link_cfg = LinkConfig(
+        self._link_cfg = LinkConfig(
             self.zid, self.whatami, lease_ms=cfg.lease_ms, keepalives_per_lease=cfg.keep_alive,
             batch_size=cfg.batch_size, resolution=cfg.resolution, qos=cfg.qos,
             handshake_timeout_s=cfg.open_timeout_s,
             usrpwd=cfg.usrpwd,  # a bad usrpwd section (or dictionary) fails open() here
             push_runs=True, stamped_runs=True,  # a FRAME's samples on one key: one batch
         )  # fmt: skip
-        errors: list[str] = []
-        if not cfg.connect:  # no endpoint: scout for a node first, as zenoh does (scouting.py)
-            scouted = await connect_scouted(cfg, lambda ep: connect(
-                ep, link_cfg, self._on_link_event, max_queue_bytes=cfg.max_queue_bytes, keep_raw=False,
-                tls=cfg.tls), errors)
-            if scouted is not None:
-                self.link = scouted
-                self.pump()
-                return
-        for ep in cfg.connect or [DEFAULT_ENDPOINT]:
-            try:
-                self.link = await connect(ep, link_cfg, self._on_link_event,
-                                          max_queue_bytes=cfg.max_queue_bytes, keep_raw=False,
-                                          tls=cfg.tls)  # fmt: skip
-                break
-            except (OSError, ConnectionError, TimeoutError) as exc:
-                errors.append(f"{ep}: {exc or type(exc).__name__}")
-        else:
-            raise SessionOpenError("could not open a session: " + "; ".join(errors))
+        try:
+            await self._open()
+        except BaseException:
+            await self._discard()
+            raise
         self.pump()
+
+    async def _open(self) -> None:
+        cfg = self.config
+        peer = cfg.mode == "peer"
+        if peer:
+            for ep in cfg.listen:
+                try:
+                    self._listeners.append(await listen(ep, self._link_cfg_(), self._on_link_event,
+                                                        max_queue_bytes=cfg.max_queue_bytes, keep_raw=False,
+                                                        tls=cfg.tls))  # fmt: skip
+                except (OSError, PyZenohError) as exc:  # listen/exit_on_failure: true
+                    raise SessionOpenError(f"could not listen on {ep}: {exc}") from None
+        eps = cfg.connect
+        if not eps:
+            if peer and self._listeners:
+                return  # a listening peer needs nobody to open
+            errors: list[str] = []
+            # no endpoint: scout for a node first, as zenoh does (scouting.py)
+            scouted = await connect_scouted(cfg, self._dial_scouted, errors)
+            if scouted is not None:
+                return
+            eps = [DEFAULT_ENDPOINT]
+        if peer:
+            await self._open_peer(eps)
+        else:
+            self._client_eps = eps
+            await self._open_client(eps)
+
+    def _link_cfg_(self) -> LinkConfig:
+        assert self._link_cfg is not None
+        return self._link_cfg
+
+    async def _dial(self, ep: str) -> TcpLink:
+        """One attempt at ``ep``; the link's face opens (Established) before it returns."""
+        cfg = self.config
+        on_event = functools.partial(self._on_dialled_event, ep)
+        return await connect(ep, self._link_cfg_(), on_event, max_queue_bytes=cfg.max_queue_bytes,
+                             keep_raw=False, tls=cfg.tls)  # fmt: skip
+
+    async def _dial_scouted(self, locator: str) -> TcpLink:
+        link = await self._dial(locator)
+        self._client_eps = [locator]  # retried if lost, as a configured endpoint
+        return link
+
+    async def _try_all(self, eps: list[str], errors: list[str]) -> bool:
+        """Each endpoint in turn until one opens."""
+        for ep in eps:
+            try:
+                await self._dial(ep)
+                return True
+            except DIAL_ERRORS as exc:
+                errors.append(f"{ep}: {exc or type(exc).__name__}")
+        return False
+
+    async def _retry(self, eps: list[str], conf: RetryConf, errors: list[str] | None = None) -> bool:
+        """Try ``eps`` now, then after each wait of the backoff, until one opens (True)
+        or the backoff says never again (False)."""
+        period = conf.period()
+        while not self.closed:
+            round_errors: list[str] = []
+            if await self._try_all(eps, round_errors):
+                return True
+            if errors is not None:
+                errors[:] = round_errors
+            log.debug("could not connect (%s); retrying", "; ".join(round_errors))
+            wait = period.next_s()
+            if wait is None:
+                return False
+            await asyncio.sleep(wait)
+        return False
+
+    async def _open_client(self, eps: list[str]) -> None:
+        cfg = self.config
+        timeout = open_timeout_s(cfg)
+        conf = retry_conf(cfg, eps[0])
+        errors: list[str] = []
+        if timeout == 0.0 or conf.period_init_ms == 0:
+            # one try per endpoint (exit_on_failure does not apply to a client's open)
+            if await self._try_all(eps, errors):
+                return
+            raise SessionOpenError("could not open a session: " + "; ".join(errors))
+        try:
+            async with asyncio.timeout(timeout):
+                if await self._retry(eps, conf, errors):
+                    return
+                await asyncio.Future()  # no more retries: wait for the timeout
+        except TimeoutError:
+            pass
+        raise SessionOpenError(f"could not open a session within connect/timeout_ms ({cfg.connect_timeout_ms} ms): "
+                               + "; ".join(errors))  # fmt: skip
+
+    async def _open_peer(self, eps: list[str]) -> None:
+        cfg = self.config
+        timeout = open_timeout_s(cfg)
+        started: list[asyncio.Event] = []
+        for ep in eps:
+            conf = retry_conf(cfg, ep)
+            if timeout == 0.0 or conf.period_init_ms == 0:
+                errors: list[str] = []
+                if not await self._try_all([ep], errors):
+                    if conf.exit_on_failure:
+                        raise SessionOpenError("could not open a session: " + "; ".join(errors))
+                    log.warning("could not connect to %s: %s", ep, "; ".join(errors))
+            elif conf.exit_on_failure:
+                errors = []
+                try:
+                    async with asyncio.timeout(timeout):
+                        if not await self._retry([ep], conf, errors):
+                            await asyncio.Future()
+                except TimeoutError:
+                    raise SessionOpenError(f"could not connect to {ep} within connect/timeout_ms "
+                                           f"({cfg.connect_timeout_ms} ms): " + "; ".join(errors)) from None  # fmt: skip
+            else:
+                # in the background, as zenoh's peers; open() waits scouting/delay for it
+                started.append(self._background(ep, conf))
+        if started:
+            delay_ms = cfg.get("scouting/delay")
+            delay = 0.5 if delay_ms is None else int(delay_ms) / 1000.0
+            waits = [asyncio.ensure_future(e.wait()) for e in started]
+            await asyncio.wait(waits, timeout=delay)
+            for w in waits:
+                w.cancel()
+
+    def _background(self, ep: str, conf: RetryConf) -> asyncio.Event:
+        connected = asyncio.Event()
+
+        async def run() -> None:
+            if await self._retry([ep], conf):
+                connected.set()
+
+        self._spawn(run())
+        return connected
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = self.loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("session connector failed: %s", task.exception())
+
+    async def _reconnect(self, eps: list[str], client: bool) -> None:
+        conf = retry_conf(self.config, eps[0])
+        try:
+            if await self._retry(eps, conf):
+                log.info("session link re-established (%s)", self.peer.zid if self.peer else "?")
+        finally:
+            if client:
+                self._reconnecting = False
+
+    async def _discard(self) -> None:
+        """A failed open: nothing stays (listeners, links, connectors)."""
+        self.closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        for lst in self._listeners:
+            lst.server.close()
+        for link in list(self.links.values()):
+            link.abort()
+        self._listeners.clear()
 
     async def aclose(self) -> None:
         if self.closed:
             return
         self.closed = True
+        for task in list(self._tasks):
+            task.cancel()
         self.core.close()
         self.pump()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self.link is not None:
-            await self.link.aclose(CloseReason.GENERIC)
+        for lst in self._listeners:
+            lst.server.close()
+        links = list(self.links.values())
+        if links:
+            await asyncio.gather(*(link.aclose(CloseReason.GENERIC) for link in links), return_exceptions=True)
+        for lst in self._listeners:
+            await lst.close(close_links=True)  # links accepted but not yet established
+        self._listeners.clear()
         if self._dispatcher is not None:
             # never wait here: a callback may be the one closing the session
             self._dispatcher.stop(0)
         self._ops_room.set()
 
     def abort(self) -> None:
-        """Drop the connection without CLOSE (tests: a crashed process)."""
-        if self.link is not None:
-            self.link.abort()
+        """Drop the connections without CLOSE (tests: a crashed process)."""
+        for link in list(self.links.values()):
+            link.abort()
 
     # --- link events -------------------------------------------------------------------------
 
     def _on_link_event(self, link: TcpLink, ev: Event) -> None:
         if isinstance(ev, Received | ReceivedRun):
+            if link is not self._cur_link:
+                fid = self._fids.get(link)
+                if fid is None:
+                    return
+                self._cur_link = link
+                self.core.select_face(fid)
             if isinstance(ev, Received):
                 self.core.on_message(ev.message, self.loop.time())
             else:
@@ -138,20 +323,64 @@ class Runtime:
                 self._pump_scheduled = True
                 self.loop.call_soon(self.pump)
         elif isinstance(ev, Established):
-            self.link = link
-            self.peer = ev
-            self.core.on_established(ev)
+            if self.closed:
+                link.close()
+                return
+            fid = self._next_fid
+            self._next_fid += 1
+            self._fids[link] = fid
+            self.links[fid] = link
+            self.peers[fid] = ev
+            if self.link is None:
+                self.link, self.peer = link, ev
+            self._cur_link = link
+            self.core.on_established(ev, fid)
+            if self._blocked:
+                link.pause_reading()
             self.pump()
         elif isinstance(ev, LinkClosed):
-            self.close_event = ev
-            if not self.closed:
-                log.warning("session link closed: %s", ev.detail)
-            self.closed = True
-            self.core.close()
-            self.pump()
-            if self._dispatcher is not None:
-                self._dispatcher.stop(0)
-            self._ops_room.set()
+            self._link_closed(link, ev)
+
+    def _on_dialled_event(self, endpoint: str, link: TcpLink, ev: Event) -> None:
+        """Events of a link this session dialled: when it is lost, it is dialled again."""
+        if ev.__class__ is LinkClosed:
+            was_open = link in self._fids
+            self._link_closed(link, ev)
+            if was_open and not self.closed:
+                self._link_lost(endpoint)
+            return
+        self._on_link_event(link, ev)
+
+    def _link_closed(self, link: TcpLink, ev: LinkClosed) -> None:
+        fid = self._fids.pop(link, None)
+        if fid is None:
+            return  # a handshake that failed: the dial or the listener handles it
+        if not self.closed:
+            log.warning("session link to %s closed: %s", self.peers[fid].zid, ev.detail)
+        self.close_event = ev
+        self.core.face_lost(fid)  # before the face's peer goes: info events are built from it
+        del self.links[fid]
+        del self.peers[fid]
+        if self._cur_link is link:
+            self._cur_link = None
+        if self.link is link:
+            first = next(iter(self.links), None)
+            self.link = None if first is None else self.links[first]
+            self.peer = None if first is None else self.peers[first]
+        if self._blocked and self.link is not None:
+            self.link.pause_reading()
+        self.pump()
+
+    def _link_lost(self, endpoint: str) -> None:
+        """A dialled link is gone: a client dials its endpoints again, a peer that one,
+        at once and then with the connect/retry backoff, until the session closes."""
+        if self.config.mode == "client":
+            if self._reconnecting or self.links:
+                return
+            self._reconnecting = True
+            self._spawn(self._reconnect(self._client_eps or [endpoint], client=True))
+        else:
+            self._spawn(self._reconnect([endpoint], client=False))
 
     # --- moving core output to the link and to user sinks --------------------------------------
 
@@ -163,11 +392,20 @@ class Runtime:
         core = self.core
         try:
             while core.outbox or core.deliveries:
-                link = self.link
-                for msg, reliable, prio, droppable, express in core.take_outbox():
-                    if link is not None:
-                        link.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable,
-                                  express=express)  # fmt: skip
+                links = self.links
+                one = self.link if len(links) == 1 else None
+                for msg, reliable, prio, droppable, express, fid in core.take_outbox():
+                    if one is not None:
+                        one.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
+                    elif fid is None:
+                        for link in links.values():
+                            link.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable,
+                                      express=express)  # fmt: skip
+                    else:
+                        target = links.get(fid)
+                        if target is not None:
+                            target.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable,
+                                        express=express)  # fmt: skip
                 for sink, item in core.take_deliveries():
                     if item is END:
                         sink.close()
@@ -191,13 +429,14 @@ class Runtime:
             return
         self._blocked.add(key)
         flow.on_space = lambda: self.in_loop(lambda: self._unblock(flow))
-        if self.link is not None:
-            self.link.pause_reading()
+        for link in self.links.values():
+            link.pause_reading()
 
     def _unblock(self, flow: Any) -> None:
         self._blocked.discard(id(flow))
-        if not self._blocked and self.link is not None:
-            self.link.resume_reading()
+        if not self._blocked:
+            for link in self.links.values():
+                link.resume_reading()
 
     def dispatcher(self) -> Dispatcher:
         """The thread that runs this session's sync callbacks (started on first use)."""
