@@ -873,6 +873,7 @@ class RecorderProcess:
         self._calls: list[tuple[object, ...]] = []
         self._base = 0  # reference of the first queued call
         self._send_at = 0
+        self._run_bytes = 0  # bytes of the runs queued (routed_run)
         self._closed = False
         self._failed = False
 
@@ -995,7 +996,10 @@ class RecorderProcess:
         ref = self._base + len(calls)
         calls.append((_CALL_ROUTED_RUN, now_ns, link_id, key, data, _plain(ends),
                       [(link, d, _plain(e)) for link, d, e in copies], expected))  # fmt: skip
-        if len(calls) >= BATCH_CALLS or now_ns >= self._send_at:
+        # A run carries up to a batch of bytes per copy: the batch goes by its size too,
+        # so one pipe write stays about the pipe's size.
+        self._run_bytes += len(data) * (1 + len(copies))
+        if len(calls) >= BATCH_CALLS or now_ns >= self._send_at or self._run_bytes >= _PIPE_BYTES:
             self._send(now_ns)
         return ref
 
@@ -1069,6 +1073,7 @@ class RecorderProcess:
 
     def _send(self, now_ns: int) -> None:
         self._send_at = now_ns + BATCH_NS
+        self._run_bytes = 0
         calls = self._calls
         if not calls:
             return
