@@ -13,7 +13,8 @@ import pytest
 
 import pyzenoh.session as pz
 from pyzenoh.session.samples import RunSample
-from tests.interop.zenoh_procs import Proc, pyzenoh_config, start_router, zenoh_config
+from tests.interop.zenoh_procs import Proc, pyzenoh_config, zenoh_config
+from tests.interop.zenoh_procs import router as real_router
 
 zenoh = pytest.importorskip("zenoh")
 
@@ -25,11 +26,8 @@ N = 3000
 
 @pytest.fixture(scope="module")
 def router() -> Iterator[Proc]:
-    proc = start_router()
-    try:
+    with real_router() as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def view(s: Any) -> tuple[Any, ...]:

@@ -364,19 +364,10 @@ def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
                 break
             q += len(mid)
         if kind != ID_DEL:
-            n = 0
-            shift = 0
-            done = False
-            while q < end and shift <= 28:  # payload length: z32
-                b = buf[q]
-                q += 1
-                n |= (b & 0x7F) << shift
-                if b < 0x80:
-                    done = True
-                    break
-                shift += 7
-            if not done or n > 0xFFFF_FFFF:
+            read = _z32(buf, q, end)  # the payload length
+            if read is None:
                 break
+            n, q = read
             starts.append(q - pos)
             q += n
             if q > end:
@@ -389,6 +380,23 @@ def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
         return None
     starts = starts[: len(found)]
     return _run(f, buf, pos, pos + found[-1], found, 0, prefix_len, starts)
+
+
+def _z32(buf: bytes, p: int, end: int) -> tuple[int, int] | None:
+    """The z32 VLE at ``buf[p]`` and the offset after it; None when it is truncated, longer
+    than five bytes or over 32 bits (the codec then says what is wrong)."""
+    n = 0
+    shift = 0
+    for _ in range(5):
+        if p >= end:
+            return None
+        b = buf[p]
+        p += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (n, p) if n <= 0xFFFF_FFFF else None
+        shift += 7
+    return None
 
 
 def _run(f: PushFields, buf: bytes, pos: int, end: int, ends: Sequence[int], stride: int,
@@ -417,22 +425,10 @@ def _frame(
     """A FRAME with no extension other than its priority, decoded message by message
     (with ``runs``, a :class:`PushRun` stands for each run of same-shape PUSHes)."""
     h = buf[pos]
-    p = pos + 1
-    sn = 0
-    shift = 0
-    for _ in range(5):  # z32
-        if p >= end:
-            return None
-        b = buf[p]
-        p += 1
-        sn |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    else:
+    read = _z32(buf, pos + 1, end)
+    if read is None:
         return None
-    if sn > 0xFFFF_FFFF:
-        return None
+    sn, p = read
     priority = 5
     if h & 0x80:
         if p + 2 > end or buf[p] != FRAME_QOS_EXT or buf[p + 1] > 7:
