@@ -498,3 +498,89 @@ def test_pyzenoh_to_pyzenoh(ps: pyzenoh.Session, key: str) -> None:
             settle(0.3)
             assert sub.try_recv() is None
             assert texts(got) == ["p1", "p2", "p3", "p4"] and sns(got) == [1, 2, 3, 4]
+
+
+# --- late joiners: a publisher that was out of reach when the subscriber asked --------------------
+#
+# The publisher sits behind another router, linked to the subscriber's router only after it
+# published. Its token is declared by hand once its cache is reachable: a token crossing a
+# new router link can arrive before the routes to the queryable behind it (real publishers
+# and subscribers race the same way), and the test is about what the token triggers.
+
+
+@pytest.fixture
+def island(router: Proc) -> Iterator[tuple[Proc, Callable[[], None]]]:
+    """A router not linked to ``router`` yet, and a function that links the two (through
+    a third router connecting to both)."""
+    other = start_router()
+    bridges: list[Proc] = []
+
+    def link() -> None:
+        bridges.append(start_router(extra={"connect/endpoints": [router.endpoint, other.endpoint]}))
+
+    try:
+        yield other, link
+    finally:
+        for p in (*bridges, other):
+            p.stop()
+
+
+def reachable(session: Any, selector: str) -> bool:
+    """Whether a get on ``selector`` (an @adv key) gets a reply."""
+    if isinstance(session, pyzenoh.Session):
+        replies = session.get(selector, accept_replies=pyzenoh.ReplyKeyExpr.ANY, timeout=1.0)
+    else:
+        replies = session.get(selector, accept_replies=zenoh.ReplyKeyExpr.ANY, timeout=1.0)
+    return any(r.ok is not None for r in replies)
+
+
+def test_late_pyzenoh_publisher_history_to_zenoh(zs: zenoh.Session, key: str,
+                                                 island: tuple[Proc, Callable[[], None]]) -> None:  # fmt: skip
+    other, link = island
+    got: list[Any] = []
+    sub = zx.declare_advanced_subscriber(zs, key, got.append, history=zx.HistoryConfig(detect_late_publishers=True))
+    with pyzenoh.open(pyzenoh_config(other.endpoint)) as far:
+        pub = px.declare_advanced_publisher(far, key, cache=px.CacheConfig(max_samples=3),
+                                            sample_miss_detection=px.MissDetectionConfig())  # fmt: skip
+        for i in range(4):
+            pub.put(f"far{i}")
+        settle()
+        assert not got
+        link()
+        assert until(lambda: reachable(zs, f"{key}/@adv/**?_max=1"))  # the routes to the cache are in
+        assert not got
+        token = far.liveliness().declare_token(f"{key}/@adv/pub/{far.zid()}/{pub.id.eid}/_")
+        assert until(lambda: len(got) == 3)  # the token made the subscriber ask the cache
+        pub.put("far4")
+        assert until(lambda: len(got) == 4)
+        assert texts(got) == ["far1", "far2", "far3", "far4"] and sns(got) == [1, 2, 3, 4]
+        token.undeclare()
+        pub.undeclare()
+    sub.undeclare()
+
+
+def test_late_zenoh_publisher_history_to_pyzenoh(ps: pyzenoh.Session, key: str,
+                                                 island: tuple[Proc, Callable[[], None]]) -> None:  # fmt: skip
+    other, link = island
+    sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True))
+    far = zenoh.open(zenoh_config(other.endpoint))
+    try:
+        pub = zx.declare_advanced_publisher(far, key, cache=zx.CacheConfig(max_samples=3),
+                                            sample_miss_detection=zx.MissDetectionConfig())  # fmt: skip
+        for i in range(4):
+            pub.put(f"far{i}")
+        settle()
+        assert sub.try_recv() is None
+        link()
+        assert until(lambda: reachable(ps, f"{key}/@adv/**?_max=1"))
+        assert sub.try_recv() is None
+        token = far.liveliness().declare_token(f"{key}/@adv/pub/{far.zid()}/{pub.id.eid}/_")
+        got = [sub.recv(WAIT) for _ in range(3)]
+        pub.put("far4")
+        got.append(sub.recv(WAIT))
+        assert texts(got) == ["far1", "far2", "far3", "far4"] and sns(got) == [1, 2, 3, 4]
+        token.undeclare()
+        pub.undeclare()
+    finally:
+        far.close()
+    sub.undeclare()
