@@ -712,7 +712,7 @@ def _link_event(rt: Runtime, kind: t.SampleKind, fid: int) -> LinkEvent | None:
 
 
 class Session:
-    """A client or peer session with one router; see :func:`open`."""
+    """A client session (one router) or a peer session (its links); see :func:`open`."""
 
     def __init__(self, rt: Runtime, loop_thread: _LoopThread) -> None:
         self._rt = rt

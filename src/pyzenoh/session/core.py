@@ -822,6 +822,11 @@ class SessionCore:
                 for sink in sinks:
                     self.deliveries.append((sink, sample))
         if destination != SESSION_LOCAL and self._faces:
+            if not self._peer_faces:
+                if self._send_allowed(key):
+                    push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
+                    self.outbox.append((push, reliable, priority, not block, express, None))
+                return
             push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
             self._send_data(push, key, priority, reliable, not block, express)
 
@@ -864,6 +869,10 @@ class SessionCore:
                 for sink in sinks:
                     self.deliveries.append((sink, sample))
         if destination != SESSION_LOCAL and self._faces:
+            if not self._peer_faces:
+                if self._send_allowed(key):
+                    self.outbox.append((raw, reliable, priority, not block, express, None))
+                return
             self._send_data(raw, key, priority, reliable, not block, express)
 
     def has_local_subscriber(self, key: str) -> bool:

@@ -345,18 +345,20 @@ class Runtime:
         """Events of a link this session dialled: when it is lost, it is dialled again."""
         if ev.__class__ is LinkClosed:
             was_open = link in self._fids
-            self._link_closed(link, ev)
+            self._link_closed(link, ev, dialled=True)
             if was_open and not self.closed:
                 self._link_lost(endpoint)
             return
         self._on_link_event(link, ev)
 
-    def _link_closed(self, link: TcpLink, ev: LinkClosed) -> None:
+    def _link_closed(self, link: TcpLink, ev: LinkClosed, dialled: bool = False) -> None:
         fid = self._fids.pop(link, None)
         if fid is None:
             return  # a handshake that failed: the dial or the listener handles it
         if not self.closed:
-            log.warning("session link to %s closed: %s", self.peers[fid].zid, ev.detail)
+            # a link we dialled is retried (warning); one a peer accepted just ends
+            log.log(logging.WARNING if dialled else logging.INFO, "session link to %s closed: %s",
+                    self.peers[fid].zid, ev.detail)  # fmt: skip
         self.close_event = ev
         self.core.face_lost(fid)  # before the face's peer goes: info events are built from it
         del self.links[fid]

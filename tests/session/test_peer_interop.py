@@ -1,0 +1,216 @@
+"""pyzenoh sessions in peer mode, no router: a real eclipse-zenoh 1.10.2 peer connecting to a
+listening pyzenoh peer, a pyzenoh peer connecting to a listening real peer, and two
+pyzenoh peers. What they exchange was captured on a real peer pair first: each side sends
+its declarations unasked, then D_FINAL(0), no interests; from then on data and queries
+only go where a matching subscriber or queryable was declared; liveliness gets and
+history are answered from the tokens the peers declared. Waits are bounded, never timed.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import zenoh
+
+import pyzenoh.session as pz
+from pyzenoh.localnet import free_port
+from pyzenoh.session import ChannelClosedError
+from tests.interop.zenoh_procs import opened
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
+
+WAIT = 10.0
+
+
+def pz_peer(listen: list[str] | None = None, connect: list[str] | None = None) -> pz.Session:
+    return pz.open({"mode": "peer", "listen": {"endpoints": listen or []}, "connect": {"endpoints": connect or []},
+                    "scouting": {"multicast": {"enabled": False}}})  # fmt: skip
+
+
+def z_peer(listen: list[str] | None = None, connect: list[str] | None = None) -> zenoh.Session:
+    c = zenoh.Config()
+    c.insert_json5("mode", '"peer"')
+    c.insert_json5("listen/endpoints", json.dumps(listen or []))
+    c.insert_json5("connect/endpoints", json.dumps(connect or []))
+    c.insert_json5("scouting/multicast/enabled", "false")
+    return zenoh.open(c)
+
+
+def until(cond: Callable[[], bool], timeout: float = WAIT) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+def delivered(put: Callable[[], None], get: Callable[[float], Any]) -> Any:
+    """Put again until the subscriber gets something (declarations have no acknowledgement)."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        put()
+        try:
+            return get(0.3)
+        except (TimeoutError, queue.Empty):
+            continue
+    raise AssertionError("nothing delivered")
+
+
+def drain(ch: Any) -> list[Any]:
+    out: list[Any] = []
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            out.append(ch.recv(timeout=max(0.01, deadline - time.monotonic())))
+        except ChannelClosedError:
+            return out
+
+
+@pytest.fixture
+def endpoint() -> str:
+    return f"tcp/127.0.0.1:{free_port()}"
+
+
+def _exchange_with_real(p: pz.Session, z: zenoh.Session) -> None:
+    """Pub/sub, queries and liveliness both ways between a pyzenoh and a real peer."""
+    zq: queue.Queue[Any] = queue.Queue()
+    # zenoh-python undeclares what is dropped: kept until the end
+    zsub = z.declare_subscriber("pp/p/**", zq.put)
+    zqabl = z.declare_queryable("pp/z/q", lambda q: q.reply("pp/z/q", "z-answer"))
+    ztok = z.liveliness().declare_token("pp/tok/z")
+    psub = p.declare_subscriber("pp/z/**")
+    p.declare_queryable("pp/p/q", lambda q: q.reply("pp/p/q", "p-answer"))
+    p.liveliness().declare_token("pp/tok/p")
+    lsub = p.liveliness().declare_subscriber("pp/tok/**", history=True)
+    # data both ways
+    s = delivered(lambda: p.put("pp/p/a", "from-pyzenoh"), lambda t: zq.get(timeout=t))
+    assert s.payload.to_string() == "from-pyzenoh"
+    s = delivered(lambda: z.put("pp/z/a", "from-zenoh"), lambda t: psub.recv(timeout=t))
+    assert s.payload.to_string() == "from-zenoh"
+    # queries both ways
+    [r] = drain(p.get("pp/z/q", timeout=WAIT))
+    assert r.ok.payload.to_string() == "z-answer"
+    [zr] = list(z.get("pp/p/q", timeout=WAIT))
+    assert zr.ok.payload.to_string() == "p-answer"
+    # liveliness both ways
+    seen = {str(lsub.recv(timeout=WAIT).key_expr) for _ in range(2)}
+    assert seen == {"pp/tok/p", "pp/tok/z"}
+    assert {str(r.ok.key_expr) for r in drain(p.liveliness().get("pp/tok/**", timeout=WAIT))} == seen
+    assert {str(r.ok.key_expr) for r in z.liveliness().get("pp/tok/**", timeout=WAIT)} == seen
+    ztok.undeclare()
+    gone = lsub.recv(timeout=WAIT)
+    assert (str(gone.key_expr), gone.kind) == ("pp/tok/z", pz.SampleKind.DELETE)
+    # write-side filtering: nothing is sent where nobody subscribed, and a
+    # publisher's matching status follows the real peer's subscriber
+    pub = p.declare_publisher("pp/p/m")
+    assert until(lambda: bool(pub.matching_status))
+    zsub.undeclare()
+    assert until(lambda: not pub.matching_status)
+    zqabl.undeclare()
+
+
+def test_real_peer_connects_to_pyzenoh_peer(endpoint: str) -> None:
+    p = pz_peer(listen=[endpoint])
+    with opened(p):
+        z = z_peer(connect=[endpoint])
+        with opened(z):
+            assert until(lambda: len(p.info.peers_zid()) == 1)
+            assert str(p.info.peers_zid()[0]) == str(z.zid())
+            _exchange_with_real(p, z)
+            lsub = p.liveliness().declare_subscriber("pp/gone/**")
+            with opened(zs := z):
+                tok = zs.liveliness().declare_token("pp/gone/z")
+                assert lsub.recv(timeout=WAIT).kind is pz.SampleKind.PUT
+            del tok
+            # the real peer closed: its token goes, the listening peer stays
+            assert lsub.recv(timeout=WAIT).kind is pz.SampleKind.DELETE
+            assert until(lambda: p.info.peers_zid() == []) and not p.is_closed()
+
+
+def test_pyzenoh_peer_connects_to_real_peer(endpoint: str) -> None:
+    z = z_peer(listen=[endpoint])
+    with opened(z):
+        p = pz_peer(connect=[endpoint])
+        with opened(p):
+            assert [str(x) for x in p.info.peers_zid()] == [str(z.zid())]
+            _exchange_with_real(p, z)
+
+
+def test_two_pyzenoh_peers(endpoint: str) -> None:
+    a = pz_peer(listen=[endpoint])
+    b = pz_peer(connect=[endpoint])
+    with opened(a, b):
+        assert until(lambda: len(a.info.peers_zid()) == 1) and len(b.info.peers_zid()) == 1
+        asub = a.declare_subscriber("tp/to-a/**")
+        bsub = b.declare_subscriber("tp/to-b/**")
+        a.declare_queryable("tp/qa", lambda q: q.reply("tp/qa", "a"))
+        atok = a.liveliness().declare_token("tp/tok/a")
+        blsub = b.liveliness().declare_subscriber("tp/tok/**", history=True)
+        s = delivered(lambda: b.put("tp/to-a/x", "hi-a"), lambda t: asub.recv(timeout=t))
+        assert s.payload.to_string() == "hi-a"
+        s = delivered(lambda: a.put("tp/to-b/x", "hi-b"), lambda t: bsub.recv(timeout=t))
+        assert s.payload.to_string() == "hi-b"
+        assert [r.ok.payload.to_string() for r in drain(b.get("tp/qa", timeout=WAIT))] == ["a"]
+        assert str(blsub.recv(timeout=WAIT).key_expr) == "tp/tok/a"
+        assert [str(r.ok.key_expr) for r in drain(b.liveliness().get("tp/tok/**", timeout=WAIT))] == ["tp/tok/a"]
+        atok.undeclare()
+        assert blsub.recv(timeout=WAIT).kind is pz.SampleKind.DELETE
+        # a third peer joins the listener: it meets a's declarations at once
+        c = pz_peer(connect=[endpoint])
+        with opened(c):
+            assert [r.ok.payload.to_string() for r in drain(c.get("tp/qa", timeout=WAIT))] == ["a"]
+            s = delivered(lambda: c.put("tp/to-a/c", "hi"), lambda t: asub.recv(timeout=t))
+            assert s.payload.to_string() == "hi"
+
+
+def test_peer_reconnects_to_restarted_peer(endpoint: str) -> None:
+    """A peer's dialled link is retried when lost (here: the listening peer closes and a
+    new one takes its endpoint); what it declared reaches the new one."""
+    retry = {"period_init_ms": 100, "period_max_ms": 400}
+    first = pz_peer(listen=[endpoint])
+    p = pz.open({"mode": "peer", "listen": {"endpoints": []},
+                 "connect": {"endpoints": [endpoint], "retry": retry}})  # fmt: skip
+    with opened(p):
+        p.declare_subscriber("rp/**", lambda s: None)
+        p.liveliness().declare_token("rp/tok")
+        assert until(lambda: len(p.info.peers_zid()) == 1)
+        first.close()
+        assert until(lambda: p.info.peers_zid() == [])
+        second = pz_peer(listen=[endpoint])
+        with opened(second):
+            assert until(lambda: len(p.info.peers_zid()) == 1)
+            assert [str(r.ok.key_expr) for r in drain(second.liveliness().get("rp/**", timeout=WAIT))] == ["rp/tok"]
+
+
+def test_real_client_connects_to_pyzenoh_peer(endpoint: str) -> None:
+    """A client's interests are answered by the peer it connects to (its current
+    declarations, then D_FINAL); nothing is routed between the peer's links."""
+    p = pz_peer(listen=[endpoint])
+    c = zenoh.Config()
+    c.insert_json5("mode", '"client"')
+    c.insert_json5("connect/endpoints", json.dumps([endpoint]))
+    c.insert_json5("scouting/multicast/enabled", "false")
+    with opened(p):
+        p.liveliness().declare_token("pc/tok/p")
+        p.declare_queryable("pc/q", lambda q: q.reply("pc/q", "p-answer"))
+        psub = p.declare_subscriber("pc/to-p/**")
+        z = zenoh.open(c)
+        with opened(z):
+            assert [str(x) for x in z.info.peers_zid()] == [str(p.zid())]
+            zq: queue.Queue[Any] = queue.Queue()
+            zsub = z.declare_subscriber("pc/to-z/**", zq.put)
+            s = delivered(lambda: p.put("pc/to-z/a", "x"), lambda t: zq.get(timeout=t))
+            assert s.payload.to_string() == "x"
+            s = delivered(lambda: z.put("pc/to-p/a", "y"), lambda t: psub.recv(timeout=t))
+            assert s.payload.to_string() == "y"
+            assert [r.ok.payload.to_string() for r in z.get("pc/q", timeout=WAIT)] == ["p-answer"]
+            assert {str(r.ok.key_expr) for r in z.liveliness().get("pc/**", timeout=WAIT)} == {"pc/tok/p"}
+            pub = z.declare_publisher("pc/to-p/m")
+            assert until(lambda: pub.matching_status.matching)
+            zsub.undeclare()
