@@ -328,6 +328,37 @@ def test_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session,
     ppub.undeclare()
 
 
+def test_timestamped_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session, zs_ts: zenoh.Session,
+                                                     key: str) -> None:  # fmt: skip
+    """Caches without miss detection (samples ordered and filtered by timestamp): the
+    same ``_time``/``_max``/``_sn`` queries on a real and a pyzenoh cache."""
+    kz, kp = f"{key}/real", f"{key}/py"
+    zpub = zx.declare_advanced_publisher(zs_ts, kz, cache=zx.CacheConfig(max_samples=5))
+    ppub = px.declare_advanced_publisher(ps, kp, cache=px.CacheConfig(max_samples=5))
+    for i in range(3):
+        zpub.put(f"c{i}")
+        ppub.put(f"c{i}")
+    settle(0.2)
+    mid = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    settle(0.2)
+    for i in range(3, 6):
+        zpub.put(f"c{i}")
+        ppub.put(f"c{i}")
+    settle()
+
+    def ask(k: str, params: str) -> list[str]:
+        replies = zs.get(f"{k}/@adv/**?{params}", consolidation=zenoh.ConsolidationMode.NONE,
+                         accept_replies=zenoh.ReplyKeyExpr.ANY, target=zenoh.QueryTarget.ALL)  # fmt: skip
+        return [r.ok.payload.to_string() for r in replies if r.ok is not None]
+
+    for params in ("_time=[now(-60s)..]", "_time=[..now(-60s)]", f"_time=[{mid}..]", f"_time=[..{mid}]",
+                   f"_time=]{mid};1h[", f"_time=[{mid}..];_max=2", "_max=3", "_sn=0..9", "_time=bad"):  # fmt: skip
+        assert ask(kp, params) == ask(kz, params), params
+    assert ask(kp, f"_time=[{mid}..]") == ["c3", "c4", "c5"]
+    zpub.undeclare()
+    ppub.undeclare()
+
+
 def test_pyzenoh_delete_in_cache(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
     with px.declare_advanced_publisher(ps, key, cache=px.CacheConfig(max_samples=2),
                                        sample_miss_detection=px.MissDetectionConfig()) as pub:  # fmt: skip
