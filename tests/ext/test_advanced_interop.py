@@ -371,6 +371,36 @@ def test_pyzenoh_delete_in_cache(ps: pyzenoh.Session, zs: zenoh.Session, key: st
         sub.undeclare()
 
 
+def test_subscriber_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
+    """What a pyzenoh and a real AdvancedSubscriber ask a publisher's cache: the history
+    query (``_max``, ``_time``), the late publisher's query on its token key and the
+    periodic queries for newer sequence numbers, seen by a real queryable."""
+    seen: list[tuple[str, str]] = []
+    spy = zs.declare_queryable(f"{key}/@adv/**", lambda q: seen.append((str(q.key_expr), str(q.parameters))))
+    token = zs.liveliness().declare_token(f"{key}/@adv/pub/{zs.zid()}/77/_")
+    settle()
+    history = {"detect_late_publishers": True, "max_samples": 5, "max_age": 1.5}
+    period = datetime.timedelta(seconds=0.2)
+
+    def queries_of(declare: Callable[[], Any]) -> set[tuple[str, str]]:
+        seen.clear()
+        sub = declare()
+        assert until(lambda: len(seen) >= 3)  # history, token, and periodic queries
+        sub.undeclare()
+        settle(0.1)
+        return set(seen)
+
+    real = queries_of(lambda: zx.declare_advanced_subscriber(zs, key, lambda s: None, history=zx.HistoryConfig(**history),
+                                                             recovery=zx.RecoveryConfig(periodic_queries=period)))
+    mine = queries_of(lambda: px.declare_advanced_subscriber(ps, key, lambda s: None, history=px.HistoryConfig(**history),
+                                                             recovery=px.RecoveryConfig(periodic_queries=period)))
+    assert mine == real
+    assert (f"{key}/@adv/**", "_max=5;_time=[now(-1.5s)..];_anyke") in mine
+    assert (f"{key}/@adv/*/{zs.zid()}/77/**", "_sn=..;_anyke") in mine
+    token.undeclare()
+    spy.undeclare()
+
+
 # --- real publisher -> pyzenoh subscriber ---------------------------------------------------------
 
 
