@@ -401,6 +401,31 @@ def test_subscriber_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Ses
     spy.undeclare()
 
 
+def test_heartbeat_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
+    """A heartbeat announcing sequence number 4 from an unknown publisher: both
+    subscribers ask its cache for ``_sn=..4`` on the heartbeat's key."""
+    seen: list[tuple[str, str]] = []
+    spy = zs.declare_queryable(f"{key}/@adv/**", lambda q: seen.append((str(q.key_expr), str(q.parameters))))
+    beat = f"{key}/@adv/pub/{zs.zid()}/78/_"
+    settle()
+
+    def queries_of(declare: Callable[[], Any]) -> set[tuple[str, str]]:
+        seen.clear()
+        sub = declare()
+        settle()
+        zs.put(beat, zx.z_serialize(zx.UInt32(4)))
+        assert until(lambda: len(seen) >= 1)
+        sub.undeclare()
+        return set(seen)
+
+    real = queries_of(lambda: zx.declare_advanced_subscriber(zs, key, lambda s: None,
+                                                             recovery=zx.RecoveryConfig(heartbeat=True)))  # fmt: skip
+    mine = queries_of(lambda: px.declare_advanced_subscriber(ps, key, lambda s: None,
+                                                             recovery=px.RecoveryConfig(heartbeat=True)))  # fmt: skip
+    assert mine == real == {(beat, "_sn=..4;_anyke")}
+    spy.undeclare()
+
+
 # --- real publisher -> pyzenoh subscriber ---------------------------------------------------------
 
 
