@@ -214,3 +214,10 @@ def test_real_client_connects_to_pyzenoh_peer(endpoint: str) -> None:
             pub = z.declare_publisher("pc/to-p/m")
             assert until(lambda: pub.matching_status.matching)
             zsub.undeclare()
+
+
+def test_listen_endpoint_taken(endpoint: str) -> None:
+    """listen/exit_on_failure (zenoh's default true): a configured endpoint that cannot be
+    listened on stops open()."""
+    with opened(pz_peer(listen=[endpoint])), pytest.raises(ConnectionError, match="could not listen"):
+        pz_peer(listen=[endpoint])

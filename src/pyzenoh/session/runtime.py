@@ -117,14 +117,19 @@ class Runtime:
     async def _open(self) -> None:
         cfg = self.config
         peer = cfg.mode == "peer"
+        if not peer and cfg.listen:
+            log.warning("a pyzenoh client does not listen: listen/endpoints %s ignored", cfg.listen)
         if peer:
             for ep in cfg.listen:
                 try:
                     self._listeners.append(await listen(ep, self._link_cfg_(), self._on_link_event,
                                                         max_queue_bytes=cfg.max_queue_bytes, keep_raw=False,
                                                         tls=cfg.tls))  # fmt: skip
-                except (OSError, PyZenohError) as exc:  # listen/exit_on_failure: true
-                    raise SessionOpenError(f"could not listen on {ep}: {exc}") from None
+                except (OSError, PyZenohError) as exc:
+                    if cfg.get("listen/endpoints") is None:  # zenoh's default tcp/[::]:0 (no IPv6 here?)
+                        log.warning("could not listen on %s: %s", ep, exc)
+                        continue
+                    raise SessionOpenError(f"could not listen on {ep}: {exc}") from None  # exit_on_failure
         eps = cfg.connect
         if not eps:
             if peer and self._listeners:
