@@ -294,7 +294,7 @@ def test_zenoh_subscriber_reports_miss_from_pyzenoh(ps: pyzenoh.Session, zs: zen
         sub.undeclare()
 
 
-SELECTORS = ["", "_sn=1..3", "_sn=2..", "_sn=..1", "_sn=4", "_max=2", "_sn=1..4;_max=2", "_sn=9..",
+SELECTORS = ["", "_sn=1..3", "_sn=2..", "_sn=..1", "_sn=4", "_max=2", "_sn=1..4;_max=2", "_sn=9..", "_max=9", "_max=0",
              "_time=[now(-60s)..]", "_time=[..now(-60s)]"]  # fmt: skip
 
 
@@ -324,6 +324,9 @@ def test_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session,
     for params in SELECTORS:
         assert ask(kp, params) == ask(kz, params), params
     assert ask(kp, "_sn=1..3") == [("c2", 2), ("c3", 3)]
+    # without _anyke the samples' key does not match the query: neither cache replies
+    for k in (kp, kz):
+        assert not [r for r in zs.get(f"{k}/@adv/**") if r.ok is not None]
     zpub.undeclare()
     ppub.undeclare()
 

@@ -541,10 +541,13 @@ class _Cache:
                     continue
                 chosen.append(s)
         if limit is not None:
-            chosen = chosen[len(chosen) - limit:] if limit else []
+            chosen = chosen[max(len(chosen) - limit, 0):] if limit else []
         try:
             for s in chosen:
-                self._reply(query, s)
+                try:
+                    self._reply(query, s)
+                except ZError as exc:  # e.g. a query without _anyke on the @adv key: as zenoh-ext, logged
+                    log.warning("AdvancedCache: error replying to query %s: %s", query, exc)
         finally:
             query.drop()
 
