@@ -285,7 +285,8 @@ def test_public_names_match_the_serialization_part_of_zenoh_ext() -> None:
         "declare_advanced_publisher", "declare_advanced_subscriber",
     }  # fmt: skip
     real_names = {n for n in dir(R) if not n.startswith("_")} - advanced
-    assert set(P.__all__) == real_names
+    # the serializer's names, exactly (the advanced ones are tested in test_advanced_interop)
+    assert set(P.__all__) - advanced == real_names
     for name in WRAPPERS:
         assert getattr(P, name).__doc__ == getattr(R, name).__doc__, name
 

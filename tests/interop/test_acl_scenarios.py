@@ -404,8 +404,16 @@ def test_subject_combinations(start: Callable[..., Site]) -> None:
     with declared(observer.declare_subscriber("s/**", inbox.sample), observer.declare_subscriber("t/**", inbox.sample)):
         for name in "efghij":
             s = site[name]
-            got = delivered_in_order(lambda m, s=s: s.put(f"s/{m}", m), lambda m, s=s: s.put(f"t/{m}", m), inbox)  # type: ignore[misc]
-            assert bool(got) == (name in allowed), f"{name}'s put: {got}"
+            # Tried up to three times: under load a client's first put on s/** could go
+            # before it heard of the subscriber (both routers showed it once in a full
+            # run); an allowed put must get through once, a denied one never.
+            tries = []
+            for _ in range(3):
+                tries.append(delivered_in_order(lambda m, s=s: s.put(f"s/{m}", m),  # type: ignore[misc]
+                                                lambda m, s=s: s.put(f"t/{m}", m), inbox))  # type: ignore[misc]
+                if tries[-1]:
+                    break
+            assert any(tries) == (name in allowed), f"{name}'s puts: {tries}"
 
 
 def _dual_stack() -> bool:
