@@ -36,7 +36,6 @@ API's ``retention_period`` is not in zenoh-python 1.10).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import functools
 import heapq
@@ -765,33 +764,6 @@ def declare_advanced_publisher(
 # --- subscriber -------------------------------------------------------------------------------
 
 
-def _keep_received_source_info() -> None:
-    """Make received samples carry their PUSH's source info.
-
-    pyzenoh's session core builds a received PUSH's Sample without the source info the
-    PUT/DEL carried (replies and queries keep theirs), and an AdvancedSubscriber orders and
-    recovers samples by it. Until the core does it itself (``session/core.py``: ``_sample``
-    or ``_on_push``), this wraps the core's sample constructor once, at the first
-    AdvancedSubscriber: samples that already have a source info, or none on the wire, are
-    unchanged; if the constructor is gone (the core changed), nothing is done."""
-    from pyzenoh.session import core
-
-    make = getattr(core, "_sample", None)
-    if make is None or getattr(make, "_keeps_source_info", False):
-        return
-
-    def sample_keeping_source_info(*args: Any, **kwargs: Any) -> Any:
-        sample = make(*args, **kwargs)
-        body = args[1] if len(args) > 1 else kwargs.get("body")
-        wire = getattr(body, "source_info", None)
-        if wire is not None and isinstance(sample, Sample) and sample.source_info is None:
-            sample = dataclasses.replace(sample, source_info=SourceInfo.from_wire(wire))
-        return sample
-
-    setattr(sample_keeping_source_info, "_keeps_source_info", True)  # noqa: B010
-    setattr(core, "_sample", sample_keeping_source_info)  # noqa: B010
-
-
 @dataclass(slots=True)
 class _SeqState:
     last: int | None = None
@@ -864,7 +836,6 @@ class AdvancedSubscriber(Generic[H]):
                 raise ZError("max_samples must not be zero")
             if history.max_age == 0:
                 raise ZError("max_age must not be zero")
-        _keep_received_source_info()
         self._session = session
         self._delivery = _delivery(handler)
         self._lock = threading.RLock()

@@ -1495,11 +1495,12 @@ def _sample(ke: KeyExpr, body: Put | Del, qos: int) -> t.Sample:
     cc, prio, express = _qos_fields(qos)
     ts = None if body.timestamp is None else t.Timestamp.from_wire(body.timestamp)
     att = None if body.attachment is None else t.ZBytes(body.attachment)
+    info = None if body.source_info is None else t.SourceInfo.from_wire(body.source_info)
     if type(body) is Put:
         return t.Sample(ke, t.ZBytes(body.payload), t.SampleKind.PUT, t.Encoding.from_wire(body.encoding),
-                        ts, cc, prio, express, att)  # fmt: skip
+                        ts, cc, prio, express, att, info)  # fmt: skip
     return t.Sample(ke, t.ZBytes(b""), t.SampleKind.DELETE, t.Encoding.from_wire(_p.Encoding.DEFAULT),
-                    ts, cc, prio, express, att)  # fmt: skip
+                    ts, cc, prio, express, att, info)  # fmt: skip
 
 
 def _local_sample(ke: KeyExpr, body: Put | Del, priority: int, block: bool, express: bool) -> t.Sample:
