@@ -185,7 +185,8 @@ def test_peer_reconnects_to_restarted_peer(endpoint: str) -> None:
         second = pz_peer(listen=[endpoint])
         with opened(second):
             assert until(lambda: len(p.info.peers_zid()) == 1)
-            assert [str(r.ok.key_expr) for r in drain(second.liveliness().get("rp/**", timeout=WAIT))] == ["rp/tok"]
+            # the declarations follow the handshake: asked until they are in
+            assert until(lambda: [str(r.ok.key_expr) for r in drain(second.liveliness().get("rp/**"))] == ["rp/tok"])
 
 
 def test_real_client_connects_to_pyzenoh_peer(endpoint: str) -> None:
@@ -221,3 +222,39 @@ def test_listen_endpoint_taken(endpoint: str) -> None:
     listened on stops open()."""
     with opened(pz_peer(listen=[endpoint])), pytest.raises(ConnectionError, match="could not listen"):
         pz_peer(listen=[endpoint])
+
+
+def test_real_peer_meets_pyzenoh_peer_through_router_gossip() -> None:
+    """A pyzenoh peer connected to a real router announces where it listens in its link
+    state; the router gossips it and a real peer of that router connects to it: they
+    then talk directly (a router routes nothing between peers), each sample once."""
+    from tests.interop.zenoh_procs import start_router
+
+    router = start_router(extra={"scouting/gossip/enabled": True})
+    try:
+        p = pz.open({"mode": "peer", "listen": {"endpoints": ["tcp/127.0.0.1:0"]},
+                     "connect": {"endpoints": [router.endpoint]},
+                     "scouting": {"multicast": {"enabled": False}}})  # fmt: skip
+        with opened(p):
+            z = z_peer(connect=[router.endpoint])
+            with opened(z):
+                assert until(lambda: [str(x) for x in p.info.peers_zid()] == [str(z.zid())])
+                psub = p.declare_subscriber("gs/to-p/**")
+                zq: queue.Queue[Any] = queue.Queue()
+                zsub = z.declare_subscriber("gs/to-z/**", zq.put)
+                s = delivered(lambda: z.put("gs/to-p/a", "from-z"), lambda t: psub.recv(timeout=t))
+                assert s.payload.to_string() == "from-z"
+                s = delivered(lambda: p.put("gs/to-z/a", "from-p"), lambda t: zq.get(timeout=t))
+                assert s.payload.to_string() == "from-p"
+                while True:  # the retried puts' samples
+                    try:
+                        psub.recv(timeout=0.5)
+                    except TimeoutError:
+                        break
+                z.put("gs/to-p/once", "once")
+                assert psub.recv(timeout=WAIT).payload.to_string() == "once"
+                with pytest.raises(TimeoutError):
+                    psub.recv(timeout=0.5)  # not twice (directly and through the router)
+                zsub.undeclare()
+    finally:
+        router.stop()

@@ -389,9 +389,11 @@ class SessionCore:
 
     # --- link lifecycle ----------------------------------------------------------------------
 
-    def on_established(self, peer: Established, fid: int = 0) -> None:
+    def on_established(self, peer: Established, fid: int = 0, locators: Iterable[str] = ()) -> None:
         """A face opened (``fid``: the runtime's id for the link): it gets the session's
-        state, as a 1.10.2 client re-declares everything to a router it reconnected to."""
+        state, as a 1.10.2 client re-declares everything to a router it reconnected to.
+        ``locators``: where a peer listens, announced in its link state (a router gossips
+        them to other peers, which then connect to it)."""
         if self.closed:
             return
         self.peer = peer
@@ -402,7 +404,7 @@ class SessionCore:
         self.select_face(fid)
         if self.mode is WhatAmI.PEER:
             # peers announce their link state right after open (zenoh-wire.md 6.7)
-            self._send(NetworkOam(OAM_LINKSTATE, self._linkstate(peer), qos=QOS_DECLARE), PRIORITY_CONTROL,
+            self._send(NetworkOam(OAM_LINKSTATE, self._linkstate(peer, locators), qos=QOS_DECLARE), PRIORITY_CONTROL,
                        face=fid)  # fmt: skip
         self._replay(face)
         self._allow_changed()
@@ -496,17 +498,20 @@ class SessionCore:
             if item is not None:
                 self.deliveries.append((sink, item))
 
-    def _linkstate(self, peer: Established) -> bytes:
+    def _linkstate(self, peer: Established, locators: Iterable[str] = ()) -> bytes:
         out = bytearray()
         w = _p.write_vle
         w(out, 2)
-        # ourselves: zid | whatami | locators (none), psid 0, linked to psid 1
+        # ourselves: zid | whatami | locators, psid 0, linked to psid 1
         w(out, 0x07)
         w(out, 0)
         w(out, 1)
         _p.write_zbytes(out, self.zid.to_wire())
         out.append(int(WhatAmI.PEER))
-        w(out, 0)
+        locs = list(locators)
+        w(out, len(locs))
+        for loc in locs:
+            _p.write_zstr(out, loc)
         w(out, 1)
         w(out, 1)
         # the router: zid | whatami | gateway, psid 1, linked to psid 0

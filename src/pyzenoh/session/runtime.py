@@ -38,7 +38,7 @@ from pyzenoh.transport.link import (
     Received,
     ReceivedRun,
 )
-from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
+from pyzenoh.transport.tcp import Endpoint, TcpLink, TcpListener, connect, listen
 
 log = logging.getLogger(__name__)
 
@@ -339,12 +339,27 @@ class Runtime:
             if self.link is None:
                 self.link, self.peer = link, ev
             self._cur_link = link
-            self.core.on_established(ev, fid)
+            self.core.on_established(ev, fid, self._locators(link))
             if self._blocked:
                 link.pause_reading()
             self.pump()
         elif isinstance(ev, LinkClosed):
             self._link_closed(link, ev)
+
+    def _locators(self, link: TcpLink) -> list[str]:
+        """Where this peer listens, as the node at the other end of ``link`` can reach it:
+        an unspecified listen address ([::], 0.0.0.0) becomes the link's own address."""
+        out: list[str] = []
+        local = link.local_address
+        for lst in self._listeners:
+            for ep in lst.endpoints:
+                host = ep.host
+                if host in ("::", "0.0.0.0") and local:
+                    host = local[0].removeprefix("::ffff:")
+                loc = str(Endpoint(host, ep.port, ep.protocol))
+                if loc not in out:
+                    out.append(loc)
+        return out
 
     def _on_dialled_event(self, endpoint: str, link: TcpLink, ev: Event) -> None:
         """Events of a link this session dialled: when it is lost, it is dialled again."""
