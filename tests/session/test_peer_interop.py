@@ -258,3 +258,36 @@ def test_real_peer_meets_pyzenoh_peer_through_router_gossip() -> None:
                 zsub.undeclare()
     finally:
         router.stop()
+
+
+def test_pyzenoh_peers_meet_through_router_gossip() -> None:
+    """Two pyzenoh peers of one real router dial each other from its gossip (the one with
+    the greater zid dials, a second link between two nodes is refused), and a real peer
+    joining meets both; each sample arrives once."""
+    from tests.interop.zenoh_procs import start_router
+
+    router = start_router(extra={"scouting/gossip/enabled": True})
+    cfg = {"mode": "peer", "listen": {"endpoints": ["tcp/127.0.0.1:0"]},
+           "connect": {"endpoints": [router.endpoint]}, "scouting": {"multicast": {"enabled": False}}}  # fmt: skip
+    try:
+        a, b = pz.open(cfg), pz.open(cfg)
+        with opened(a, b):
+            assert until(lambda: a.info.peers_zid() == [b.zid()] and b.info.peers_zid() == [a.zid()])
+            bsub = b.declare_subscriber("gp/**")
+            s = delivered(lambda: a.put("gp/x", "a-to-b"), lambda t: bsub.recv(timeout=t))
+            assert s.payload.to_string() == "a-to-b"
+            z = z_peer(connect=[router.endpoint])
+            with opened(z):
+                assert until(lambda: len(z.info.peers_zid()) == 2)
+                assert until(lambda: len(a.info.peers_zid()) == 2 and len(b.info.peers_zid()) == 2)
+                while True:  # the retried puts' samples
+                    try:
+                        bsub.recv(timeout=0.5)
+                    except TimeoutError:
+                        break
+                a.put("gp/once", "once")
+                assert bsub.recv(timeout=WAIT).payload.to_string() == "once"
+                with pytest.raises(TimeoutError):
+                    bsub.recv(timeout=0.5)
+    finally:
+        router.stop()

@@ -48,7 +48,8 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
     }),
     "session": frozenset({
         "id", "mode", "connect/endpoints", "connect/timeout_ms", "connect/exit_on_failure", "connect/retry",
-        "listen/endpoints", "scouting/delay", "scouting/timeout", "scouting/multicast/enabled",
+        "listen/endpoints", "scouting/delay", "scouting/gossip/enabled", "scouting/gossip/autoconnect",
+        "scouting/timeout", "scouting/multicast/enabled",
         "scouting/multicast/address", "scouting/multicast/interface", "scouting/multicast/ttl",
         "scouting/multicast/autoconnect", "queries_default_timeout", "transport/unicast/open_timeout",
         "transport/unicast/qos/enabled", "transport/link/tx/lease", "transport/link/tx/keep_alive",

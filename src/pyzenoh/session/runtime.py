@@ -22,7 +22,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pyzenoh.codec import Del, Err, Put, WhatAmI, ZenohId
+from pyzenoh.codec import Del, Err, NetworkOam, Put, WhatAmI, ZenohId
+from pyzenoh.codec.network import OAM_LINKSTATE
 from pyzenoh.errors import CloseReason, PyZenohError, SessionOpenError, UsageError
 from pyzenoh.session import types as t
 from pyzenoh.session.config import Config
@@ -50,6 +51,9 @@ MAX_PENDING_OPS = 10_000
 DEFAULT_ENDPOINT = "tcp/127.0.0.1:7447"
 #: What a failed dial raises.
 DIAL_ERRORS = (OSError, ConnectionError, TimeoutError, PyZenohError)
+#: A peer learnt of by gossip is dialled this long after (if it has not connected to us
+#: by then: real peers, "always" autoconnecting, usually have).
+GOSSIP_DIAL_DELAY_S = 1.0
 
 
 class Runtime:
@@ -79,6 +83,9 @@ class Runtime:
         #: a client's endpoints, tried in turn when its link is lost
         self._client_eps: list[str] = []
         self._reconnecting = False
+        #: peers learnt of by gossip being dialled (their zids)
+        self._gossip_dials: set[ZenohId] = set()
+        self._autoconnect = self.whatami is WhatAmI.PEER and _gossip_autoconnect(config)
         self.closed = False
         self.close_event: LinkClosed | None = None
         self.loop_thread: int | None = None if threaded else threading.get_ident()
@@ -273,8 +280,11 @@ class Runtime:
     async def _discard(self) -> None:
         """A failed open: nothing stays (listeners, links, connectors)."""
         self.closed = True
-        for task in list(self._tasks):
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)
         for lst in self._listeners:
             lst.server.close()
         for link in list(self.links.values()):
@@ -285,8 +295,11 @@ class Runtime:
         if self.closed:
             return
         self.closed = True
-        for task in list(self._tasks):
+        tasks = [task for task in self._tasks if task is not asyncio.current_task()]
+        for task in tasks:
             task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)  # let them end before the loop stops
         self.core.close()
         self.pump()
         if self._timer is not None:
@@ -321,7 +334,10 @@ class Runtime:
                 self._cur_link = link
                 self.core.select_face(fid)
             if isinstance(ev, Received):
-                self.core.on_message(ev.message, self.loop.time())
+                msg = ev.message
+                self.core.on_message(msg, self.loop.time())
+                if msg.__class__ is NetworkOam and self._autoconnect:
+                    self._on_gossip(msg)
             else:
                 self.core.on_push_run(ev.run)
             if not self._pump_scheduled:
@@ -330,6 +346,11 @@ class Runtime:
         elif isinstance(ev, Established):
             if self.closed:
                 link.close()
+                return
+            if any(p.zid == ev.zid for p in self.peers.values()):
+                # one link per node, as zenoh's transport/unicast/max_links 1
+                log.info("a second link to %s refused", ev.zid)
+                link.close(CloseReason.MAX_LINKS)
                 return
             fid = self._next_fid
             self._next_fid += 1
@@ -345,6 +366,45 @@ class Runtime:
             self.pump()
         elif isinstance(ev, LinkClosed):
             self._link_closed(link, ev)
+
+    def _on_gossip(self, msg: NetworkOam) -> None:
+        """A link state from a router or peer: peers it names with locators are dialled
+        (zenoh's gossip autoconnect), by the node with the greater zid only, so two
+        pyzenoh peers dial each other once; a link that comes second is refused."""
+        body = msg.body
+        if msg.oam_id != OAM_LINKSTATE or not isinstance(body, bytes | bytearray):
+            return
+        from pyzenoh.routing.linkstate import LinkStateDecodeError, decode_linkstates
+
+        try:
+            states = decode_linkstates(bytes(body))
+        except LinkStateDecodeError as exc:
+            log.debug("undecodable link state: %s", exc)
+            return
+        for st in states:
+            zid = st.zid
+            if (zid is None or st.whatami is not WhatAmI.PEER or not st.locators or zid.value >= self.zid.value
+                    or zid in self._gossip_dials or any(p.zid == zid for p in self.peers.values())):  # fmt: skip
+                continue
+            self._gossip_dials.add(zid)
+            self._spawn(self._dial_gossiped(zid, [loc for loc in st.locators if loc.startswith(("tcp/", "tls/"))]))
+
+    async def _dial_gossiped(self, zid: ZenohId, locators: list[str]) -> None:
+        try:
+            await asyncio.sleep(GOSSIP_DIAL_DELAY_S)
+            for loc in locators:
+                if self.closed or any(p.zid == zid for p in self.peers.values()):
+                    return
+                try:
+                    await connect(loc.split("?", 1)[0], self._link_cfg_(), self._on_link_event,
+                                  max_queue_bytes=self.config.max_queue_bytes, keep_raw=False,
+                                  tls=self.config.tls)  # fmt: skip
+                    log.info("connected to gossiped peer %s at %s", zid, loc)
+                    return
+                except DIAL_ERRORS as exc:
+                    log.debug("gossiped peer %s at %s: %s", zid, loc, exc)
+        finally:
+            self._gossip_dials.discard(zid)
 
     def _locators(self, link: TcpLink) -> list[str]:
         """Where this peer listens, as the node at the other end of ``link`` can reach it:
@@ -599,3 +659,14 @@ class Runtime:
         if self.closed:
             return
         self.submit(lambda: self.core.query_finalize(qref))
+
+
+def _gossip_autoconnect(config: Config) -> bool:
+    """``scouting/gossip``: enabled (default) and peers among this peer's autoconnect
+    kinds (zenoh's default for a peer: router, peer, client)."""
+    if config.get("scouting/gossip/enabled") is False:
+        return False
+    kinds = config.get("scouting/gossip/autoconnect")
+    if isinstance(kinds, dict):
+        kinds = kinds.get("peer")
+    return kinds is None or "peer" in kinds
