@@ -291,3 +291,94 @@ def test_pyzenoh_peers_meet_through_router_gossip() -> None:
                     bsub.recv(timeout=0.5)
     finally:
         router.stop()
+
+
+# --- the same rules on the sans-IO core (no sockets) ------------------------------------------
+
+
+def _core_with_faces() -> tuple[Any, list[Any]]:
+    from pyzenoh.codec import WhatAmI, ZenohId
+    from pyzenoh.session.core import SessionCore
+    from pyzenoh.transport.link import Established
+
+    core = SessionCore(ZenohId.from_str("c1"), WhatAmI.PEER, None)  # type: ignore[arg-type]
+    out: list[Any] = []
+    for fid, (zid, what) in enumerate([("a1", WhatAmI.ROUTER), ("b1", WhatAmI.PEER)], start=1):
+        core.on_established(Established(ZenohId.from_str(zid), what, 10_000, 65535, 0x0A, True, 1, 0, 0), fid)
+    out += core.take_outbox()
+    return core, out
+
+
+def test_core_peer_face_rules() -> None:
+    """Declarations go to every face, interests to routers only; a peer face gets data
+    until its D_FINAL(0), then only what its subscribers match; a lost face ends the gets
+    that waited on it and takes its tokens with it."""
+    from pyzenoh.codec import (
+        Declare,
+        DeclareFinal,
+        DeclareQueryable,
+        DeclareSubscriber,
+        DeclareToken,
+        Interest,
+        Push,
+        Put,
+        Request,
+        ResponseFinal,
+        WireExpr,
+    )
+    from pyzenoh.session.core import END
+
+    core, _ = _core_with_faces()
+
+    class Sink:
+        pass
+
+    core.declare_subscriber("k/**", Sink())
+    pub = core.declare_publisher("k/pub")
+    sent = core.take_outbox()
+    assert [(type(m.body).__name__ if isinstance(m, Declare) else type(m).__name__, f) for m, *_, f in sent] == [
+        ("DeclareSubscriber", None), ("DeclareKeyExpr", None), ("Interest", 1)]  # fmt: skip
+    assert isinstance(sent[2][0], Interest) and pub
+
+    def data_faces() -> list[int | None]:
+        core.put("x/y", Put(b"v"))
+        return [f for m, *_, f in core.take_outbox() if isinstance(m, Push)]
+
+    assert data_faces() == [1, 2]  # the router (no D_FINAL for a publisher there) and the peer
+    core.select_face(2)
+    core.on_message(Declare(DeclareFinal(), 0), 0.0)
+    assert data_faces() == [1]  # the peer declared nothing on x/y
+    core.on_message(Declare(DeclareSubscriber(7, WireExpr(0, "x/**", True))), 0.0)
+    assert data_faces() == [1, 2]
+    # a get waits for the router and the matching peers; the peer's link goes: it ends
+    core.get("x/none", "", Sink(), 0.0)
+    assert [f for m, *_, f in core.take_outbox() if isinstance(m, Request)] == [1]  # no queryable at the peer
+    core.on_message(Declare(DeclareQueryable(8, WireExpr(0, "x/**", True))), 0.0)
+    sink = Sink()
+    rid = core.get("x/y", "", sink, 0.0)
+    assert [f for m, *_, f in core.take_outbox() if isinstance(m, Request)] == [None]  # both faces
+    core.select_face(1)
+    core.on_message(ResponseFinal(rid), 0.0)
+    assert (sink, END) not in core.take_deliveries()  # the peer's final is still due
+    core.on_message(Declare(DeclareToken(3, WireExpr(0, "t/a", True))), 0.0)
+    lsub = Sink()
+    core.declare_liveliness_subscriber("t/**", False, lsub)
+    core.select_face(2)
+    core.on_message(Declare(DeclareToken(5, WireExpr(0, "t/b", True))), 0.0)
+    core.take_outbox()
+    core.face_lost(2)
+    items = core.take_deliveries()
+    assert (sink, END) in items  # the get: the router had answered, the peer is gone
+    deletes = [str(i.key_expr) for s, i in items if s is lsub and getattr(i, "kind", None) is not None
+               and i.kind.name == "DELETE"]  # fmt: skip
+    assert deletes == ["t/b"]
+    # a face that opens again gets the whole state, then D_FINAL(0) (a peer)
+    from pyzenoh.codec import WhatAmI, ZenohId
+    from pyzenoh.transport.link import Established
+
+    core.on_established(Established(ZenohId.from_str("b2"), WhatAmI.PEER, 10_000, 65535, 0x0A, True, 1, 0, 0), 3)
+    replay = [(m, f) for m, *_, f in core.take_outbox()]
+    assert all(f == 3 for _, f in replay)
+    kinds = [type(m.body).__name__ if isinstance(m, Declare) else type(m).__name__ for m, _ in replay]
+    assert kinds == ["NetworkOam", "DeclareKeyExpr", "DeclareSubscriber", "DeclareFinal"]
+    assert replay[-1][0].interest_id == 0
