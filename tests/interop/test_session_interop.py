@@ -203,12 +203,12 @@ def test_publisher_matching_and_write_filtering(ps: pz.Session, zs: zenoh.Sessio
     statuses = pub.declare_matching_listener()
     assert statuses.recv(timeout=WAIT).matching is False
     settle()
-    assert pub.matching_status is False
+    assert pub.matching_status.matching is False
     pub.put("nobody listens")  # filtered out after the router's D_FINAL
     q, cb = zqueue()
     zsub = zs.declare_subscriber(f"{prefix}/*", cb)
     assert statuses.recv(timeout=WAIT).matching is True
-    assert pub.matching_status is True
+    assert pub.matching_status.matching is True
     pub.put("hello")
     s = q.get(timeout=WAIT)
     assert s.payload.to_bytes() == b"hello" and str(s.encoding) == "text/plain"

@@ -76,9 +76,9 @@ def test_querier_gets_and_matching(ps: pyzenoh.Session, zs: zenoh.Session, prefi
     querier = ps.declare_querier(f"{prefix}/q", timeout=5, target=pyzenoh.QueryTarget.ALL)
     statuses: queue.Queue[bool] = queue.Queue()
     listener = querier.declare_matching_listener(lambda st: statuses.put(st.matching))
-    assert statuses.get(timeout=WAIT) is False and querier.matching_status is False
+    assert statuses.get(timeout=WAIT) is False and querier.matching_status.matching is False
     qabl = zs.declare_queryable(f"{prefix}/*", lambda q: q.reply(f"{prefix}/q", f"got {q.parameters}"))
-    assert statuses.get(timeout=WAIT) is True and querier.matching_status is True
+    assert statuses.get(timeout=WAIT) is True and querier.matching_status.matching is True
     got = [r.ok.payload.to_string() for r in replies(querier.get(parameters="n=1"))]
     assert got == ["got n=1"]
     assert querier.accept_replies is pyzenoh.ReplyKeyExpr.MATCHING_QUERY and querier.key_expr == f"{prefix}/q"
@@ -91,9 +91,9 @@ def test_querier_gets_and_matching(ps: pyzenoh.Session, zs: zenoh.Session, prefi
 def test_querier_complete_target_and_local_queryable(ps: pyzenoh.Session, prefix: str) -> None:
     querier = ps.declare_querier(f"{prefix}/a", target=pyzenoh.QueryTarget.ALL_COMPLETE, timeout=5)
     incomplete = ps.declare_queryable(f"{prefix}/a", lambda q: q.reply(f"{prefix}/a", "x"))
-    assert until(lambda: True) and querier.matching_status is False  # not complete
+    assert until(lambda: True) and querier.matching_status.matching is False  # not complete
     complete = ps.declare_queryable(f"{prefix}/**", lambda q: q.reply(f"{prefix}/a", "y"), complete=True)
-    assert until(lambda: querier.matching_status)
+    assert until(lambda: querier.matching_status.matching)
     assert [r.ok.payload.to_string() for r in replies(querier.get())] == ["y"]
     complete.undeclare()
     incomplete.undeclare()
@@ -103,7 +103,7 @@ def test_querier_complete_target_and_local_queryable(ps: pyzenoh.Session, prefix
 def test_real_querier_gets_pyzenoh_replies(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str) -> None:
     qabl = ps.declare_queryable(f"{prefix}/r", lambda q: q.reply(q.key_expr, "from pyzenoh"))
     querier = zs.declare_querier(f"{prefix}/r", timeout=5)
-    assert until(lambda: querier.matching_status)
+    assert until(lambda: querier.matching_status.matching)
     rs = list(querier.get())
     assert [r.ok.payload.to_string() for r in rs] == ["from pyzenoh"]
     assert str(rs[0].replier_id.zid) == str(ps.zid()) and rs[0].replier_id.eid == qabl.id.eid

@@ -131,8 +131,8 @@ class AsyncPublisher(PublisherSettings, _AsyncEntity):
         self._state = state
 
     @property
-    def matching_status(self) -> bool:
-        return self._rt.core.publisher_matching(self._state.local)
+    def matching_status(self) -> t.MatchingStatus:
+        return t.MatchingStatus(self._rt.core.publisher_matching(self._state.local))
 
     def _check(self) -> None:
         if self._rt.closed or self._undeclare_fn is None:

@@ -418,9 +418,9 @@ class Publisher(PublisherSettings, _Entity):
         self._state = state
 
     @property
-    def matching_status(self) -> bool:
+    def matching_status(self) -> t.MatchingStatus:
         local = self._state.local
-        return self._rt.call(lambda: self._rt.core.publisher_matching(local), CALL_TIMEOUT_S)
+        return t.MatchingStatus(self._rt.call(lambda: self._rt.core.publisher_matching(local), CALL_TIMEOUT_S))
 
     def put(
         self,
@@ -542,9 +542,9 @@ class Querier(_Entity):
         return self._settings.accept
 
     @property
-    def matching_status(self) -> bool:
+    def matching_status(self) -> t.MatchingStatus:
         local = self._local
-        return self._rt.call(lambda: self._rt.core.querier_matching(local), CALL_TIMEOUT_S)
+        return t.MatchingStatus(self._rt.call(lambda: self._rt.core.querier_matching(local), CALL_TIMEOUT_S))
 
     def get(
         self,

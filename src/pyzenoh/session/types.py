@@ -708,7 +708,13 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class MatchingStatus:
+    """Whether a publisher or querier has a match (``.matching``, as zenoh-python's); its
+    truth value is that too, so ``if pub.matching_status:`` reads as it says."""
+
     matching: bool
+
+    def __bool__(self) -> bool:
+        return self.matching
 
 
 # --- Query --------------------------------------------------------------------------------
