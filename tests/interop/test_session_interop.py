@@ -323,7 +323,10 @@ def test_query_timeout_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str)
     replies = drain(ps.get(f"{prefix}/slowz", timeout=1))
     assert [r.err.payload.to_bytes() for r in replies if r.err] == [b"Timeout"]
     zreplies = list(zs.get(f"{prefix}/slowp", timeout=1))
-    assert [r.err.payload.to_bytes() for r in zreplies if r.err] == [b"Timeout"]
+    # The real router's Timeout reply and the real client's own timer (both 1 s) race in
+    # the real client: it has been seen to report both (one full run in about ten).
+    errors = [r.err.payload.to_bytes() for r in zreplies if r.err]
+    assert errors in ([b"Timeout"], [b"Timeout", b"Timeout"]) and len(errors) == len(zreplies)
     held.clear()
     zq.undeclare()
     pq.undeclare()
