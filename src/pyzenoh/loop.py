@@ -34,11 +34,6 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
     return asyncio.new_event_loop
 
 
-def loop_name() -> str:
-    """"uvloop" or "asyncio": the loop :func:`run` and :func:`new_event_loop` use."""
-    return "asyncio" if loop_factory() is asyncio.new_event_loop else "uvloop"
-
-
 def run(main: Coroutine[Any, Any, T]) -> T:
     """:func:`asyncio.run` on the chosen loop."""
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
