@@ -238,3 +238,10 @@ def test_a_neighbours_pushes_with_node_ids_take_the_fast_path() -> None:
                         qos, None, node)  # fmt: skip
             raw = encode_network_message(push)
             assert decode_push(raw, 0, len(raw)) == (push, len(raw))
+
+
+def test_a_run_of_deletes_has_an_empty_payload_each() -> None:
+    # equal-length messages whose payload starts where they end (found by hypothesis)
+    payload = frame_payload([Push(we("k/a"), Del()) for _ in range(6)])
+    run = scan_run(payload, 2, len(payload))
+    assert run is not None and run.stride and run.payloads() == [b""] * 6

@@ -283,15 +283,20 @@ class PushRun:
 
     def messages(self) -> list[tuple[Push, bytes]]:
         """Every message decoded, with its bytes (the per-message path, one definition)."""
-        data = self.data
-        out: list[tuple[Push, bytes]] = []
-        start = 0
-        for end in self.ends:
-            res = decode_push(data, start, end)
-            assert res is not None and res[1] == end, "a run holds only common-shape PUSHes"
-            out.append((res[0], data[start:end]))
-            start = end
-        return out
+        return split_pushes(self.data, self.ends)
+
+
+def split_pushes(data: bytes, ends: Sequence[int]) -> list[tuple[Push, bytes]]:
+    """The common-shape PUSHes ``data`` holds back to back (message ``i`` ending at
+    ``ends[i]``: a run, or a routed copy of one), decoded, each with its bytes."""
+    out: list[tuple[Push, bytes]] = []
+    start = 0
+    for end in ends:
+        res = decode_push(data, start, end)
+        assert res is not None and res[1] == end, "a run holds only common-shape PUSHes"
+        out.append((res[0], data[start:end]))
+        start = end
+    return out
 
 
 _SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)  # 7-bit groups of a VLE, low first
@@ -341,7 +346,7 @@ def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
         else:
             po = payload_at - pos
             return _run(f, buf, pos, end, range(length, total + 1, length), length, prefix_len,
-                        range(po, total, length))  # fmt: skip
+                        range(po, po + total, length))  # fmt: skip
     prefix = buf[pos : pos + prefix_len]
     # with a timestamp: what follows the time up to the payload length (id, encoding)
     mid = b""
