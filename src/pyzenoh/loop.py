@@ -11,6 +11,7 @@ asyncio with a warning.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 from collections.abc import Callable, Coroutine
@@ -25,12 +26,13 @@ ENV = "PYZENOH_EVENT_LOOP"
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
     """What makes a new event loop: uvloop's when :data:`ENV` asks for it and it is installed."""
     if os.environ.get(ENV, "asyncio").lower() == "uvloop":
-        try:
-            import uvloop
+        try:  # an optional dependency: typed the same whether it is installed or not
+            uvloop = importlib.import_module("uvloop")
         except ImportError:
             logging.getLogger(__name__).warning("%s=uvloop but uvloop is not installed: using asyncio", ENV)
         else:
-            return uvloop.new_event_loop
+            factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+            return factory
     return asyncio.new_event_loop
 
 

@@ -30,7 +30,6 @@ from pyzenoh.codec import (
     Request,
     WhatAmI,
     ZenohId,
-    decode_network_message,
     encode_network_message,
 )
 from pyzenoh.errors import CloseReason, PeerError, UsageError
@@ -57,7 +56,7 @@ from pyzenoh.routing.access_control import (
 )
 from pyzenoh.scouting.core import hello_locators
 from pyzenoh.scouting.udp import list_interfaces
-from pyzenoh.transport.fastpath import PushRun, decode_push
+from pyzenoh.transport.fastpath import PushRun, split_pushes
 from pyzenoh.transport.link import (
     Established,
     Event,
@@ -555,7 +554,7 @@ class RouterDaemon:
         if face is None:
             return None
         if face.sink is not None:  # a local face takes messages one by one
-            for message, raw in _messages_of(send.raw, send.ends):
+            for message, raw in split_pushes(send.raw, send.ends):
                 face.sink(Send(send.face, message, raw, send.priority, send.reliable, send.express, send.block))
             return True
         link = face.link
@@ -822,14 +821,3 @@ def _address(addr: tuple[str, int] | None, protocol: str = "tcp") -> str:
     host, port = addr[0], addr[1]
     return f"{protocol}/[{host}]:{port}" if ":" in host else f"{protocol}/{host}:{port}"
 
-
-def _messages_of(data: bytes, ends: Sequence[int]) -> list[tuple[NetworkMessage, bytes]]:
-    """The messages a routed run's bytes hold, decoded."""
-    out: list[tuple[NetworkMessage, bytes]] = []
-    start = 0
-    for end in ends:
-        raw = data[start:end]
-        decoded = decode_push(raw, 0, len(raw))
-        out.append((decoded[0] if decoded is not None else decode_network_message(raw), raw))
-        start = end
-    return out

@@ -414,19 +414,9 @@ class Link:
         else:
             raw = encode_network_message(message)
             prio = (message.qos & 0x07) if priority is None else priority
-        if not 0 <= prio < NUM_PRIORITIES:
-            raise UsageError(f"priority {prio} out of range 0..7")
         if not raw:
             raise UsageError("empty network message")
-        pending = self._pending
-        if pending:
-            last = pending[-1]
-            if last[0] == prio and last[1] is reliable:
-                last[2].append(raw)
-                self._pending_bytes += len(raw)
-                return
-        pending.append((prio, reliable, [raw]))
-        self._pending_bytes += len(raw)
+        self._queue(prio, reliable, [raw], len(raw))
 
     def send_run(self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = PRIORITY_DATA) -> None:
         """Queue several encoded network messages at once: ``data`` holds them back to back,
@@ -437,8 +427,6 @@ class Link:
         """
         if self.state is State.CLOSED or not ends:
             return
-        if not 0 <= priority < NUM_PRIORITIES:
-            raise UsageError(f"priority {priority} out of range 0..7")
         if ends[-1] != len(data):
             raise UsageError("a run's last message must end where its data ends")
         room = self._max_payload - MAX_FRAME_HEADER
@@ -458,12 +446,19 @@ class Link:
                 pieces.append(data[start:end])
                 start = end
                 first = last + 1
+        self._queue(priority, reliable, pieces, total)
+
+    def _queue(self, prio: int, reliable: bool, pieces: list[bytes], nbytes: int) -> None:
+        """Queue ``pieces`` (each one message, or several that fit one FRAME) on the run
+        of their channel, joining the last run when it is the same channel."""
+        if not 0 <= prio < NUM_PRIORITIES:
+            raise UsageError(f"priority {prio} out of range 0..7")
         pending = self._pending
-        if pending and pending[-1][0] == priority and pending[-1][1] is reliable:
+        if pending and pending[-1][0] == prio and pending[-1][1] is reliable:
             pending[-1][2].extend(pieces)
         else:
-            pending.append((priority, reliable, pieces))
-        self._pending_bytes += total
+            pending.append((prio, reliable, pieces))
+        self._pending_bytes += nbytes
 
     def close(self, reason: int = CloseReason.GENERIC) -> list[Event]:
         """Flush queued messages, then CLOSE. The caller closes the socket afterwards."""
