@@ -24,12 +24,11 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pyzenoh.codec import Put, Timestamp, WireExpr, ZenohId
+from pyzenoh.codec import Push, Put, Timestamp, WireExpr, ZenohId
 from pyzenoh.codec.data import FLAG_T as PUT_FLAG_T
-from pyzenoh.codec.network import QOS_BLOCK, QOS_EXPRESS
 from pyzenoh.routing.faces import Face
 from pyzenoh.routing.pubsub import PubSub
-from pyzenoh.routing.types import Send
+from pyzenoh.routing.types import make_send
 from pyzenoh.transport.fastpath import PushRun
 
 U8 = npt.NDArray[np.uint8]
@@ -136,20 +135,16 @@ class PushRuns(PubSub):
         stats.pushes_routed += run.count
         stats.push_runs_routed += 1
         stats.pushes_in_runs += run.count
-        qos = msg.qos
-        prio, express, block = qos & 0x07, bool(qos & QOS_EXPRESS), bool(qos & QOS_BLOCK)
         out = self._out
-        copies: dict[tuple[WireExpr, int | None], Send] = {}
+        # one copy per key representation, however many faces it goes to
+        copies: dict[tuple[WireExpr, int | None], tuple[Push, bytes, Sequence[int]]] = {}
         for fid, we, node in route.dests:
             made = copies.get((we, node))
             if made is None:
                 routed = msg.routed(we, msg.body, None, node)
                 head = None if we == msg.wire_expr and node == msg.node_id else self._push_head(routed)
-                data, ends = splice_run(run, head, ts)
-                made = copies[(we, node)] = Send(fid, routed, data, prio, reliable, express, block, ends)
-                out.append(made)
-            else:
-                out.append(Send(fid, made.message, made.raw, prio, reliable, express, block, made.ends))
+                made = copies[(we, node)] = (routed, *splice_run(run, head, ts))
+            out.append(make_send(fid, made[0], msg.qos, made[1], reliable, made[2]))
 
     def _push_run_one_by_one(self, f: Face, run: PushRun, reliable: bool) -> None:
         for msg, raw in run.messages():

@@ -34,9 +34,9 @@ class Send:
 
 
 def make_send(face: int, msg: NetworkMessage, qos: int, raw: bytes | None = None,
-              reliable: bool = True) -> Send:  # fmt: skip
+              reliable: bool = True, ends: Sequence[int] | None = None) -> Send:  # fmt: skip
     """A :class:`Send` whose priority, express and block flags come from ``qos``."""
-    return Send(face, msg, raw, qos & 0x07, reliable, bool(qos & QOS_EXPRESS), bool(qos & QOS_BLOCK))
+    return Send(face, msg, raw, qos & 0x07, reliable, bool(qos & QOS_EXPRESS), bool(qos & QOS_BLOCK), ends)
 
 
 @dataclass(frozen=True, slots=True)
