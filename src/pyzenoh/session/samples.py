@@ -1,6 +1,10 @@
-"""The samples of a run of PUSHes, made in one pass.
+"""The samples a session makes of the data it receives (or publishes to itself).
 
-A router forwards a publisher's stream in FRAMEs of hundreds of PUSHes on one key
+:func:`wire_sample` makes the :class:`~pyzenoh.session.types.Sample` of one PUT or DEL
+(a PUSH's, a reply's) with the QoS of its message.
+
+:func:`run_samples` makes those of a run of PUSHes in one pass. A router forwards a
+publisher's stream in FRAMEs of hundreds of PUSHes on one key
 (:class:`~pyzenoh.transport.fastpath.PushRun`). Their samples share everything but the
 payload and the timestamp's time, so each is a small :class:`RunSample`: a
 :class:`~pyzenoh.session.types.Sample` whose shared fields live once in a
@@ -14,10 +18,42 @@ from collections.abc import Callable
 from typing import Any
 
 from pyzenoh import codec as _p
+from pyzenoh.codec.network import qos_value
 from pyzenoh.session import types as t
 from pyzenoh.transport.fastpath import PushRun
 
+#: Wire priority -> Priority
+PRIORITIES = {p.value: p for p in t.Priority}
 _QOS_CC = {False: t.CongestionControl.DROP, True: t.CongestionControl.BLOCK}
+
+
+# --- One message's sample -------------------------------------------------------------------
+
+
+def qos_fields(qos: int) -> tuple[t.CongestionControl, t.Priority, bool]:
+    prio = PRIORITIES.get(qos & 0x07, t.Priority.DATA)
+    cc = t.CongestionControl.BLOCK if qos & 0x08 else t.CongestionControl.DROP
+    return cc, prio, bool(qos & 0x10)
+
+
+def wire_sample(ke: t.KeyExpr, body: _p.Put | _p.Del, qos: int) -> t.Sample:
+    cc, prio, express = qos_fields(qos)
+    ts = None if body.timestamp is None else t.Timestamp.from_wire(body.timestamp)
+    att = None if body.attachment is None else t.ZBytes(body.attachment)
+    info = None if body.source_info is None else t.SourceInfo.from_wire(body.source_info)
+    if type(body) is _p.Put:
+        return t.Sample(ke, t.ZBytes(body.payload), t.SampleKind.PUT, t.Encoding.from_wire(body.encoding),
+                        ts, cc, prio, express, att, info)  # fmt: skip
+    return t.Sample(ke, t.ZBytes(b""), t.SampleKind.DELETE, t.Encoding.from_wire(_p.Encoding.DEFAULT),
+                    ts, cc, prio, express, att, info)  # fmt: skip
+
+
+def local_sample(ke: t.KeyExpr, body: _p.Put | _p.Del, priority: int, block: bool, express: bool) -> t.Sample:
+    """The sample of this session's own publication, for its own subscribers."""
+    return wire_sample(ke, body, qos_value(priority, block, express))
+
+
+# --- A run's samples --------------------------------------------------------------------------
 
 
 class RunShape:

@@ -1,0 +1,163 @@
+"""Liveliness: tokens, liveliness subscribers and liveliness gets.
+
+A token is declared once per distinct key (D_TOKEN). Liveliness subscribers and gets are
+interests on tokens (K|T; CurrentFuture with history, Future without, Current for a
+get), sent to the faces that answer interests; a get ends at that interest's D_FINAL.
+Tokens declared by faces (or announced for an interest) become PUT samples, their
+undeclarations (or the loss of their face) DELETE samples. A peer also knows its own
+tokens and its peer faces' without asking: a router echoes a client's tokens, not a
+peer's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pyzenoh.codec import (
+    DeclareToken,
+    Interest,
+    InterestMode,
+    InterestOptions,
+    UndeclareToken,
+    WhatAmI,
+    WireExpr,
+)
+from pyzenoh.codec.network import QOS_DECLARE
+from pyzenoh.keyexpr.relations import intersects
+from pyzenoh.session import types as t
+from pyzenoh.session.core.state import (
+    END,
+    CoreState,
+    LivelinessSub,
+    PendingLivelinessGet,
+)
+
+
+class Liveliness(CoreState):
+    """Tokens, liveliness subscribers and liveliness gets."""
+
+    # --- tokens ------------------------------------------------------------------------------
+
+    def declare_token(self, key: str) -> int:
+        self._check_open()
+        local = self._local_id()
+        self._tokens[local] = key
+        new = self._declare_entity(self._token_decls, key)
+        if new is not None:
+            self._declare(DeclareToken(new.wire_id, WireExpr(0, key, True)))
+            if self.mode is WhatAmI.PEER:
+                # a router echoes a client's own tokens, not a peer's: peers deliver locally
+                self._token_event(key, t.SampleKind.PUT)
+        return local
+
+    def undeclare_token(self, local: int) -> None:
+        key = self._tokens.pop(local, None)
+        if key is None:
+            return
+        last = self._release_entity(self._token_decls, key)
+        if last is not None and not self.closed:
+            self._declare(UndeclareToken(last.wire_id))
+            if self.mode is WhatAmI.PEER:
+                self._token_event(key, t.SampleKind.DELETE)
+
+    def _local_tokens(self, key: str) -> Iterable[str]:
+        """Tokens a liveliness get or history gets without asking a router: a peer's
+        own and those its peer faces declared."""
+        if self.mode is not WhatAmI.PEER:
+            return ()
+        out = [k for k in self._token_decls if intersects(key, k)]
+        if self._peer_faces:
+            peers = {f.fid for f in self._faces.values() if not f.routerish}
+            out += [k for tid, k in self._remote_tokens.items() if tid[0] in peers and intersects(key, k)]
+        return out
+
+    # --- liveliness subscribers and gets -----------------------------------------------------
+
+    def declare_liveliness_subscriber(self, key: str, history: bool, sink: Any) -> int:
+        self._check_open()
+        iid = self._wire_id()
+        self._lsubs[iid] = LivelinessSub(key, sink)
+        mode = InterestMode.CURRENT_FUTURE if history else InterestMode.FUTURE
+        self._to_routers(Interest(iid, mode, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
+                                  WireExpr(0, key, True), qos=QOS_DECLARE))  # fmt: skip
+        if history:
+            for k in self._local_tokens(key):
+                ke = self._ke(k)
+                if ke is not None:
+                    self.deliveries.append((sink, t.Sample(ke, t.ZBytes(b""))))
+        return iid
+
+    def undeclare_liveliness_subscriber(self, iid: int) -> None:
+        ls = self._lsubs.pop(iid, None)
+        if ls is None:
+            return
+        self.deliveries.append((ls.sink, END))
+        if not self.closed:
+            self._to_routers(Interest(iid, InterestMode.FINAL, qos=QOS_DECLARE))
+
+    def liveliness_get(self, key: str, sink: Any, now: float, timeout_s: float | None = None) -> int:
+        self._check_open()
+        iid = self._wire_id()
+        timeout = self.query_timeout_s if timeout_s is None else timeout_s
+        for k in self._local_tokens(key):
+            ke = self._ke(k)
+            if ke is not None:
+                self.deliveries.append((sink, t.Reply(t.Sample(ke, t.ZBytes(b"")))))
+        if not any(f.routerish for f in self._faces.values()):
+            # no router to ask (link lost, or only peers: their tokens are known here)
+            self.deliveries.append((sink, END))
+            return iid
+        self._lgets[iid] = PendingLivelinessGet(key, sink, now + timeout)
+        self._to_routers(Interest(iid, InterestMode.CURRENT, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
+                                  WireExpr(0, key, True), qos=QOS_DECLARE))  # fmt: skip
+        return iid
+
+    def cancel_liveliness_get(self, iid: int) -> None:
+        lg = self._lgets.pop(iid, None)
+        if lg is not None:
+            self.deliveries.append((lg.sink, END))
+
+    # --- received tokens ---------------------------------------------------------------------
+
+    def _on_token(self, interest_id: int | None, body: DeclareToken) -> None:
+        key = self._resolve(body.wire_expr)
+        if key is None:
+            return
+        ke = self._ke(key)
+        if ke is None:
+            return
+        if interest_id is not None:
+            lg = self._lgets.get(interest_id)
+            if lg is not None:
+                self.deliveries.append((lg.sink, t.Reply(t.Sample(ke, t.ZBytes(b"")))))
+                return
+            ls = self._lsubs.get(interest_id)
+            if ls is not None:
+                if body.entity_id:
+                    self._remote_tokens[(self._face_id, body.entity_id)] = key
+                if intersects(ls.key, key):
+                    self.deliveries.append((ls.sink, t.Sample(ke, t.ZBytes(b""))))
+                return
+        tid = (self._face_id, body.entity_id)
+        if body.entity_id and self._remote_tokens.get(tid) == key:
+            return  # already known (announced for another interest)
+        if body.entity_id:
+            self._remote_tokens[tid] = key
+        self._token_event(key, t.SampleKind.PUT)
+
+    def _on_untoken(self, body: UndeclareToken) -> None:
+        key = self._remote_tokens.pop((self._face_id, body.entity_id), None)
+        if key is None and body.ext_wire_expr is not None and body.ext_wire_expr.suffix:
+            key = self._resolve(body.ext_wire_expr)
+        if key is not None:
+            self._token_event(key, t.SampleKind.DELETE)
+
+    def _token_event(self, key: str, kind: t.SampleKind) -> None:
+        ke = self._ke(key)
+        if ke is None:
+            return
+        sample = t.Sample(ke, t.ZBytes(b""), kind)
+        for ls in self._lsubs.values():
+            if intersects(ls.key, key):
+                self.deliveries.append((ls.sink, sample))

@@ -1,0 +1,234 @@
+"""Publication and subscription: subscribers, publishers, puts, and received PUSHes.
+
+A subscriber is declared once per distinct key (D_SUBSCRIBER); ``allowed_origin``
+SESSION_LOCAL keeps it off the wire. A publisher binds its key to an expression id and
+sends a CurrentFuture K|S interest, whose answers (and D_FINAL) drive write-side
+filtering (:mod:`.matching`). A put reaches this session's matching subscribers at once
+and goes to the faces that want it; a received PUSH (or a run of them) goes to the
+subscribers whose key intersects it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pyzenoh.codec import (
+    DeclareSubscriber,
+    Del,
+    Interest,
+    InterestMode,
+    InterestOptions,
+    NetworkMessage,
+    Push,
+    Put,
+    UndeclareSubscriber,
+    WireExpr,
+)
+from pyzenoh.codec import primitives as _p
+from pyzenoh.codec.network import QOS_DECLARE, qos_value
+from pyzenoh.keyexpr import KeyExpr
+from pyzenoh.session import instrumentation as ins
+from pyzenoh.session.core.matching import Matching
+from pyzenoh.session.core.state import (
+    END,
+    LOCAL_AND_REMOTE,
+    PRIORITY_DATA,
+    REMOTE_ONLY,
+    SESSION_LOCAL,
+    LocalPublisher,
+    LocalSubscriber,
+    SampleBatch,
+)
+from pyzenoh.session.samples import PRIORITIES, local_sample, run_samples, wire_sample
+from pyzenoh.transport.fastpath import PushRun
+
+
+class PubSub(Matching):
+    """Subscribers, publishers and publications."""
+
+    # --- subscribers -------------------------------------------------------------------------
+
+    def declare_subscriber(self, key: str, sink: Any, origin: int = LOCAL_AND_REMOTE) -> int:
+        """A subscriber; ``origin`` (a Locality value) SESSION_LOCAL takes only this
+        session's publications (nothing is declared to the router), REMOTE only others'."""
+        self._check_open()
+        local = self._local_id()
+        if origin == SESSION_LOCAL:
+            self._local_only_subs[local] = LocalSubscriber(key, sink)
+            self._update_matching()
+            return local
+        if origin == REMOTE_ONLY:
+            self._remote_only_sinks.add(id(sink))
+        self._subs[local] = LocalSubscriber(key, sink)
+        new = self._declare_entity(self._sub_decls, key)
+        if new is not None:
+            self._declare(DeclareSubscriber(new.wire_id, WireExpr(0, key, True)))
+        self._invalidate()
+        self._update_matching()
+        return local
+
+    def subscriber_wire_id(self, local: int) -> int:
+        """The id a subscriber is known by (its declaration's id; its own if local-only)."""
+        sub = self._subs.get(local)
+        d = None if sub is None else self._sub_decls.get(sub.key)
+        return local if d is None else d.wire_id
+
+    def undeclare_subscriber(self, local: int) -> None:
+        lsub = self._local_only_subs.pop(local, None)
+        if lsub is not None:
+            self.deliveries.append((lsub.sink, END))
+            self._update_matching()
+            return
+        sub = self._subs.pop(local, None)
+        if sub is None:
+            return
+        self._remote_only_sinks.discard(id(sub.sink))
+        self.deliveries.append((sub.sink, END))
+        last = self._release_entity(self._sub_decls, sub.key)
+        if last is not None and not self.closed:
+            self._declare(UndeclareSubscriber(last.wire_id))
+        self._invalidate()
+        self._update_matching()
+
+    # --- publishers and publications ---------------------------------------------------------
+
+    def declare_publisher(self, key: str) -> int:
+        """A publisher: D_KEYEXPR for its key and a CurrentFuture K|S interest."""
+        self._check_open()
+        expr_id = self.declare_keyexpr(key)
+        iid = self._wire_id()
+        pub = LocalPublisher(key, iid, expr_id)
+        local = self._local_id()
+        self._pubs[local] = pub
+        self._pub_interests[iid] = pub
+        self._to_routers(
+            Interest(iid, InterestMode.CURRENT_FUTURE,
+                     InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS,
+                     WireExpr(expr_id, "", True), qos=QOS_DECLARE),
+        )  # fmt: skip
+        pub.matching = self._pub_matching(pub)
+        return local
+
+    def undeclare_publisher(self, local: int) -> None:
+        pub = self._pubs.pop(local, None)
+        if pub is None:
+            return
+        self._pub_interests.pop(pub.interest_id, None)
+        self._finalized.discard(pub.interest_id)
+        self._allow_changed()
+        for sink in pub.listeners:
+            self.deliveries.append((sink, END))
+        if not self.closed:
+            self._to_routers(Interest(pub.interest_id, InterestMode.FINAL, qos=QOS_DECLARE))
+
+    def put(
+        self,
+        key: str,
+        body: Put | Del,
+        *,
+        priority: int = PRIORITY_DATA,
+        block: bool = False,
+        express: bool = False,
+        reliable: bool = True,
+        destination: int = LOCAL_AND_REMOTE,
+        ts_stack: bytes | None = None,
+    ) -> None:
+        """Publish a PUT or DEL on ``key`` (a canonical key expression); ``destination``
+        (a Locality value) limits it to this session's subscribers or to remote ones,
+        ``ts_stack`` is the timestamp-stack extension to send (Send record included)."""
+        self._check_open()
+        if destination != REMOTE_ONLY:
+            sinks = self._local_sinks(key)
+            if sinks:
+                sample = local_sample(KeyExpr._trusted(key), body, priority, block, express)
+                if ts_stack is not None:
+                    sample = dataclasses.replace(sample, timestamp_stack=ins.to_stack(self._received_stack(ts_stack)))
+                for sink in sinks:
+                    self.deliveries.append((sink, sample))
+        if destination != SESSION_LOCAL and self._faces:
+            if not self._peer_faces:
+                if self._send_allowed(key):
+                    push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
+                    self.outbox.append((push, reliable, priority, not block, express, None))
+                return
+            push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
+            self._send_data(push, key, priority, reliable, not block, express)
+
+    def put_encoded(
+        self,
+        key: str,
+        raw: bytes,
+        payload: bytes,
+        encoding: _p.Encoding,
+        *,
+        priority: int = PRIORITY_DATA,
+        block: bool = False,
+        express: bool = False,
+        reliable: bool = True,
+        destination: int = LOCAL_AND_REMOTE,
+    ) -> None:
+        """Publish an already-encoded PUSH of a PUT (a publisher's fast path).
+
+        ``payload`` and ``encoding`` rebuild the PUT only if a local subscriber matches.
+        """
+        self._check_open()
+        if destination != REMOTE_ONLY:
+            sinks = self._local_sinks(key)
+            if sinks:
+                sample = local_sample(KeyExpr._trusted(key), Put(payload, encoding), priority, block, express)
+                for sink in sinks:
+                    self.deliveries.append((sink, sample))
+        if destination != SESSION_LOCAL and self._faces:
+            if not self._peer_faces:
+                if self._send_allowed(key):
+                    self.outbox.append((raw, reliable, priority, not block, express, None))
+                return
+            self._send_data(raw, key, priority, reliable, not block, express)
+
+    def _send_data(self, msg: NetworkMessage | bytes, key: str, priority: int, reliable: bool, droppable: bool,
+                   express: bool) -> None:  # fmt: skip
+        if not self._peer_faces:
+            if self._send_allowed(key):
+                self._send(msg, priority, reliable=reliable, droppable=droppable, express=express)
+            return
+        for f in self._faces.values():
+            if self._face_wants(f, key):
+                self._send(msg, priority, reliable=reliable, droppable=droppable, express=express, face=f.fid)
+
+    # --- received publications ---------------------------------------------------------------
+
+    def on_push_run(self, run: PushRun) -> None:
+        """A run of PUSHes on one key (see :mod:`pyzenoh.session.samples`): each subscriber gets its
+        samples as one batch."""
+        if self.closed:
+            return
+        key = self._resolve(run.first.wire_expr)
+        if key is None:
+            return
+        sinks = self._matching_subs(key)
+        if not sinks:
+            return
+        ke = self._ke(key)
+        if ke is None:
+            return
+        batch = SampleBatch(run_samples(ke, run, PRIORITIES))
+        for sink in sinks:
+            self.deliveries.append((sink, batch))
+
+    def _on_push(self, msg: Push) -> None:
+        key = self._resolve(msg.wire_expr)
+        if key is None:
+            return
+        sinks = self._matching_subs(key)
+        if not sinks:
+            return
+        ke = self._ke(key)
+        if ke is None:
+            return
+        sample = wire_sample(ke, msg.body, msg.qos)
+        if msg.ts_stack is not None:  # timestamp instrumentation: the stack, with our Receive record
+            stack = self._received_stack(msg.ts_stack)
+            sample = dataclasses.replace(sample, timestamp_stack=ins.to_stack(stack))
+        for sink in sinks:
+            self.deliveries.append((sink, sample))
