@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from pyzenoh.recording.process import RecorderProcess
 from pyzenoh.recording.reader import list_segments
-from pyzenoh.recording.recorder import RecorderProcess
 from tests.recording._killme import raw_for
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from pyzenoh.errors import UsageError
 from pyzenoh.recording import NetRecord, Recorder, read_records
+from pyzenoh.recording.process import BATCH_CALLS, RecorderProcess
 from pyzenoh.recording.reader import list_segments, scan_segment
-from pyzenoh.recording.recorder import BATCH_CALLS, RecorderProcess
 from tests.recording._killme import raw_for, start_child
 from tests.recording.test_recorder import _mcap_messages
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyzenoh.recording import Recorder, read_records
-from pyzenoh.recording.recorder import RecorderProcess
+from pyzenoh.recording.process import RecorderProcess
 from pyzenoh.recording.runs import run_slices
 from tests.hyp import examples
 

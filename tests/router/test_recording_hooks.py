@@ -31,7 +31,7 @@ from pyzenoh.codec.network import (
     NetworkOam,
 )
 from pyzenoh.recording import LinkRecord, NetRecord, Recorder, RouteRecord, read_records
-from pyzenoh.recording.recorder import RecorderProcess
+from pyzenoh.recording.process import RecorderProcess
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.daemon import RouterDaemon
 from pyzenoh.transport.link import Established, LinkClosed, Received

@@ -200,14 +200,6 @@ class LinkRecord:
 Record = NetRecord | RouteRecord | LinkRecord
 
 
-def u64_array(values: list[int]) -> bytes:
-    """Little-endian u64s, as MessageIndex entries are stored."""
-    a = array("Q", values)
-    if not LITTLE_ENDIAN:
-        a.byteswap()
-    return a.tobytes()
-
-
 def u32_array(data: bytes | memoryview) -> tuple[int, ...]:
     a = array(U32_CODE)
     a.frombytes(data)

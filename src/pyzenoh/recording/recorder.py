@@ -3,63 +3,49 @@
 File layout: see :mod:`pyzenoh.recording.format`. The recorder never reads a clock: every
 call carries ``now_ns`` from the router, and time-based chunk flushes and segment rotation
 are decided from those values. It is not thread-safe; the router calls it from its event
-loop.
+loop (or, in practice, :mod:`pyzenoh.recording.process` runs it in a child process).
 
 Cost model: a record is one precompiled ``struct`` call packing the record header and the
 key, appended with the raw bytes to the chunk's ``bytearray`` (so the raw object is not
 kept, and a chunk is never joined from parts), plus its (time, offset) for the message
-index; everything else (CRC, the index records, the write itself) happens once per
-chunk. :meth:`Recorder.routed` writes a received message and its forwarded copies in one
-call, which is what the router does for every PUSH it routes. :meth:`Recorder.access_denied`
+index (:mod:`.index`); everything else (CRC, the index records, the write itself) happens
+once per chunk. :meth:`Recorder.routed` writes a received message and its forwarded copies
+in one call, which is what the router does for every PUSH it routes;
+:meth:`Recorder.routed_run` a whole routed run (:mod:`.runs`). :meth:`Recorder.access_denied`
 writes what access control denied (a ``"denied"`` link event naming its rx record).
 
 Durability: a chunk is written (one ``writev``) when it reaches its size, or on the first
 call at least a second of router time after the previous one. A router going idle should
 call :meth:`Recorder.tick` now and then so the last records do not wait in memory.
-
-:class:`RecorderProcess` takes the same calls and replays them on a Recorder in a child
-process: the router then pays for queuing its calls (under half a microsecond per routed
-PUSH, batches marshalled and piped included) instead of packing, CRCs and writes (over a
-microsecond, and what the kernel charges for page-cache writes varies with the disk).
+Segments (their header, channels and summary) are laid out by :mod:`.segment`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
-import marshal
 import os
-import signal
 import struct
-import subprocess
-import sys
-import zlib
 from array import array
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO, Self
+from typing import Self
 
-from mcap.data_stream import RecordBuilder
-from mcap.records import (
-    Channel,
-    ChunkIndex,
-    DataEnd,
-    Footer,
-    Header,
-    Metadata,
-    MetadataIndex,
-    Statistics,
-    SummaryOffset,
-)
+from mcap.records import Channel, ChunkIndex, MetadataIndex
 
-from pyzenoh.errors import DecodeError, UsageError
+from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import validate
 from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.recording import format as fmt
+from pyzenoh.recording import segment
+from pyzenoh.recording.index import MessageIndex
 from pyzenoh.recording.reader import resume_point
-from pyzenoh.recording.runs import RunEnds, Slot, group_records, run_count, run_slices
+from pyzenoh.recording.runs import (
+    Slot,
+    group_records,
+    plain_ends,
+    run_count,
+    run_slices,
+)
 
 # A chunk is written when it holds this many bytes, or when this much router time has
 # passed since the previous chunk: that bounds what a kill -9 can lose.
@@ -112,7 +98,7 @@ _ROUTE_PACKERS = [
 ]
 
 
-def _check_options(
+def check_options(
     max_segment_bytes: int, max_segment_seconds: float, key_filter: str | None
 ) -> None:
     if max_segment_bytes <= 0:
@@ -126,14 +112,14 @@ def _check_options(
             raise UsageError(f"key_filter: {exc}") from None
 
 
-def _accepts(key_filter: str, key: str) -> bool:
+def accepts(key_filter: str, key: str) -> bool:
     try:
         return bool(intersects(key_filter, key))
     except ValueError:
         return False  # an invalid key cannot intersect anything
 
 
-def _direction(direction: str) -> int:
+def direction_code(direction: str) -> int:
     if direction == "rx":
         return 0
     if direction == "tx":
@@ -141,7 +127,7 @@ def _direction(direction: str) -> int:
     raise UsageError(f"direction must be 'rx' or 'tx', not {direction!r}")
 
 
-def _check_denial(
+def check_denial(
     now_ns: int,
     cause: int,
     link_id: int,
@@ -166,12 +152,6 @@ def _check_denial(
         raise UsageError(f"key must be a string or None, not {type(key).__name__}")
 
 
-def _record(rec: object) -> bytes:
-    builder = RecordBuilder()
-    rec.write(builder)  # type: ignore[attr-defined]
-    return bytes(builder.end())  # type: ignore[no-untyped-call]
-
-
 class Recorder:
     """Writes a recording directory of rotating, chunked MCAP segments."""
 
@@ -183,7 +163,7 @@ class Recorder:
         max_segment_seconds: float = 300.0,
         key_filter: str | None = None,
     ) -> None:
-        _check_options(max_segment_bytes, max_segment_seconds, key_filter)
+        check_options(max_segment_bytes, max_segment_seconds, key_filter)
         self._dir = Path(directory)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._max_bytes = max_segment_bytes
@@ -205,15 +185,17 @@ class Recorder:
         self._fd = -1
         # The current chunk's records, as written to the file.
         self._buf = bytearray()
-        # Per channel, the chunk's MessageIndex entries as they come: time, offset, ...
-        self._net_idx: list[int] = []
-        self._link_idx: list[int] = []
-        self._route_idx: list[int] = []
+        # Per channel, the chunk's MessageIndex entries
+        self._net = MessageIndex()
+        self._link = MessageIndex()
+        self._route = MessageIndex()
         # Router time at which a call writes the chunk, whatever its size.
         self._flush_at = self._chunk_ns
         self._pos = 0
         self._counts: dict[int, int] = {}
         self._chunk_indexes: list[ChunkIndex] = []
+        self._channels: list[Channel] = []
+        self._meta_index: MetadataIndex | None = None
         self._seg_t0: int | None = None
         self._seg_start = 0
         self._seg_end = 0
@@ -259,7 +241,7 @@ class Recorder:
         out-of-range numbers raise :class:`~pyzenoh.errors.UsageError`.
         """
         self._check_open()
-        _check_denial(now_ns, cause, link_id, flow, message, key, reason)
+        check_denial(now_ns, cause, link_id, flow, message, key, reason)
         if key is not None and self._filter is not None and not self._accept(key):
             return -1
         seq = self._seq
@@ -286,7 +268,7 @@ class Recorder:
         """
         if self._closed:
             raise UsageError("recorder is closed")
-        d = _direction(direction)
+        d = direction_code(direction)
         try:
             entry = self._entries[key]
         except KeyError:
@@ -309,7 +291,7 @@ class Recorder:
         ``(link_id, raw)`` pairs. Returns the first seq (-1 when filtered out)."""
         if self._closed:
             raise UsageError("recorder is closed")
-        d = _direction(direction)
+        d = direction_code(direction)
         try:
             entry = self._entries[key]
         except KeyError:
@@ -345,7 +327,7 @@ class Recorder:
             return -1
         pack, rx_tail, tx_tail, fixed, _ = entry
         buf = self._buf
-        idx = self._net_idx
+        idx = self._net.pairs
         start = len(buf)
         cause = seq = self._seq
         try:
@@ -360,7 +342,7 @@ class Recorder:
                             now_ns, seq, cause, link, tx_tail)  # fmt: skip
                 buf += data
         except BaseException:
-            self._undo(idx, start)
+            self._undo(start)
             raise
         self._seq = seq + 1
         if len(buf) >= self._chunk_limit or now_ns >= self._flush_at:
@@ -391,8 +373,8 @@ class Recorder:
             entry = self._new_entry(key)
         if entry is None:
             return -1
-        rx_ends = _plain(ends)
-        sent_ends = [(link, d, _plain(e)) for link, d, e in copies]
+        rx_ends = plain_ends(ends)
+        sent_ends = [(link, d, plain_ends(e)) for link, d, e in copies]
         n = run_count(data, rx_ends)
         first = self._seq
         if expected is None and isinstance(rx_ends, int):
@@ -408,7 +390,7 @@ class Recorder:
             buf = self._buf
             records, index = group_records(now_ns, first, fixed, slots, n, len(buf))
             buf += records
-            self._net_idx += index
+            self._net.add_block(index)
             self._seq = first + n * len(slots)
             if len(buf) >= self._chunk_limit or now_ns >= self._flush_at:
                 self._flush(now_ns)
@@ -452,7 +434,7 @@ class Recorder:
     ) -> int:
         first = seq = self._seq
         buf = self._buf
-        idx = self._net_idx
+        idx = self._net.pairs
         start = len(buf)
         try:
             for link_id, raw in sends:
@@ -462,18 +444,17 @@ class Recorder:
                 buf += raw
                 seq += 1
         except BaseException:
-            self._undo(idx, start)
+            self._undo(start)
             raise
         self._seq = seq
         if len(buf) >= self._chunk_limit or now_ns >= self._flush_at:
             self._flush(now_ns)
         return first
 
-    def _undo(self, idx: list[int], start: int) -> None:
+    def _undo(self, start: int) -> None:
         """Forget the records of a call that failed half-way (a bad link id, say)."""
         del self._buf[start:]
-        while idx and idx[-1] >= start:
-            del idx[-2:]
+        self._net.undo(start)
 
     def route(
         self, now_ns: int, cause: int, key: str, expected_links: list[int]
@@ -521,7 +502,7 @@ class Recorder:
             raise UsageError("link ids must be integers in 0..2**32-1") from None
         self._seq = seq + 1
         buf = self._buf
-        self._route_idx += (now_ns, len(buf))
+        self._route.pairs += (now_ns, len(buf))
         buf += head
         buf += kb
         if len(buf) >= self._chunk_limit or now_ns >= self._flush_at:
@@ -571,7 +552,7 @@ class Recorder:
 
     def _accept(self, key: str) -> bool:
         assert self._filter is not None
-        return _accepts(self._filter, key)
+        return accepts(self._filter, key)
 
     def _add_link(self, now_ns: int, data: bytes) -> None:
         self._append_link(now_ns, data)
@@ -582,7 +563,7 @@ class Recorder:
         seq = self._seq
         self._seq = seq + 1
         buf = self._buf
-        self._link_idx += (now_ns, len(buf))
+        self._link.pairs += (now_ns, len(buf))
         length = _MSG_FIXED + len(data)
         buf += fmt.MESSAGE_HEAD.pack(
             _OP_MESSAGE, length, fmt.CH_LINK, seq & _M32, now_ns, now_ns
@@ -600,7 +581,7 @@ class Recorder:
             self._fd = -1
             self._open_segment(now_ns)
 
-    def _write_all(self, parts: list[bytes | bytearray]) -> None:
+    def _write_all(self, parts: Sequence[bytes | bytearray]) -> None:
         total = sum(len(p) for p in parts)
         written = os.writev(self._fd, parts)
         if written != total:  # short write: finish the rest byte-exactly
@@ -614,66 +595,22 @@ class Recorder:
         buf = self._buf
         if not buf:
             return
-        start, end = -1, 0
-        index_parts: list[bytes] = []
-        index_offsets: dict[int, int] = {}
-        chunk_head_len = fmt.RECORD_HEAD.size + fmt.CHUNK_FIXED.size + 4 + 8
-        index_pos = self._pos + chunk_head_len + len(buf)
-        counts = self._counts
-        for channel, entries in (
-            (fmt.CH_NET, self._net_idx),
-            (fmt.CH_LINK, self._link_idx),
-            (fmt.CH_ROUTE, self._route_idx),
-        ):
-            if entries:
-                times = entries[0::2]
-                lo, hi = min(times), max(times)
-                start = lo if start < 0 else min(start, lo)
-                end = max(end, hi)
-            body = fmt.u64_array(entries)
-            part = (
-                fmt.RECORD_HEAD.pack(fmt.OP_MESSAGE_INDEX, 2 + 4 + len(body))
-                + struct.pack("<HI", channel, len(body))
-                + body
-            )
-            index_offsets[channel] = index_pos
-            index_pos += len(part)
-            index_parts.append(part)
-            counts[channel] += len(entries) // 2
-        start = max(start, 0)
-        crc = zlib.crc32(buf)
-        head = (
-            fmt.RECORD_HEAD.pack(
-                fmt.OP_CHUNK, chunk_head_len - fmt.RECORD_HEAD.size + len(buf)
-            )
-            + fmt.CHUNK_FIXED.pack(start, end, len(buf), crc)
-            + fmt.U32.pack(0)  # compression: "" (none)
-            + fmt.U64.pack(len(buf))
-        )
-        chunk_offset = self._pos
-        self._write_all([head, buf, *index_parts])
-        self._chunk_indexes.append(
-            ChunkIndex(
-                chunk_length=len(head) + len(buf),
-                chunk_start_offset=chunk_offset,
-                compression="",
-                compressed_size=len(buf),
-                message_end_time=end,
-                message_index_length=sum(len(p) for p in index_parts),
-                message_index_offsets=index_offsets,
-                message_start_time=start,
-                uncompressed_size=len(buf),
-            )
-        )
+        parts, entry = segment.chunk(
+            self._pos, buf, [(fmt.CH_NET, self._net), (fmt.CH_LINK, self._link), (fmt.CH_ROUTE, self._route)],
+            self._counts,
+        )  # fmt: skip
+        self._write_all(parts)
+        self._chunk_indexes.append(entry)
+        start, end = entry.message_start_time, entry.message_end_time
         if self._seg_t0 is None:
             self._seg_t0 = start
             self._seg_start = start
         self._seg_start = min(self._seg_start, start)
         self._seg_end = max(self._seg_end, end)
         self._buf = bytearray()
-        self._net_idx = []
-        self._link_idx = []
-        self._route_idx = []
+        self._net.clear()
+        self._link.clear()
+        self._route.clear()
 
     def _open_segment(self, now_ns: int | None) -> None:
         self._segment += 1
@@ -685,29 +622,9 @@ class Recorder:
         self._seg_t0 = None
         self._seg_start = 0
         self._seg_end = 0
-        header = _record(Header(profile=fmt.PROFILE, library=fmt.LIBRARY))
-        meta = Metadata(
-            name=fmt.SEGMENT_METADATA,
-            metadata={
-                "format": str(fmt.FORMAT_VERSION),
-                "segment": str(self._segment),
-                "run": str(self._run),
-                "first_seq": str(self._seq),
-            },
-        )
-        meta_bytes = _record(meta)
-        self._meta_index = MetadataIndex(
-            offset=len(fmt.MAGIC) + len(header),
-            length=len(meta_bytes),
-            name=fmt.SEGMENT_METADATA,
-        )
-        self._channels = [
-            Channel(id=ch, topic=topic, message_encoding=enc, metadata={}, schema_id=0)
-            for ch, (topic, enc) in fmt.CHANNELS.items()
-        ]
-        self._write_all(
-            [fmt.MAGIC, header, meta_bytes, *(_record(c) for c in self._channels)]
-        )
+        self._channels = segment.channels()
+        parts, self._meta_index = segment.opening(self._segment, self._run, self._seq, self._channels)
+        self._write_all(parts)
         if now_ns is not None:
             self._flush_at = now_ns + self._chunk_ns
             for link_id, (zid, whatami, remote) in self._links.items():
@@ -723,492 +640,6 @@ class Recorder:
                 self._append_link(now_ns, data)
 
     def _finish_segment(self) -> None:
-        data_end = _record(DataEnd(data_section_crc=0))
-        summary_start = self._pos + len(data_end)
-        groups: list[tuple[int, list[bytes]]] = [
-            (fmt.OP_CHANNEL, [_record(c) for c in self._channels]),
-            (
-                0x0B,
-                [
-                    _record(
-                        Statistics(
-                            attachment_count=0,
-                            channel_count=len(self._channels),
-                            channel_message_counts=dict(self._counts),
-                            chunk_count=len(self._chunk_indexes),
-                            message_count=sum(self._counts.values()),
-                            message_end_time=self._seg_end,
-                            message_start_time=self._seg_start,
-                            metadata_count=1,
-                            schema_count=0,
-                        )
-                    )
-                ],
-            ),
-            (0x08, [_record(ci) for ci in self._chunk_indexes]),
-            (0x0D, [_record(self._meta_index)]),
-        ]
-        summary = bytearray()
-        offsets = bytearray()
-        for opcode, records in groups:
-            if not records:
-                continue
-            group_start = summary_start + len(summary)
-            blob = b"".join(records)
-            summary += blob
-            offsets += _record(
-                SummaryOffset(
-                    group_opcode=opcode, group_start=group_start, group_length=len(blob)
-                )
-            )
-        summary_offset_start = summary_start + len(summary)
-        summary += offsets
-        footer_wo_crc = _record(
-            Footer(
-                summary_start=summary_start,
-                summary_offset_start=summary_offset_start,
-                summary_crc=0,
-            )
-        )[:-4]
-        crc = zlib.crc32(footer_wo_crc, zlib.crc32(summary))
-        self._write_all(
-            [data_end, summary, footer_wo_crc, fmt.U32.pack(crc), fmt.MAGIC]
-        )
-
-
-# -- the recorder in a process of its own ---------------------------------------------------
-
-# The calls a RecorderProcess forwards, as (op, now_ns, ...) tuples.
-(
-    _CALL_OPEN,
-    _CALL_CLOSE,
-    _CALL_MESSAGE,
-    _CALL_MESSAGES,
-    _CALL_ROUTED,
-    _CALL_ROUTE,
-    _CALL_TICK,
-    _CALL_DENIED,
-    _CALL_ROUTED_RUN,
-) = range(9)
-# The router sends its queued calls when it holds this many, or on the first call at
-# least this much router time after the previous batch (and on every tick).
-BATCH_CALLS = 512
-BATCH_NS = 50_000_000
-# Seconds close() waits for the recorder process to write its last chunk and summary.
-CLOSE_TIMEOUT_S = 60.0
-_BATCH_HEAD = struct.Struct("<Q")  # length of the marshalled batch that follows
-_MARSHAL_VERSION = 2  # no object references: the fastest to write for these tuples
-_F_SETPIPE_SZ = 1031  # Linux fcntl
-_PIPE_BYTES = 1 << 20
-_REF_MEMO = 1 << 16
-
-log = logging.getLogger(__name__)
-
-_CHILD = "import sys; from pyzenoh.recording.recorder import serve; sys.exit(serve(sys.argv[1]))"
-
-
-class RecorderProcess:
-    """A :class:`Recorder` in a child process, fed by the router in batches.
-
-    Same calls as :class:`Recorder`; each costs the router only its queuing (a tuple),
-    plus one ``marshal`` and one pipe write per batch of :data:`BATCH_CALLS` calls:
-    packing records, CRCs, indexes and file writes happen in the child, which replays
-    the calls in order on a :class:`Recorder` and so writes exactly the files the router
-    would have written itself.
-
-    The child assigns seqs, so :meth:`message`, :meth:`messages`, :meth:`routed` and
-    :meth:`access_denied` return a *reference* to their first record instead of its
-    seq: pass it as the ``cause`` of later calls, like a seq (-1 still means "filtered
-    out", "no cause").
-
-    Durability: the child writes chunks on the router's time (the ``now_ns`` of the
-    calls), like a Recorder in process. A batch waits in the router at most
-    :data:`BATCH_NS` of router time while calls come, and until the next :meth:`tick`
-    when they stop. If the router dies, the child writes what it received and closes the
-    segment cleanly. If the child dies, recording stops (logged) and routing goes on.
-    Bad calls (a key too long to record, link ids out of range) are logged and skipped
-    by the child instead of raising here; an :meth:`access_denied` with bad values is
-    logged and skipped here.
-    """
-
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        *,
-        max_segment_bytes: int = 64 << 20,
-        max_segment_seconds: float = 300.0,
-        key_filter: str | None = None,
-    ) -> None:
-        _check_options(max_segment_bytes, max_segment_seconds, key_filter)
-        options = {
-            "directory": os.fspath(directory),
-            "max_segment_bytes": max_segment_bytes,
-            "max_segment_seconds": max_segment_seconds,
-            "key_filter": key_filter,
-        }
-        # A session of its own: a Ctrl-C meant for the router does not cut the child
-        # short; it ends when the router closes the pipe (or dies).
-        self._proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, json.dumps(options)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            start_new_session=True,
-        )
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        status = self._proc.stdout.readline()
-        self._proc.stdout.close()
-        if status != b"ok\n":
-            self._proc.stdin.close()
-            self._proc.wait()
-            detail = status.decode("utf-8", "replace").strip() or "exited"
-            raise UsageError(f"recorder process: {detail}")
-        self._pipe = self._proc.stdin
-        self._fd = self._pipe.fileno()
-        with contextlib.suppress(OSError, ImportError):  # a bigger pipe, on Linux
-            import fcntl
-
-            fcntl.fcntl(self._fd, _F_SETPIPE_SZ, _PIPE_BYTES)
-        self._filter = key_filter
-        self._verdicts: dict[str, bool] = {}
-        self._calls: list[tuple[object, ...]] = []
-        self._base = 0  # reference of the first queued call
-        self._send_at = 0
-        self._run_bytes = 0  # bytes of the runs queued (routed_run)
-        self._closed = False
-        self._failed = False
-
-    # -- the router's API ----------------------------------------------------------------
-
-    def link_opened(
-        self, now_ns: int, link_id: int, zid: str, whatami: str, remote: str
-    ) -> None:
-        self._queue(now_ns, (_CALL_OPEN, now_ns, link_id, zid, whatami, remote))
-
-    def link_closed(self, now_ns: int, link_id: int, reason: str) -> None:
-        self._queue(now_ns, (_CALL_CLOSE, now_ns, link_id, reason))
-
-    def access_denied(
-        self,
-        now_ns: int,
-        cause: int,
-        link_id: int,
-        flow: str,
-        message: str,
-        key: str | None,
-        reason: str,
-    ) -> int:
-        """:meth:`Recorder.access_denied` (``cause`` a reference, as other calls'):
-        returns a reference, -1 when the key filter drops it. Bad values are logged and
-        the call skipped here (they never reach the batch)."""
-        self._check_open()
-        try:
-            _check_denial(now_ns, cause, link_id, flow, message, key, reason)
-        except UsageError as exc:
-            log.warning("access_denied skipped: %s", exc)
-            return -1
-        if key is not None and self._filter is not None and not self._accept(key):
-            return -1
-        # The key stays whole: the child's key filter decides on it as a Recorder's does.
-        call = (_CALL_DENIED, now_ns, cause, link_id, flow[: fmt.MAX_DENIED_NAME_CHARS],
-                message[: fmt.MAX_DENIED_NAME_CHARS], key, reason[: fmt.MAX_DENIED_TEXT_CHARS])  # fmt: skip
-        return self._queue(now_ns, call)
-
-    def message(
-        self,
-        now_ns: int,
-        link_id: int,
-        direction: str,
-        key: str | None,
-        raw: bytes | bytearray | memoryview,
-        cause: int = -1,
-    ) -> int:
-        """Record one network message; returns its reference (-1: filtered out)."""
-        if self._closed:
-            raise UsageError("recorder is closed")
-        d = _direction(direction)
-        if key is not None and self._filter is not None and not self._accept(key):
-            return -1
-        if type(raw) is not bytes:
-            raw = bytes(raw)  # the caller may reuse its buffer before the batch goes
-        return self._queue(now_ns, (_CALL_MESSAGE, now_ns, link_id, d, key, raw, cause))
-
-    def messages(
-        self,
-        now_ns: int,
-        direction: str,
-        key: str | None,
-        sends: Sequence[tuple[int, bytes | bytearray | memoryview]],
-        cause: int = -1,
-    ) -> int:
-        """:meth:`Recorder.messages`; returns a reference to the first record."""
-        if self._closed:
-            raise UsageError("recorder is closed")
-        d = _direction(direction)
-        if key is not None and self._filter is not None and not self._accept(key):
-            return -1
-        if not sends:
-            return -1
-        return self._queue(
-            now_ns, (_CALL_MESSAGES, now_ns, d, key, _frozen(sends), cause)
-        )
-
-    def routed(
-        self,
-        now_ns: int,
-        link_id: int,
-        key: str | None,
-        raw: bytes,
-        copies: Sequence[tuple[int, bytes]],
-    ) -> int:
-        """:meth:`Recorder.routed`; returns a reference to the rx record.
-
-        The router's hot path: ``raw`` and the copies' raw bytes must be ``bytes`` (they
-        are kept until the batch is sent), and ``copies`` must not change afterwards.
-        """
-        if self._closed:
-            raise UsageError("recorder is closed")
-        if key is not None and self._filter is not None and not self._accept(key):
-            return -1
-        calls = self._calls
-        ref = self._base + len(calls)
-        calls.append((_CALL_ROUTED, now_ns, link_id, key, raw, copies))
-        if len(calls) >= BATCH_CALLS or now_ns >= self._send_at:
-            self._send(now_ns)
-        return ref
-
-    def routed_run(
-        self,
-        now_ns: int,
-        link_id: int,
-        key: str | None,
-        data: bytes,
-        ends: Sequence[int] | int,
-        copies: Sequence[tuple[int, bytes, Sequence[int] | int]],
-        expected: list[int] | None = None,
-    ) -> int:
-        """:meth:`Recorder.routed_run`; returns a reference to the first rx record. One
-        queued call for the whole run: the child builds its records."""
-        if self._closed:
-            raise UsageError("recorder is closed")
-        if key is not None and self._filter is not None and not self._accept(key):
-            return -1
-        calls = self._calls
-        ref = self._base + len(calls)
-        calls.append((_CALL_ROUTED_RUN, now_ns, link_id, key, data, _plain(ends),
-                      [(link, d, _plain(e)) for link, d, e in copies], expected))  # fmt: skip
-        # A run carries up to a batch of bytes per copy: the batch goes by its size too,
-        # so one pipe write stays about the pipe's size.
-        self._run_bytes += len(data) * (1 + len(copies))
-        if len(calls) >= BATCH_CALLS or now_ns >= self._send_at or self._run_bytes >= _PIPE_BYTES:
-            self._send(now_ns)
-        return ref
-
-    def route(
-        self, now_ns: int, cause: int, key: str, expected_links: list[int]
-    ) -> None:
-        self._check_open()
-        if self._filter is not None and not self._accept(key):
-            return
-        self._queue(now_ns, (_CALL_ROUTE, now_ns, cause, key, list(expected_links)))
-
-    def tick(self, now_ns: int) -> None:
-        """Send the queued calls and let the child's recorder see the time pass."""
-        self._check_open()
-        self._calls.append((_CALL_TICK, now_ns))
-        self._send(now_ns)
-
-    def close(self) -> None:
-        """Send the queued calls and wait for the child to close its last segment."""
-        if self._closed:
-            return
-        self._send(0)
-        self._closed = True
-        with contextlib.suppress(OSError):
-            self._pipe.close()
-        try:
-            code = self._proc.wait(timeout=CLOSE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            log.error(
-                "recorder process did not finish in %.0f s; killing it", CLOSE_TIMEOUT_S
-            )
-            self._proc.kill()
-            code = self._proc.wait()
-        if code != 0:
-            log.error("recorder process exited with status %s", code)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def pid(self) -> int:
-        """The recorder process's id."""
-        return self._proc.pid
-
-    # -- internals -----------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise UsageError("recorder is closed")
-
-    def _accept(self, key: str) -> bool:
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            assert self._filter is not None
-            if len(self._verdicts) >= FILTER_CACHE_SIZE:
-                self._verdicts.clear()
-            verdict = self._verdicts[key] = _accepts(self._filter, key)
-        return verdict
-
-    def _queue(self, now_ns: int, call: tuple[object, ...]) -> int:
-        self._check_open()
-        calls = self._calls
-        ref = self._base + len(calls)
-        calls.append(call)
-        if len(calls) >= BATCH_CALLS or now_ns >= self._send_at:
-            self._send(now_ns)
-        return ref
-
-    def _send(self, now_ns: int) -> None:
-        self._send_at = now_ns + BATCH_NS
-        self._run_bytes = 0
-        calls = self._calls
-        if not calls:
-            return
-        self._calls = []
-        self._base += len(calls)
-        if self._failed:
-            return
-        body = marshal.dumps(calls, _MARSHAL_VERSION)
-        try:
-            _write_all(self._fd, [_BATCH_HEAD.pack(len(body)), body])
-        except OSError as exc:
-            self._failed = True
-            log.error("recorder process gone (%s): recording stopped", exc)
-
-
-def _plain(ends: Sequence[int] | int) -> RunEnds:
-    """A run's message ends as the recorder takes them (and marshal carries): the
-    stride of a ``range``, else a list."""
-    if isinstance(ends, int):
-        return ends
-    if isinstance(ends, range) and ends.start == ends.step and ends.step > 0:
-        return ends.step
-    return list(ends)
-
-
-def _frozen(
-    sends: Sequence[tuple[int, bytes | bytearray | memoryview]],
-) -> Sequence[tuple[int, bytes | bytearray | memoryview]]:
-    """``sends`` as they are now: raw bytes that are not ``bytes`` are copied (the
-    caller may reuse its buffers before the batch is sent)."""
-    for _, raw in sends:
-        if type(raw) is not bytes:
-            return [(link, bytes(data)) for link, data in sends]
-    return sends
-
-
-def _write_all(fd: int, parts: list[bytes]) -> None:
-    total = sum(len(p) for p in parts)
-    written = os.writev(fd, parts)
-    if written != total:
-        rest = memoryview(b"".join(parts))[written:]
-        while rest:
-            rest = rest[os.write(fd, rest) :]
-
-
-def serve(options_json: str) -> int:
-    """The recorder process: replays the batches of calls read on stdin on a Recorder.
-
-    Prints ``ok`` (or the error) once the Recorder is open; returns when stdin closes,
-    after closing the Recorder.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(level=logging.WARNING, format="recorder process: %(message)s")
-    opts = json.loads(options_json)
-    try:
-        rec = Recorder(
-            opts["directory"],
-            max_segment_bytes=opts["max_segment_bytes"],
-            max_segment_seconds=opts["max_segment_seconds"],
-            key_filter=opts["key_filter"],
-        )
-    except (UsageError, OSError, DecodeError) as exc:
-        sys.stdout.write(f"{type(exc).__name__}: {exc}\n")
-        return 1
-    sys.stdout.write("ok\n")
-    sys.stdout.close()
-    src = sys.stdin.buffer
-    try:
-        _replay(src, rec)
-    finally:
-        rec.close()
-    return 0
-
-
-def _replay(src: BinaryIO, rec: Recorder) -> None:
-    # Reference of a call -> seq of its (first) record, for the calls' causes.
-    seqs: dict[int, int] = {}
-    older: dict[int, int] = {}
-
-    def seq_of(ref: int) -> int:
-        if ref < 0:
-            return -1
-        seq = seqs.get(ref)
-        return older.get(ref, -1) if seq is None else seq
-
-    routed = rec.routed
-    ref = 0
-    while True:
-        head = src.read(_BATCH_HEAD.size)
-        if len(head) < _BATCH_HEAD.size:
-            return
-        (size,) = _BATCH_HEAD.unpack(head)
-        body = src.read(size)
-        if len(body) < size:
-            return  # the router died while sending: this batch is incomplete
-        for call in marshal.loads(body):
-            op = call[0]
-            try:
-                if op == _CALL_ROUTED:
-                    _, now, link, key, raw, copies = call
-                    seqs[ref] = routed(now, link, key, raw, copies)
-                elif op == _CALL_ROUTED_RUN:
-                    seqs[ref] = rec.routed_run(*call[1:])
-                elif op == _CALL_MESSAGE:
-                    now, link, d, key, raw, cause = call[1:]
-                    seqs[ref] = rec.message(
-                        now, link, fmt.DIRECTIONS[d], key, raw, seq_of(cause)
-                    )
-                elif op == _CALL_MESSAGES:
-                    now, d, key, sends, cause = call[1:]
-                    seqs[ref] = rec.messages(
-                        now, fmt.DIRECTIONS[d], key, sends, seq_of(cause)
-                    )
-                elif op == _CALL_ROUTE:
-                    now, cause, key, links = call[1:]
-                    rec.route(now, seq_of(cause), key, links)
-                elif op == _CALL_OPEN:
-                    rec.link_opened(*call[1:])
-                elif op == _CALL_CLOSE:
-                    rec.link_closed(*call[1:])
-                elif op == _CALL_TICK:
-                    rec.tick(call[1])
-                elif op == _CALL_DENIED:
-                    now, cause, link, flow, message, key, reason = call[1:]
-                    seqs[ref] = rec.access_denied(
-                        now, seq_of(cause), link, flow, message, key, reason
-                    )
-            except (
-                UsageError,
-                struct.error,
-                OverflowError,
-                TypeError,
-                ValueError,
-            ) as exc:
-                log.warning("call %d skipped: %s", op, exc)
-            ref += 1
-        if len(seqs) >= _REF_MEMO:
-            older, seqs = seqs, {}
+        assert self._meta_index is not None
+        self._write_all(segment.closing(self._pos, self._channels, self._counts, self._chunk_indexes,
+                                        self._seg_start, self._seg_end, self._meta_index))  # fmt: skip

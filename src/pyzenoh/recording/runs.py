@@ -11,9 +11,12 @@ differ from row to row), the key tails, and the messages' bytes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from pyzenoh.recording import format as fmt
+from pyzenoh.recording.index import I64
 
 #: A net record up to its link id: op, length, channel, sequence, log time, publish
 #: time, seq, cause, link (recorder._NET_HEAD, packed).
@@ -26,6 +29,16 @@ _M32 = 0xFFFFFFFF
 #: Where a run's messages end in its bytes: every message's length when all are as long,
 #: else each one's end offset.
 RunEnds = int | list[int]
+
+
+def plain_ends(ends: Sequence[int] | int) -> RunEnds:
+    """A run's message ends as the recorder takes them (and marshal carries): the
+    stride of a ``range``, else a list."""
+    if isinstance(ends, int):
+        return ends
+    if isinstance(ends, range) and ends.start == ends.step and ends.step > 0:
+        return ends.step
+    return list(ends)
 
 
 def run_count(data: bytes, ends: RunEnds) -> int:
@@ -57,11 +70,11 @@ Slot = tuple[int, bytes, int, bytes]
 
 
 def group_records(now_ns: int, seq0: int, fixed: int, slots: list[Slot], n: int,
-                  start: int) -> tuple[bytes, list[int]]:  # fmt: skip
+                  start: int) -> tuple[bytes, I64]:  # fmt: skip
     """The records of ``n`` messages, each recorded in every slot (the first: the rx
     record, cause -1; the others: tx records caused by it), message by message from seq
-    ``seq0``; with the MessageIndex entries (time, offset) for a buffer where they start
-    at ``start``. ``fixed``: a record's length without its message bytes."""
+    ``seq0``; with the MessageIndex entries (time, offset, flat) for a buffer where they
+    start at ``start``. ``fixed``: a record's length without its message bytes."""
     for _, data, size, _ in slots:
         if size <= 0 or len(data) != n * size:
             raise ValueError("every slot holds n messages of its length")
@@ -96,4 +109,4 @@ def group_records(now_ns: int, seq0: int, fixed: int, slots: list[Slot], n: int,
     index = np.empty(2 * offsets.size, np.int64)
     index[0::2] = now_ns
     index[1::2] = offsets
-    return out.tobytes(), index.tolist()
+    return out.tobytes(), index

@@ -31,7 +31,7 @@ class RouterApp:
         self.recorder: Any = None
         if config.record.dir:
             # Recording runs in a process of its own: the router only queues its calls.
-            from pyzenoh.recording.recorder import RecorderProcess
+            from pyzenoh.recording.process import RecorderProcess
 
             self.recorder = RecorderProcess(
                 config.record.dir,
