@@ -373,7 +373,9 @@ def _read_priority(e: KnownExtensions, r: Reader) -> int:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built for every message routed, and a frozen dataclass's __init__ costs
+# three times as much. Treat it as immutable all the same.
+@dataclass(slots=True)
 class Frame:
     reliable: bool
     sn: int

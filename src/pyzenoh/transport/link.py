@@ -163,7 +163,9 @@ class Established:
     username: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built for every message routed, and a frozen dataclass's __init__ costs
+# three times as much. Treat it as immutable all the same.
+@dataclass(slots=True)
 class Received:
     """One network message from the peer, with its bytes as received."""
 
@@ -173,7 +175,9 @@ class Received:
     priority: int
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built for every message routed, and a frozen dataclass's __init__ costs
+# three times as much. Treat it as immutable all the same.
+@dataclass(slots=True)
 class ReceivedRun:
     """Several PUSHes from the peer that differ only in their payload (see
     :class:`~pyzenoh.transport.fastpath.PushRun`), in one FRAME; only with
