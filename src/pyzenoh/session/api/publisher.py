@@ -1,0 +1,202 @@
+"""Publishers: their settings, and the fast path of a plain put.
+
+A :class:`PublisherState` holds what a publisher precomputes at declaration: its key,
+QoS and the encoded PUSH up to the payload, so that a put with nothing but a payload is
+encoded in the caller's thread and handed to the core as bytes (``put_encoded``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Self
+
+from pyzenoh.codec import Push, Put, WireExpr
+from pyzenoh.codec.network import qos_value
+from pyzenoh.codec.primitives import write_vle
+from pyzenoh.errors import UsageError
+from pyzenoh.keyexpr import KeyExpr
+from pyzenoh.session import instrumentation as ins
+from pyzenoh.session import types as t
+from pyzenoh.session.api.arguments import (
+    CALL_TIMEOUT_S,
+    block_of,
+    del_body,
+    locality_of,
+    prio_of,
+    put_body,
+    ts_stack_of,
+)
+from pyzenoh.session.api.entities import Entity, MatchingListener
+from pyzenoh.session.handlers import make_sink
+from pyzenoh.session.runtime import Runtime
+
+
+class PublisherState:
+    """What a publisher precomputes: its key, QoS and the encoded PUSH prefix."""
+
+    __slots__ = (
+        "block",
+        "destination",
+        "encoding",
+        "express",
+        "key",
+        "key_expr",
+        "local",
+        "prefix",
+        "priority",
+        "reliable",
+        "wire_encoding",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        key_expr: KeyExpr,
+        encoding: t.Encoding | str | None,
+        congestion_control: t.CongestionControl | None,
+        priority: t.Priority | None,
+        express: bool | None,
+        reliability: t.Reliability | None,
+        allowed_destination: t.Locality | None = None,
+    ) -> None:
+        self.key_expr = key_expr
+        self.destination = locality_of(allowed_destination, "allowed_destination")
+        self.key = str(key_expr)
+        self.wire_encoding = t.to_encoding(encoding)
+        self.encoding = t.Encoding.from_wire(self.wire_encoding)
+        self.priority = prio_of(priority)
+        self.block = block_of(congestion_control)
+        self.express = bool(express)
+        self.reliable = reliability is not t.Reliability.BEST_EFFORT
+        self.local = 0
+        self.prefix = b""
+
+    def bind(self, local: int, expr_id: int) -> None:
+        """Precompute the PUSH bytes up to the payload length, for the declared expr id."""
+        self.local = local
+        push = Push(WireExpr(expr_id, "", True), Put(b"", self.wire_encoding),
+                    qos=qos_value(self.priority, self.block, self.express))  # fmt: skip
+        out = bytearray()
+        push.write(out)
+        assert out[-1] == 0  # the empty payload's length
+        self.prefix = bytes(out[:-1])
+
+    def encode(self, payload: bytes) -> bytes:
+        n = len(payload)
+        if n < 0x80:
+            return self.prefix + bytes((n,)) + payload
+        out = bytearray(self.prefix)
+        write_vle(out, n)
+        out += payload
+        return bytes(out)
+
+    def declare(self, rt: Runtime) -> None:
+        """In the loop: declare the publisher and bind the prefix."""
+        core = rt.core
+        local = core.declare_publisher(self.key)
+        self.bind(local, core.declare_keyexpr(self.key))
+
+
+class PublisherSettings:
+    """What a publisher (sync or asyncio) was declared with, read from its state."""
+
+    _state: PublisherState
+
+    @property
+    def encoding(self) -> t.Encoding:
+        return self._state.encoding
+
+    @property
+    def priority(self) -> t.Priority:
+        return t.Priority(self._state.priority)
+
+    @property
+    def congestion_control(self) -> t.CongestionControl:
+        return t.CongestionControl.BLOCK if self._state.block else t.CongestionControl.DROP
+
+    @property
+    def reliability(self) -> t.Reliability:
+        return t.Reliability.RELIABLE if self._state.reliable else t.Reliability.BEST_EFFORT
+
+
+class Publisher(PublisherSettings, Entity):
+    def __init__(self, rt: Runtime, state: PublisherState) -> None:
+        super().__init__(rt, state.key_expr, functools.partial(rt.core.undeclare_publisher, state.local),
+                         state.local)  # fmt: skip
+        self._state = state
+
+    @property
+    def matching_status(self) -> t.MatchingStatus:
+        local = self._state.local
+        return t.MatchingStatus(self._rt.call(lambda: self._rt.core.publisher_matching(local), CALL_TIMEOUT_S))
+
+    def put(
+        self,
+        payload: Any,
+        *,
+        encoding: t.Encoding | str | None = None,
+        attachment: Any = None,
+        timestamp: t.Timestamp | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
+        source_info: t.SourceInfo | None = None,
+    ) -> None:
+        rt = self._rt
+        if rt.closed or self._undeclare_fn is None:
+            raise UsageError("the publisher is undeclared or its session closed")
+        st = self._state
+        if not rt.wait_room(st.block):
+            return
+        core = rt.core
+        if (encoding is None and attachment is None and timestamp is None and timestamp_instrumentation is None
+                and source_info is None):  # fmt: skip
+            data = t.to_payload(payload)
+            rt.submit(functools.partial(_put_fast, core, st, data))
+            return
+        body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp,
+                        source_info)  # fmt: skip
+        stack = ts_stack_of(rt, timestamp_instrumentation)
+        rt.submit(functools.partial(core.put, st.key, body, priority=st.priority, block=st.block,
+                                    express=st.express, reliable=st.reliable, destination=st.destination,
+                                    ts_stack=stack))  # fmt: skip
+
+    def delete(
+        self,
+        *,
+        attachment: Any = None,
+        timestamp: t.Timestamp | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
+        source_info: t.SourceInfo | None = None,
+    ) -> None:
+        rt = self._rt
+        if rt.closed or self._undeclare_fn is None:
+            raise UsageError("the publisher is undeclared or its session closed")
+        st = self._state
+        if not rt.wait_room(st.block):
+            return
+        body = del_body(attachment, timestamp, source_info)
+        stack = ts_stack_of(rt, timestamp_instrumentation)
+        rt.submit(functools.partial(rt.core.put, st.key, body, priority=st.priority, block=st.block,
+                                    express=st.express, reliable=st.reliable, destination=st.destination,
+                                    ts_stack=stack))  # fmt: skip
+
+    def declare_matching_listener(self, handler: Any = None) -> MatchingListener[Any]:
+        rt = self._rt
+        sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
+        local = self._state.local
+        rt.call(lambda: rt.core.add_matching_listener(local, sink), CALL_TIMEOUT_S)
+        return MatchingListener(rt, self.key_expr,
+                                functools.partial(rt.core.remove_matching_listener, local, sink), returned)  # fmt: skip
+
+    def undeclare(self) -> None:
+        self._undeclare()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.undeclare()
+
+
+def _put_fast(core: Any, st: PublisherState, data: bytes) -> None:
+    core.put_encoded(st.key, st.encode(data), data, st.wire_encoding, priority=st.priority,
+                     block=st.block, express=st.express, reliable=st.reliable,
+                     destination=st.destination)  # fmt: skip
