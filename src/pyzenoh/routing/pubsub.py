@@ -242,6 +242,15 @@ class PubSub(RoutingTables):
         """Emit a routed PUSH whose bytes are its received head (or one re-encoded head per
         key representation) followed by ``body_raw``, the encoding of ``body``."""
         assert raw is not None
+        if len(dests) == 1:  # the common case (one subscriber, a ping-pong): no memo
+            fid, we, node = dests[0]
+            out_msg = msg.routed(we, body, net_ts, node)
+            if head_unchanged and node == msg.node_id and we == msg.wire_expr:
+                data = raw[: msg.body_offset] + body_raw
+            else:
+                data = self._push_head(out_msg) + body_raw
+            self._emit(fid, out_msg, msg.qos, data, reliable)
+            return
         heads: dict[tuple[WireExpr, int | None], tuple[Push, bytes]] = {}
         for fid, we, node in dests:
             entry = heads.get((we, node))

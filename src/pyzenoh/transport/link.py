@@ -324,6 +324,11 @@ class Link:
         return self._pending_bytes + len(self._out)
 
     @property
+    def has_output(self) -> bool:
+        """Whether :meth:`data_to_send` has anything to return."""
+        return bool(self._pending_bytes or self._out)
+
+    @property
     def batch_size(self) -> int:
         return self._batch_size
 

@@ -396,10 +396,12 @@ class TcpLink(asyncio.Protocol):
         transport = self.transport
         if link is None or transport is None or self._write_paused:
             return
-        data = link.data_to_send()
-        if data and not transport.is_closing():
-            transport.write(data)
-        if not self._write_paused and self.queued_bytes < self.max_queue_bytes:
+        if link.has_output:
+            data = link.data_to_send()
+            if data and not transport.is_closing():
+                transport.write(data)
+        # (cleared only by pause_writing and wait_writable: skip the check while set)
+        if not self._space.is_set() and not self._write_paused and self.queued_bytes < self.max_queue_bytes:
             self._space.set()
         if link.is_closed and not transport.is_closing():
             transport.close()
@@ -706,16 +708,12 @@ async def listen(
     links: set[TcpLink] = set()
     link_tls = prepare_tls(ep, tls, server_side=True, default_timeout_s=config.handshake_timeout_s)
 
-    def forget(link: TcpLink, ev: Event) -> None:
-        if isinstance(ev, LinkClosed):
-            links.discard(link)
-        if on_event is not None:
-            on_event(link, ev)
-
     def factory() -> TcpLink:
-        link = TcpLink(config, Role.ACCEPTOR, forget, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw,
+        link = TcpLink(config, Role.ACCEPTOR, on_event, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw,
                        admit=admit, reassembly_budget=reassembly_budget, tls=link_tls)  # fmt: skip
         links.add(link)
+        # forgotten once closed (a callback of its own: events go straight to on_event)
+        link.closed.add_done_callback(lambda _: links.discard(link))
         if on_accept is not None:
             on_accept(link)
         return link
