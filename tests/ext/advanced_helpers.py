@@ -1,0 +1,48 @@
+"""Helpers of the advanced publisher / subscriber interop tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import zenoh
+
+import pyzenoh
+
+WAIT = 5.0
+
+
+def until(cond: Callable[[], bool], timeout: float = WAIT) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+def settle(seconds: float = 0.3) -> None:
+    """Let declarations propagate through the router (never asserted on)."""
+    time.sleep(seconds)
+
+
+def tokens(zs: zenoh.Session, key_expr: str) -> list[str]:
+    return sorted(str(r.ok.key_expr) for r in zs.liveliness().get(key_expr) if r.ok is not None)
+
+
+def texts(samples: list[Any]) -> list[str]:
+    return [s.payload.to_string() for s in samples]
+
+
+def sns(samples: list[Any]) -> list[int | None]:
+    return [None if s.source_info is None else s.source_info.source_sn for s in samples]
+
+
+def reachable(session: Any, selector: str) -> bool:
+    """Whether a get on ``selector`` (an @adv key) gets a reply."""
+    if isinstance(session, pyzenoh.Session):
+        replies = session.get(selector, accept_replies=pyzenoh.ReplyKeyExpr.ANY, timeout=1.0)
+    else:
+        replies = session.get(selector, accept_replies=zenoh.ReplyKeyExpr.ANY, timeout=1.0)
+    return any(r.ok is not None for r in replies)

@@ -1,0 +1,280 @@
+"""pyzenoh.ext's AdvancedSubscriber against eclipse-zenoh 1.10.2's AdvancedPublisher,
+through a real router on 127.0.0.1: the queries it sends (compared with a real
+subscriber's), history and live samples in order without duplicates, timestamped
+publishers, late publisher detection, recovery (heartbeat and periodic queries) and
+miss detection, subscriber detection, pyzenoh to pyzenoh, and a publisher that was out
+of reach when the subscriber asked. A lost sample is simulated by not handing it to the
+subscriber's state."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import zenoh
+import zenoh.ext as zx
+
+import pyzenoh
+import pyzenoh.ext as px
+from tests.ext.advanced_helpers import (
+    WAIT,
+    reachable,
+    settle,
+    sns,
+    texts,
+    tokens,
+    until,
+)
+from tests.interop.zenoh_procs import Proc, zenoh_config
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
+
+
+# --- the queries a subscriber sends ------------------------------------------------------------
+
+
+def test_subscriber_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
+    """What a pyzenoh and a real AdvancedSubscriber ask a publisher's cache: the history
+    query (``_max``, ``_time``), the late publisher's query on its token key and the
+    periodic queries for newer sequence numbers, seen by a real queryable."""
+    seen: list[tuple[str, str]] = []
+    spy = zs.declare_queryable(f"{key}/@adv/**", lambda q: seen.append((str(q.key_expr), str(q.parameters))))
+    token = zs.liveliness().declare_token(f"{key}/@adv/pub/{zs.zid()}/77/_")
+    settle()
+    history = {"detect_late_publishers": True, "max_samples": 5, "max_age": 1.5}
+    period = datetime.timedelta(seconds=0.2)
+
+    def queries_of(declare: Callable[[], Any]) -> set[tuple[str, str]]:
+        seen.clear()
+        sub = declare()
+        assert until(lambda: len(seen) >= 3)  # history, token, and periodic queries
+        sub.undeclare()
+        settle(0.1)
+        return set(seen)
+
+    real = queries_of(lambda: zx.declare_advanced_subscriber(zs, key, lambda s: None, history=zx.HistoryConfig(**history),
+                                                             recovery=zx.RecoveryConfig(periodic_queries=period)))
+    mine = queries_of(lambda: px.declare_advanced_subscriber(ps, key, lambda s: None, history=px.HistoryConfig(**history),
+                                                             recovery=px.RecoveryConfig(periodic_queries=period)))
+    assert mine == real
+    assert (f"{key}/@adv/**", "_max=5;_time=[now(-1.5s)..];_anyke") in mine
+    assert (f"{key}/@adv/*/{zs.zid()}/77/**", "_sn=..;_anyke") in mine
+    token.undeclare()
+    spy.undeclare()
+
+
+def test_heartbeat_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
+    """A heartbeat announcing sequence number 4 from an unknown publisher: both
+    subscribers ask its cache for ``_sn=..4`` on the heartbeat's key."""
+    seen: list[tuple[str, str]] = []
+    spy = zs.declare_queryable(f"{key}/@adv/**", lambda q: seen.append((str(q.key_expr), str(q.parameters))))
+    beat = f"{key}/@adv/pub/{zs.zid()}/78/_"
+    settle()
+
+    def queries_of(declare: Callable[[], Any]) -> set[tuple[str, str]]:
+        seen.clear()
+        sub = declare()
+        settle()
+        zs.put(beat, zx.z_serialize(zx.UInt32(4)))
+        assert until(lambda: len(seen) >= 1)
+        sub.undeclare()
+        return set(seen)
+
+    real = queries_of(lambda: zx.declare_advanced_subscriber(zs, key, lambda s: None,
+                                                             recovery=zx.RecoveryConfig(heartbeat=True)))  # fmt: skip
+    mine = queries_of(lambda: px.declare_advanced_subscriber(ps, key, lambda s: None,
+                                                             recovery=px.RecoveryConfig(heartbeat=True)))  # fmt: skip
+    assert mine == real == {(beat, "_sn=..4;_anyke")}
+    spy.undeclare()
+
+
+# --- real publisher -> pyzenoh subscriber ---------------------------------------------------------
+
+
+def test_zenoh_publisher_history_and_live_to_pyzenoh(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
+    pub = zx.declare_advanced_publisher(zs, key, cache=zx.CacheConfig(max_samples=5),
+                                        sample_miss_detection=zx.MissDetectionConfig(heartbeat=0.2),
+                                        publisher_detection=True)  # fmt: skip
+    for i in range(8):
+        pub.put(f"h{i}")
+    settle()  # the live samples are gone before the subscriber comes
+    sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True),
+                                         recovery=px.RecoveryConfig(heartbeat=True), subscriber_detection=True)  # fmt: skip
+    misses = sub.sample_miss_listener()
+    got = [sub.recv(WAIT) for _ in range(5)]
+    for i in range(8, 12):
+        pub.put(f"l{i}")
+    got += [sub.recv(WAIT) for _ in range(4)]
+    settle(0.5)
+    assert sub.try_recv() is None  # no duplicate from the heartbeat's queries
+    assert misses.try_recv() is None
+    assert texts(got) == [f"h{i}" for i in range(3, 8)] + [f"l{i}" for i in range(8, 12)]
+    assert sns(got) == list(range(3, 12))
+    assert all(s.source_info.source_id.eid == pub.id.eid for s in got)
+    # the subscriber's token, as the real one names it
+    assert until(lambda: tokens(zs, f"{key}/@adv/sub/**") == [f"{key}/@adv/sub/{ps.zid()}/{sub.id.eid}/_"])
+    sub.undeclare()
+    pub.undeclare()
+
+
+def test_zenoh_publisher_max_samples_to_pyzenoh_channel_and_callback(ps: pyzenoh.Session, zs: zenoh.Session,
+                                                                    key: str) -> None:  # fmt: skip
+    pub = zx.declare_advanced_publisher(zs, key, cache=zx.CacheConfig(max_samples=5),
+                                        sample_miss_detection=zx.MissDetectionConfig())  # fmt: skip
+    for i in range(5):
+        pub.put(f"v{i}")
+    settle()  # the live samples are gone before the subscriber comes
+    ring = px.declare_advanced_subscriber(ps, key, pyzenoh.handlers.RingChannel(10),
+                                          history=px.HistoryConfig(max_samples=2))  # fmt: skip
+    seen: list[Any] = []
+    ended: list[bool] = []
+    cb = px.declare_advanced_subscriber(ps, key, pyzenoh.handlers.Callback(seen.append, lambda: ended.append(True)),
+                                        history=px.HistoryConfig(max_age=60))  # fmt: skip
+    assert until(lambda: len(seen) == 5)
+    assert texts([ring.recv(WAIT), ring.recv(WAIT)]) == ["v3", "v4"]
+    assert texts(seen) == [f"v{i}" for i in range(5)]
+    assert cb.handler is None
+    cb.undeclare()
+    assert until(lambda: ended == [True])
+    ring.undeclare()
+    pub.undeclare()
+
+
+def test_zenoh_timestamped_cache_to_pyzenoh(ps: pyzenoh.Session, zs_ts: zenoh.Session, key: str) -> None:
+    pub = zx.declare_advanced_publisher(zs_ts, key, cache=zx.CacheConfig(max_samples=3), publisher_detection=True)
+    for i in range(5):
+        pub.put(f"t{i}")
+    settle()  # the live samples are gone before the subscriber comes
+    sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True))
+    got = [sub.recv(WAIT) for _ in range(3)]
+    pub.put("t5")
+    got.append(sub.recv(WAIT))
+    settle(0.2)
+    extra = sub.try_recv()
+    assert extra is None, (texts(got), [str(s.timestamp) for s in got], repr(extra), str(extra.timestamp))
+    assert texts(got) == ["t2", "t3", "t4", "t5"]
+    sub.undeclare()
+    pub.undeclare()
+
+
+def test_late_publisher_detected_by_pyzenoh(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
+    sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True))
+    detected = sub.detect_publishers(history=True)
+    settle()
+    pub = zx.declare_advanced_publisher(zs, key, cache=zx.CacheConfig(max_samples=3),
+                                        sample_miss_detection=zx.MissDetectionConfig(), publisher_detection=True)  # fmt: skip
+    token = detected.recv(WAIT)
+    assert str(token.key_expr) == f"{key}/@adv/pub/{zs.zid()}/{pub.id.eid}/_"
+    pub.put("late0")
+    pub.put("late1")
+    assert texts([sub.recv(WAIT), sub.recv(WAIT)]) == ["late0", "late1"]
+    pub.undeclare()
+    gone = detected.recv(WAIT)
+    assert gone.kind is pyzenoh.SampleKind.DELETE
+    detected.undeclare()
+    sub.undeclare()
+
+
+class _Deaf:
+    """Makes pyzenoh AdvancedSubscribers declared while it is installed ignore the live
+    samples whose payload is in ``lost`` (as if the network had lost them)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, lost: set[str]) -> None:
+        real = px.AdvancedSubscriber._on_sample
+
+        def on_sample(sub: px.AdvancedSubscriber[Any], sample: pyzenoh.Sample) -> None:
+            if sample.payload.to_string() in lost:
+                lost.discard(sample.payload.to_string())
+                return
+            real(sub, sample)
+
+        monkeypatch.setattr(px.AdvancedSubscriber, "_on_sample", on_sample)
+
+
+@pytest.mark.parametrize("mode", ["heartbeat", "periodic"])
+def test_pyzenoh_subscriber_recovers_from_zenoh_cache(ps: pyzenoh.Session, zs: zenoh.Session, key: str, mode: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    recovery = (px.RecoveryConfig(heartbeat=True) if mode == "heartbeat"
+                else px.RecoveryConfig(periodic_queries=datetime.timedelta(seconds=0.2)))  # fmt: skip
+    pub = zx.declare_advanced_publisher(zs, key, cache=zx.CacheConfig(max_samples=10),
+                                        sample_miss_detection=zx.MissDetectionConfig(heartbeat=0.2))  # fmt: skip
+    _Deaf(monkeypatch, {"s1", "s3"})
+    sub = px.declare_advanced_subscriber(ps, key, recovery=recovery)
+    misses = sub.sample_miss_listener()
+    settle()
+    for i in range(4):
+        pub.put(f"s{i}")
+    got = [sub.recv(WAIT) for _ in range(4)]
+    assert texts(got) == ["s0", "s1", "s2", "s3"] and sns(got) == [0, 1, 2, 3]
+    settle(0.3)
+    assert sub.try_recv() is None and misses.try_recv() is None
+    sub.undeclare()
+    pub.undeclare()
+
+
+def test_pyzenoh_subscriber_reports_miss_from_zenoh(ps: pyzenoh.Session, zs: zenoh.Session, key: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    pub = zx.declare_advanced_publisher(zs, key, sample_miss_detection=zx.MissDetectionConfig())
+    _Deaf(monkeypatch, {"m1", "m2"})
+    sub = px.declare_advanced_subscriber(ps, key)
+    misses: list[px.Miss] = []
+    listener = sub.sample_miss_listener(misses.append)
+    settle()
+    for i in range(4):
+        pub.put(f"m{i}")
+    got = [sub.recv(WAIT), sub.recv(WAIT)]
+    assert until(lambda: len(misses) == 1)
+    assert texts(got) == ["m0", "m3"]
+    assert misses[0].nb == 2 and misses[0].source.eid == pub.id.eid
+    assert str(misses[0].source.zid) == str(zs.zid())
+    listener.undeclare()
+    sub.undeclare()
+    pub.undeclare()
+
+
+def test_pyzenoh_to_pyzenoh(ps: pyzenoh.Session, key: str) -> None:
+    with px.declare_advanced_publisher(ps, key, cache=px.CacheConfig(max_samples=3),
+                                       sample_miss_detection=px.MissDetectionConfig(sporadic_heartbeat=0.1),
+                                       publisher_detection=True) as pub:  # fmt: skip
+        for i in range(4):
+            pub.put(f"p{i}")
+        with px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True),
+                                            recovery=px.RecoveryConfig(heartbeat=True)) as sub:  # fmt: skip
+            got = [sub.recv(WAIT) for _ in range(3)]
+            pub.put("p4")
+            got.append(sub.recv(WAIT))
+            settle(0.3)
+            assert sub.try_recv() is None
+            assert texts(got) == ["p1", "p2", "p3", "p4"] and sns(got) == [1, 2, 3, 4]
+
+
+# --- late joiner (see the island fixture) ------------------------------------------------------
+
+
+def test_late_zenoh_publisher_history_to_pyzenoh(ps: pyzenoh.Session, key: str,
+                                                 island: tuple[Proc, Callable[[], None]]) -> None:  # fmt: skip
+    other, link = island
+    sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True))
+    far = zenoh.open(zenoh_config(other.endpoint))
+    try:
+        pub = zx.declare_advanced_publisher(far, key, cache=zx.CacheConfig(max_samples=3),
+                                            sample_miss_detection=zx.MissDetectionConfig())  # fmt: skip
+        for i in range(4):
+            pub.put(f"far{i}")
+        settle()
+        assert sub.try_recv() is None
+        link()
+        assert until(lambda: reachable(ps, f"{key}/@adv/**?_max=1"))
+        assert sub.try_recv() is None
+        token = far.liveliness().declare_token(f"{key}/@adv/pub/{far.zid()}/{pub.id.eid}/_")
+        got = [sub.recv(WAIT) for _ in range(3)]
+        pub.put("far4")
+        got.append(sub.recv(WAIT))
+        assert texts(got) == ["far1", "far2", "far3", "far4"] and sns(got) == [1, 2, 3, 4]
+        token.undeclare()
+        pub.undeclare()
+    finally:
+        far.close()
+    sub.undeclare()
