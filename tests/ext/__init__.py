@@ -1,1 +1,2 @@
-"""pyzenoh.ext (zenoh-ext serialization) against eclipse-zenoh's zenoh.ext."""
+"""pyzenoh.ext (zenoh-ext serialization, advanced publication and subscription) against
+eclipse-zenoh's zenoh.ext."""
