@@ -1,16 +1,13 @@
 """The router daemon: TCP links <-> the sans-IO routing core, in one asyncio loop.
 
 Each accepted (or connected) link becomes a face of :class:`~pyzenoh.routing.RoutingCore`
-once its handshake finishes. Every received network message goes to the core with its raw
-bytes; every :class:`~pyzenoh.routing.Send` the core returns goes to its face's link, as
-the raw bytes when the core says they can be forwarded unchanged. A face whose outgoing
-queue passes the hard cap is closed (its peer is too slow); messages whose congestion
-control is Drop are dropped before that, so a slow subscriber never slows the others.
-A Block message that fills its destination's queue pauses reading from the face it came
-from until the destination has room again, as zenohd blocks its sender; a destination
-that stays full for half of ``block/wait_before_close`` is closed and the sender resumes.
-
-Local faces (the msgq bridge) plug in through :meth:`RouterDaemon.add_local_face`.
+once its handshake finishes; here live the links' life cycle (listeners, connectors with
+their retries, admission, the handshake's end and the close), local faces (the msgq
+bridge plugs in through :meth:`RouterDaemon.add_local_face`), the core's timers, the
+admin space and scouting. What happens to a received message is in :mod:`.delivery`
+(routing, delivery to the faces, slow faces, Block back-pressure) and, when recording,
+:mod:`.recorded`; both are mixins of :class:`RouterDaemon`, which holds the state
+(:mod:`.state`).
 """
 
 from __future__ import annotations
@@ -20,35 +17,29 @@ import ipaddress
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyzenoh.codec import (
     NetworkMessage,
-    Push,
-    Request,
     WhatAmI,
     ZenohId,
-    encode_network_message,
 )
 from pyzenoh.errors import CloseReason, PeerError, UsageError
 from pyzenoh.router.admin import AdminSpace
 from pyzenoh.router.admission import Admission
 from pyzenoh.router.backpressure import BLOCK_WAIT_SHARE, BlockBackPressure
 from pyzenoh.router.config import RouterConfig
+from pyzenoh.router.delivery import Delivery
 from pyzenoh.router.memory import (
     RELEASE_AFTER_ENTITIES,
     RELEASE_DELAY_S,
     release_memory,
 )
+from pyzenoh.router.recorded import RecordedRouting
 from pyzenoh.router.scouting import Responder, start_responder
-from pyzenoh.routing import RoutingConfig, RoutingCore, Send
+from pyzenoh.router.state import DaemonFace, LocalSink, RouterStats
+from pyzenoh.routing import RoutingConfig, RoutingCore
 from pyzenoh.routing.access_control import (
-    DEFAULT_RULE,
-    FLOWS,
-    MESSAGES,
-    NO_KEY_RULE,
     AccessControl,
     Denial,
     FaceSubject,
@@ -56,7 +47,6 @@ from pyzenoh.routing.access_control import (
 )
 from pyzenoh.scouting.core import hello_locators
 from pyzenoh.scouting.udp import list_interfaces
-from pyzenoh.transport.fastpath import PushRun, split_pushes
 from pyzenoh.transport.link import (
     Established,
     Event,
@@ -78,51 +68,14 @@ from pyzenoh.transport.tcp import (
 
 log = logging.getLogger(__name__)
 
-#: A face whose queue holds more than this many times the soft cap is closed.
-HARD_CAP_FACTOR = 4
-#: Recording: the memo of received keys is cleared when it holds this many.
-RX_KEY_MEMO_SIZE = 4096
-#: Recording: denials held while one message is routed (more are not recorded).
-MAX_PENDING_DENIALS = 65_536
 
 #: A non-loopback address standing for "another host" when choosing what to announce.
 NON_LOOPBACK_PEER = ipaddress.ip_address("192.0.2.1")
 
-LocalSink = Callable[[Send], None]
 _time_ns = time.time_ns
 
 
-@dataclass(slots=True)
-class _Face:
-    face_id: int
-    link: TcpLink | None
-    zid: ZenohId
-    whatami: WhatAmI
-    sink: LocalSink | None = None
-    #: What access control knows of the face (None: access control is off, a local face).
-    subject: FaceSubject | None = None
-
-
-@dataclass(slots=True)
-class RouterStats:
-    links_accepted: int = 0
-    links_closed: int = 0
-    messages_in: int = 0
-    messages_out: int = 0
-    dropped: int = 0
-    faces_closed_slow: int = 0
-    faces_closed_bad_input: int = 0
-    handshakes_failed: int = 0
-    #: Handshakes ended by usrpwd authentication (refused credentials, in or out).
-    auth_failed: int = 0
-    by_reason: dict[str, int] = field(default_factory=dict)
-    #: Connections refused by a limit (RouterConfig field name -> count).
-    refused: dict[str, int] = field(default_factory=dict)
-    #: Messages access control denied, by rule id (the access control's own counters).
-    access_control_denied: dict[str, int] = field(default_factory=dict)
-
-
-class RouterDaemon:
+class RouterDaemon(Delivery, RecordedRouting):
     """Runs a :class:`RoutingCore` over TCP listeners and connectors."""
 
     def __init__(self, config: RouterConfig, *, recorder: Any = None) -> None:
@@ -188,7 +141,7 @@ class RouterDaemon:
         # (a D_KEYEXPR or U_KEYEXPR, a face coming or going): the memo is cleared then.
         self._rx_keys: dict[tuple[int, int, str, bool], str | None] = {}
         self.listeners: list[TcpListener] = []
-        self._faces: dict[int, _Face] = {}
+        self._faces: dict[int, DaemonFace] = {}
         self._face_of_link: dict[int, int] = {}
         self._next_face = 1
         self._timer: asyncio.TimerHandle | None = None
@@ -372,7 +325,7 @@ class RouterDaemon:
             link.close(CloseReason.MAX_LINKS)
             return
         face_id = self._new_face_id()
-        self._faces[face_id] = _Face(face_id, link, ev.zid, ev.whatami)
+        self._faces[face_id] = DaemonFace(face_id, link, ev.zid, ev.whatami)
         self._face_of_link[id(link)] = face_id
         self.stats.links_accepted += 1
         log.info("face %d: %s %s from %s%s", face_id, ev.whatami, ev.zid, link.remote_address,
@@ -459,7 +412,7 @@ class RouterDaemon:
     ) -> int:
         """Attach an in-process session: ``sink`` receives every Send routed to it."""
         face_id = self._new_face_id()
-        self._faces[face_id] = _Face(face_id, None, zid, whatami, sink)
+        self._faces[face_id] = DaemonFace(face_id, None, zid, whatami, sink)
         if self.recorder is not None:
             self.recorder.link_opened(time.time_ns(), face_id, str(zid), str(whatami), f"local/{name}")
         self._rx_keys.clear()
@@ -479,340 +432,10 @@ class RouterDaemon:
         """A message from a local face, routed like one received from a link."""
         self._on_message(face_id, message, None)
 
-    # --- routing -----------------------------------------------------------------------
-
-    def _on_message(
-        self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool = True
-    ) -> None:
-        self.stats.messages_in += 1
-        self._ingress = face_id  # Block back-pressure pauses this face
-        try:
-            self._route(face_id, message, raw, reliable)
-        finally:
-            self._ingress = -1
-
-    def _on_push_run(self, face_id: int, run: PushRun, reliable: bool) -> None:
-        """A run of same-shape PUSHes, routed as one unit (routing/runs.py)."""
-        if self.recorder is not None and self.access_control is not None:
-            # Access control's denials are recorded with the message they stopped.
-            for message, raw in run.messages():
-                self._on_message(face_id, message, raw, reliable)
-            return
-        self.stats.messages_in += run.count
-        self._ingress = face_id  # Block back-pressure pauses this face
-        try:
-            if self.recorder is not None:
-                self._route_run_recorded(face_id, run, reliable)
-                return
-            try:
-                sends = self.core.handle_push_run(face_id, run, self.now(), reliable, wall=time.time())
-            except PeerError as exc:
-                self._bad_input(face_id, exc)
-                sends = []
-            self._deliver(sends)
-        finally:
-            self._ingress = -1
-
-    def _route_run_recorded(self, face_id: int, run: PushRun, reliable: bool) -> None:
-        """Route a run and hand the recorder the run and its copies in one call (it
-        writes each message's records, as for messages routed one by one)."""
-        rec = self.recorder
-        rx_ns = _time_ns()
-        key = self._rx_key(face_id, run.first)
-        try:
-            sends = self.core.handle_push_run(face_id, run, self.now(), reliable, wall=rx_ns / 1e9)
-        except PeerError as exc:
-            rec.routed_run(rx_ns, face_id, key, run.data, run.ends, [])
-            self._bad_input(face_id, exc)
-            self._deliver([])
-            return
-        if any(send.ends is None for send in sends):
-            # The core routed the run message by message (routing/runs.py says when):
-            # its copies are recorded without their cause.
-            rec.routed_run(rx_ns, face_id, key, run.data, run.ends, [])
-            self._deliver(sends)
-            return
-        copies: list[tuple[int, bytes, Sequence[int]]] = []
-        expected: list[int] | None = None
-        for send in sends:
-            sent = self._send_run(send)
-            if sent:
-                assert send.raw is not None and send.ends is not None
-                copies.append((send.face, send.raw, send.ends))
-            elif sent is not None and expected is None:
-                # A copy was dropped: the recording says where the run should have gone.
-                expected = sorted({s.face for s in sends})
-        rec.routed_run(rx_ns, face_id, key, run.data, run.ends, copies, expected)
-        self._rearm()
-
-    def _send_run(self, send: Send) -> bool | None:
-        """Queue a Send holding several messages (a routed run) to its face: True when
-        queued, False when dropped (queue full, congestion control Drop), None when the
-        face is gone or was closed for not reading."""
-        assert send.raw is not None and send.ends is not None
-        face = self._faces.get(send.face)
-        if face is None:
-            return None
-        if face.sink is not None:  # a local face takes messages one by one
-            for message, raw in split_pushes(send.raw, send.ends):
-                face.sink(Send(send.face, message, raw, send.priority, send.reliable, send.express, send.block))
-            return True
-        link = face.link
-        assert link is not None
-        if self._over_hard_cap(link):
-            self._close_slow(send.face, link)
-            return None
-        if link.send_run(send.raw, send.ends, reliable=send.reliable, priority=send.priority,
-                         drop_if_full=not send.block):  # fmt: skip
-            self.stats.messages_out += len(send.ends)
-            if send.block and link.is_full:
-                self._block(send.face, link)
-            return True
-        self.stats.dropped += len(send.ends)
-        return False
-
-    def _over_hard_cap(self, link: TcpLink) -> bool:
-        """A face whose queue is past the hard cap is not reading (see _close_slow)."""
-        return link.queued_bytes > self.config.send_queue_max_bytes * HARD_CAP_FACTOR
-
-    def _close_slow(self, face_id: int, link: TcpLink) -> None:
-        self.stats.faces_closed_slow += 1
-        log.warning("face %d is not reading (%d bytes queued); closing it", face_id, link.queued_bytes)
-        self._close_face(face_id, CloseReason.UNRESPONSIVE)
-
-    def _rx_key(self, face_id: int, message: Push | Request) -> str | None:
-        """The key of a received PUSH or REQUEST, before routing it (routing these changes
-        no key table); memoised per wire expression while key tables stay as they are."""
-        we = message.wire_expr
-        if we.scope == 0:
-            return we.suffix or None
-        memo = self._rx_keys
-        wk = (face_id, we.scope, we.suffix, we.mapping_sender)
-        try:
-            return memo[wk]
-        except KeyError:
-            key = self.core.key_of(face_id, message, incoming=True)
-            if len(memo) >= RX_KEY_MEMO_SIZE:
-                memo.clear()
-            memo[wk] = key
-            return key
-
-    def _route(self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool) -> None:
-        rec = self.recorder
-        if rec is None:
-            try:
-                sends = self.core.handle(
-                    face_id, message, self.now(), raw=raw, reliable=reliable, wall=time.time()
-                )
-            except PeerError as exc:
-                self._bad_input(face_id, exc)
-                sends = []
-            self._deliver(sends)
-            return
-        # Recording: one wall-clock read gives the rx record's time and the HLC's time.
-        # The rx record is written by _deliver, with the copies of a routed PUSH/REQUEST
-        # (one recorder call).
-        rx_ns = _time_ns()
-        if raw is None:
-            raw = encode_network_message(message)
-        core = self.core
-        try:
-            sends = core.handle(
-                face_id, message, self.now(), raw=raw, reliable=reliable, wall=rx_ns / 1e9
-            )
-        except PeerError as exc:
-            # The bad input is recorded before the close it causes.
-            key = core.key_of(face_id, message, incoming=True)
-            cause = rec.message(rx_ns, face_id, "rx", key, raw)
-            if self._denials:
-                self._record_denials(rx_ns, cause)
-            self._bad_input(face_id, exc)
-            self._deliver([])
-            return
-        copy_kind: type | None = None
-        kind = type(message)
-        if kind is Push or kind is Request:
-            key = self._rx_key(face_id, message)  # type: ignore[arg-type]
-            copy_kind = kind
-        else:
-            self._rx_keys.clear()  # key tables may have changed
-            key = core.key_of(face_id, message, incoming=True)
-        if self._denials:
-            # Access control denied something while this was routed: the rx record, the
-            # denials naming it, then its sends.
-            cause = rec.message(rx_ns, face_id, "rx", key, raw)
-            self._record_denials(rx_ns, cause)
-            self._deliver(sends, rx_ns, face_id, key, None, copy_kind, cause)
-        else:
-            self._deliver(sends, rx_ns, face_id, key, raw, copy_kind)
-
-    def _bad_input(self, face_id: int, exc: PeerError) -> None:
-        self.stats.faces_closed_bad_input += 1
-        log.warning("face %d sent bad input (%s); closing it", face_id, exc)
-        self._close_face(face_id, exc.close_reason)
-
-    def _deliver(
-        self,
-        sends: list[Send],
-        rx_ns: int = 0,
-        rx_face: int = -1,
-        rx_key: str | None = None,
-        rx_raw: bytes | None = None,
-        copy_kind: type | None = None,
-        rx_cause: int = -1,
-    ) -> None:
-        """Hand ``sends`` to their faces (and to the recorder).
-
-        When recording a received message (``rx_raw`` is not None), ``sends`` are what
-        routing it produced: its rx record (time ``rx_ns``, face ``rx_face``, key
-        ``rx_key``) comes first and is every tx record's ``cause``; one already written
-        (access control's denials follow it) is passed as ``rx_cause``, its seq or
-        reference, with ``rx_raw`` None. Sends of ``copy_kind`` (the routed copies of a
-        PUSH or REQUEST, which keep its key) are recorded after the loop, by the same
-        call as the rx record when nothing had to be recorded in between. Before a call that can re-enter the daemon (a local
-        face's sink, closing a face) the rx record is written at once, so it keeps its
-        place ahead of whatever that call records.
-        """
-        faces = self._faces
-        rec = self.recorder
-        encoded: dict[int, bytes] = {}  # one encoding per message object, however many faces
-        copies: list[tuple[int, bytes]] = []
-        # The rx record is not written yet:
-        pending = rec is not None and rx_raw is not None
-        cause = rx_cause
-        if rec is not None and rx_raw is None and self._denials:
-            self._record_denials(_time_ns(), -1)  # not while routing a received message
-        route_recorded = False
-        for send in sends:
-            if send.ends is not None:  # several messages (a routed run)
-                self._send_run(send)
-                continue
-            face = faces.get(send.face)
-            if face is None:
-                continue
-            if face.sink is not None:
-                if pending:
-                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
-                    pending = False
-                face.sink(send)
-                if rec is not None:
-                    given = send.raw or encode_network_message(send.message)
-                    if send.message.__class__ is copy_kind:
-                        copies.append((send.face, given))
-                    else:
-                        self._record_tx(send, given, cause)
-                continue
-            link = face.link
-            assert link is not None
-            if self._over_hard_cap(link):
-                if pending:  # the rx record comes before the close it causes
-                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
-                    pending = False
-                self._close_slow(send.face, link)
-                continue
-            data = send.raw
-            if data is None:
-                msg_id = id(send.message)
-                data = encoded.get(msg_id)
-                if data is None:
-                    data = encoded[msg_id] = encode_network_message(send.message)
-            if link.send(data, reliable=send.reliable, priority=send.priority,
-                         drop_if_full=not send.block, express=send.express):  # fmt: skip
-                self.stats.messages_out += 1
-                if send.block and link.is_full:
-                    self._block(send.face, link)
-                if rec is not None:
-                    if send.message.__class__ is copy_kind:
-                        # A forwarded PUSH/REQUEST keeps its key.
-                        copies.append((send.face, data))
-                    else:
-                        if pending:
-                            cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
-                            pending = False
-                        self._record_tx(send, data, cause)
-            else:
-                self.stats.dropped += 1
-                if (
-                    rec is not None
-                    and copy_kind is Push
-                    and rx_key is not None
-                    and not route_recorded
-                ):
-                    # The tx records say where a PUSH went; its route (every face with a
-                    # subscriber, i.e. every send) is only worth a record when a send is
-                    # dropped. One route record per routed message.
-                    if pending:
-                        cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
-                        pending = False
-                    rec.route(rx_ns, cause, rx_key, sorted({s.face for s in sends}))
-                    route_recorded = True
-        if pending:
-            if copy_kind is None:
-                rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
-            else:
-                rec.routed(rx_ns, rx_face, rx_key, rx_raw, copies)
-        elif copies:
-            rec.messages(rx_ns, "tx", rx_key, copies, cause)
-        self._rearm()
-
-    # --- Block back-pressure (router/backpressure.py) -----------------------------------
-
-    def _block(self, dest: int, dest_link: TcpLink) -> None:
-        """Pause the face being routed from until ``dest`` has room again."""
-        src = self._faces.get(self._ingress)
-        if src is None or src.link is None:
-            return  # a local face or the timer: nothing to pause (the hard cap still holds)
-        self.backpressure.block(src.face_id, src.link, dest, dest_link)
-
-    def _link_of(self, face_id: int) -> TcpLink | None:
-        face = self._faces.get(face_id)
-        return None if face is None else face.link
-
-    def _on_stalled(self, face_id: int, waited: float) -> None:
-        self.stats.faces_closed_slow += 1
-        log.warning("face %d stayed full for %.1f s with Block messages queued; closing it", face_id, waited)
-        self._close_face(face_id, CloseReason.UNRESPONSIVE)
-
-    # --- recording access control's denials ------------------------------------------------
-
-    def _on_denied(self, subject: FaceSubject, flow: int, message: int, key: str | None, denial: Denial) -> None:
-        """AccessControl's listener (set only when recording): held until the daemon
-        knows which rx record the denial belongs to (see _record_denials)."""
-        face_id = self._subject_faces.get(id(subject))
-        if face_id is not None and len(self._denials) < MAX_PENDING_DENIALS:
-            self._denials.append((face_id, flow, message, key, denial))
-
-    def _record_denials(self, now_ns: int, cause: int) -> None:
-        """Write the denials held: right after the rx record being routed (``cause``), or
-        with cause -1 for those met outside routing a received message (a face added or
-        removed, a timer)."""
-        denials, self._denials = self._denials, []
-        rec = self.recorder
-        for face_id, flow, message, key, denial in denials:
-            try:
-                rec.access_denied(now_ns, cause, face_id, FLOWS[flow], MESSAGES[message], key,
-                                  _denial_reason(flow, message, denial))  # fmt: skip
-            except UsageError as exc:
-                log.warning("recording an access control denial failed: %s", exc)
-
-    def _record_tx(self, send: Send, data: bytes, cause: int) -> None:
-        key = self.core.key_of(send.face, send.message, incoming=False)
-        self.recorder.message(time.time_ns(), send.face, "tx", key, data, cause)
-
     def _close_face(self, face_id: int, reason: int) -> None:
         face = self._faces.get(face_id)
         if face is not None and face.link is not None:
             face.link.close(reason)
-
-
-def _denial_reason(flow: int, message: int, denial: Denial) -> str:
-    """A recorded denial's reason, e.g. ``ingress put denied by rule 'no-vault'``."""
-    what = f"{FLOWS[flow]} {MESSAGES[message]} denied"
-    if denial.rule == DEFAULT_RULE:
-        return f"{what} by default_permission deny"
-    if denial.rule == NO_KEY_RULE:
-        return f"{what}: the message names no key expression"
-    return f"{what} by rule '{denial.rule}'"
 
 
 def _address(addr: tuple[str, int] | None, protocol: str = "tcp") -> str:

@@ -1,0 +1,239 @@
+"""Routing and delivery: a received message through the routing core, and each
+:class:`~pyzenoh.routing.Send` it causes to its face.
+
+A face whose outgoing queue passes the hard cap is closed (its peer is too slow); messages
+whose congestion control is Drop are dropped before that, so a slow subscriber never slows
+the others. A Block message that fills its destination's queue pauses reading from the
+face it came from (:mod:`.backpressure`). When recording, :mod:`.recorded` routes instead
+and :meth:`Delivery._deliver` records what it hands over.
+
+A mixin of :class:`~pyzenoh.router.daemon.RouterDaemon` (which holds the state).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from pyzenoh.codec import NetworkMessage, Push, encode_network_message
+from pyzenoh.errors import CloseReason, PeerError
+from pyzenoh.routing import Send
+from pyzenoh.transport.fastpath import PushRun, split_pushes
+from pyzenoh.transport.tcp import TcpLink
+
+if TYPE_CHECKING:
+    from pyzenoh.router.state import Daemon
+
+log = logging.getLogger(__name__)
+
+#: A face whose queue holds more than this many times the soft cap is closed.
+HARD_CAP_FACTOR = 4
+_time_ns = time.time_ns
+
+
+class Delivery:
+    """Received messages routed, and the core's sends delivered (and recorded)."""
+
+    def _on_message(
+        self: Daemon, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool = True
+    ) -> None:
+        self.stats.messages_in += 1
+        self._ingress = face_id  # Block back-pressure pauses this face
+        try:
+            self._route(face_id, message, raw, reliable)
+        finally:
+            self._ingress = -1
+
+    def _on_push_run(self: Daemon, face_id: int, run: PushRun, reliable: bool) -> None:
+        """A run of same-shape PUSHes, routed as one unit (routing/runs.py)."""
+        if self.recorder is not None and self.access_control is not None:
+            # Access control's denials are recorded with the message they stopped.
+            for message, raw in run.messages():
+                self._on_message(face_id, message, raw, reliable)
+            return
+        self.stats.messages_in += run.count
+        self._ingress = face_id  # Block back-pressure pauses this face
+        try:
+            if self.recorder is not None:
+                self._route_run_recorded(face_id, run, reliable)
+                return
+            try:
+                sends = self.core.handle_push_run(face_id, run, self.now(), reliable, wall=time.time())
+            except PeerError as exc:
+                self._bad_input(face_id, exc)
+                sends = []
+            self._deliver(sends)
+        finally:
+            self._ingress = -1
+
+    def _send_run(self: Daemon, send: Send) -> bool | None:
+        """Queue a Send holding several messages (a routed run) to its face: True when
+        queued, False when dropped (queue full, congestion control Drop), None when the
+        face is gone or was closed for not reading."""
+        assert send.raw is not None and send.ends is not None
+        face = self._faces.get(send.face)
+        if face is None:
+            return None
+        if face.sink is not None:  # a local face takes messages one by one
+            for message, raw in split_pushes(send.raw, send.ends):
+                face.sink(Send(send.face, message, raw, send.priority, send.reliable, send.express, send.block))
+            return True
+        link = face.link
+        assert link is not None
+        if self._over_hard_cap(link):
+            self._close_slow(send.face, link)
+            return None
+        if link.send_run(send.raw, send.ends, reliable=send.reliable, priority=send.priority,
+                         drop_if_full=not send.block):  # fmt: skip
+            self.stats.messages_out += len(send.ends)
+            if send.block and link.is_full:
+                self._block(send.face, link)
+            return True
+        self.stats.dropped += len(send.ends)
+        return False
+
+    def _over_hard_cap(self: Daemon, link: TcpLink) -> bool:
+        """A face whose queue is past the hard cap is not reading (see _close_slow)."""
+        return link.queued_bytes > self.config.send_queue_max_bytes * HARD_CAP_FACTOR
+
+    def _close_slow(self: Daemon, face_id: int, link: TcpLink) -> None:
+        self.stats.faces_closed_slow += 1
+        log.warning("face %d is not reading (%d bytes queued); closing it", face_id, link.queued_bytes)
+        self._close_face(face_id, CloseReason.UNRESPONSIVE)
+
+    def _route(self: Daemon, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool) -> None:
+        if self.recorder is not None:
+            self._route_recorded(face_id, message, raw, reliable)
+            return
+        try:
+            sends = self.core.handle(face_id, message, self.now(), raw=raw, reliable=reliable, wall=time.time())
+        except PeerError as exc:
+            self._bad_input(face_id, exc)
+            sends = []
+        self._deliver(sends)
+
+    def _bad_input(self: Daemon, face_id: int, exc: PeerError) -> None:
+        self.stats.faces_closed_bad_input += 1
+        log.warning("face %d sent bad input (%s); closing it", face_id, exc)
+        self._close_face(face_id, exc.close_reason)
+
+    def _deliver(
+        self: Daemon,
+        sends: list[Send],
+        rx_ns: int = 0,
+        rx_face: int = -1,
+        rx_key: str | None = None,
+        rx_raw: bytes | None = None,
+        copy_kind: type | None = None,
+        rx_cause: int = -1,
+    ) -> None:
+        """Hand ``sends`` to their faces (and to the recorder).
+
+        When recording a received message (``rx_raw`` is not None), ``sends`` are what
+        routing it produced: its rx record (time ``rx_ns``, face ``rx_face``, key
+        ``rx_key``) comes first and is every tx record's ``cause``; one already written
+        (access control's denials follow it) is passed as ``rx_cause``, its seq or
+        reference, with ``rx_raw`` None. Sends of ``copy_kind`` (the routed copies of a
+        PUSH or REQUEST, which keep its key) are recorded after the loop, by the same
+        call as the rx record when nothing had to be recorded in between. Before a call that can re-enter the daemon (a local
+        face's sink, closing a face) the rx record is written at once, so it keeps its
+        place ahead of whatever that call records.
+        """
+        faces = self._faces
+        rec = self.recorder
+        encoded: dict[int, bytes] = {}  # one encoding per message object, however many faces
+        copies: list[tuple[int, bytes]] = []
+        # The rx record is not written yet:
+        pending = rec is not None and rx_raw is not None
+        cause = rx_cause
+        if rec is not None and rx_raw is None and self._denials:
+            self._record_denials(_time_ns(), -1)  # not while routing a received message
+        route_recorded = False
+        for send in sends:
+            if send.ends is not None:  # several messages (a routed run)
+                self._send_run(send)
+                continue
+            face = faces.get(send.face)
+            if face is None:
+                continue
+            if face.sink is not None:
+                if pending:
+                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                    pending = False
+                face.sink(send)
+                if rec is not None:
+                    given = send.raw or encode_network_message(send.message)
+                    if send.message.__class__ is copy_kind:
+                        copies.append((send.face, given))
+                    else:
+                        self._record_tx(send, given, cause)
+                continue
+            link = face.link
+            assert link is not None
+            if self._over_hard_cap(link):
+                if pending:  # the rx record comes before the close it causes
+                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                    pending = False
+                self._close_slow(send.face, link)
+                continue
+            data = send.raw
+            if data is None:
+                msg_id = id(send.message)
+                data = encoded.get(msg_id)
+                if data is None:
+                    data = encoded[msg_id] = encode_network_message(send.message)
+            if link.send(data, reliable=send.reliable, priority=send.priority,
+                         drop_if_full=not send.block, express=send.express):  # fmt: skip
+                self.stats.messages_out += 1
+                if send.block and link.is_full:
+                    self._block(send.face, link)
+                if rec is not None:
+                    if send.message.__class__ is copy_kind:
+                        # A forwarded PUSH/REQUEST keeps its key.
+                        copies.append((send.face, data))
+                    else:
+                        if pending:
+                            cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                            pending = False
+                        self._record_tx(send, data, cause)
+            else:
+                self.stats.dropped += 1
+                if (
+                    rec is not None
+                    and copy_kind is Push
+                    and rx_key is not None
+                    and not route_recorded
+                ):
+                    # The tx records say where a PUSH went; its route (every face with a
+                    # subscriber, i.e. every send) is only worth a record when a send is
+                    # dropped. One route record per routed message.
+                    if pending:
+                        cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                        pending = False
+                    rec.route(rx_ns, cause, rx_key, sorted({s.face for s in sends}))
+                    route_recorded = True
+        if pending:
+            if copy_kind is None:
+                rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+            else:
+                rec.routed(rx_ns, rx_face, rx_key, rx_raw, copies)
+        elif copies:
+            rec.messages(rx_ns, "tx", rx_key, copies, cause)
+        self._rearm()
+
+    def _block(self: Daemon, dest: int, dest_link: TcpLink) -> None:
+        """Pause the face being routed from until ``dest`` has room again."""
+        src = self._faces.get(self._ingress)
+        if src is None or src.link is None:
+            return  # a local face or the timer: nothing to pause (the hard cap still holds)
+        self.backpressure.block(src.face_id, src.link, dest, dest_link)
+
+    def _link_of(self: Daemon, face_id: int) -> TcpLink | None:
+        face = self._faces.get(face_id)
+        return None if face is None else face.link
+
+    def _on_stalled(self: Daemon, face_id: int, waited: float) -> None:
+        self.stats.faces_closed_slow += 1
+        log.warning("face %d stayed full for %.1f s with Block messages queued; closing it", face_id, waited)
+        self._close_face(face_id, CloseReason.UNRESPONSIVE)
