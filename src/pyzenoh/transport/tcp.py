@@ -26,17 +26,12 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 from pyzenoh.codec import NetworkMessage
-from pyzenoh.errors import CloseReason, UsageError
-from pyzenoh.security.tls import (
-    DEFAULT_HANDSHAKE_TIMEOUT_S,
-    TlsConfig,
-    peer_common_name,
-    peer_not_after,
-)
+from pyzenoh.errors import CloseReason
+from pyzenoh.security.tls import TlsConfig, peer_common_name, peer_not_after
+from pyzenoh.transport.endpoint import Endpoint, LinkTls, prepare_tls, set_buffers
 from pyzenoh.transport.link import (
     Established,
     Event,
@@ -49,6 +44,13 @@ from pyzenoh.transport.link import (
     Role,
 )
 
+__all__ = [
+    "DEFAULT_MAX_QUEUE_BYTES", "EXPIRY_CHECK_MAX_S", "LISTEN_BACKLOG", "MAX_EVENTS_PER_TURN",
+    "Endpoint", "EventCallback", "LinkTls", "TcpLink", "TcpListener", "connect", "listen", "prepare_tls",
+]  # fmt: skip
+# (Endpoint, LinkTls and prepare_tls live in transport/endpoint.py; they are named here too
+# because every user of a TCP link needs them.)
+
 log = logging.getLogger(__name__)
 
 #: Default bound of one link's outgoing queue.
@@ -59,89 +61,11 @@ LISTEN_BACKLOG = 1024
 #: messages (a declaration flood); the rest wait for the next turns while the socket is
 #: not read, so the other links get their turn in between.
 MAX_EVENTS_PER_TURN = 512
-DEFAULT_PORT = 7447
-#: The link protocols of ``Endpoint.parse``.
-PROTOCOLS = ("tcp", "tls")
 #: A link closed on its peer's certificate expiry re-checks the clock at least this often
 #: (a long timer would drift from the wall clock that expiry is measured in).
 EXPIRY_CHECK_MAX_S = 600.0
 
 EventCallback = Callable[["TcpLink", Event], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """A parsed ``tcp/HOST:PORT`` or ``tls/HOST:PORT`` endpoint.
-
-    Metadata after ``?`` is ignored; the configuration after ``#`` (zenoh's
-    ``key=value;key=value``) is kept in ``params`` (TLS reads it, see security/tls.py)
-    and is no part of the locator (``str``) nor of equality.
-    """
-
-    host: str
-    port: int
-    protocol: str = "tcp"
-    params: tuple[tuple[str, str], ...] = field(default=(), compare=False)
-
-    @classmethod
-    def parse(cls, text: str) -> Endpoint:
-        proto, sep, rest = text.partition("/")
-        if not sep or proto not in PROTOCOLS:
-            raise UsageError(f"unsupported endpoint {text!r}: only tcp/HOST:PORT and tls/HOST:PORT are implemented")
-        rest, _, config = rest.partition("#")
-        rest = rest.split("?", 1)[0]
-        params = tuple((k, v) for k, _, v in (p.partition("=") for p in config.split(";")) if k)
-        if rest.startswith("["):
-            host, bracket, tail = rest[1:].partition("]")
-            if not bracket or not tail.startswith(":"):
-                raise UsageError(f"bad IPv6 endpoint {text!r}: expected {proto}/[ADDR]:PORT")
-            port_text = tail[1:]
-        else:
-            host, colon, port_text = rest.rpartition(":")
-            if not colon or ":" in host:
-                raise UsageError(f"bad endpoint {text!r}: expected {proto}/HOST:PORT (IPv6 in brackets)")
-        if not host:
-            raise UsageError(f"endpoint {text!r} has no host")
-        try:
-            port = int(port_text)
-        except ValueError:
-            raise UsageError(f"endpoint {text!r} has a bad port") from None
-        if not 0 <= port <= 0xFFFF:
-            raise UsageError(f"endpoint {text!r}: port out of range")
-        return cls(host, port, proto, params)
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.protocol}/{host}:{self.port}"
-
-
-@dataclass(frozen=True, slots=True)
-class LinkTls:
-    """What one TLS link needs: its context and the settings of its endpoint."""
-
-    context: ssl.SSLContext
-    handshake_timeout_s: float
-    close_link_on_expiration: bool = False
-    so_sndbuf: int | None = None
-    so_rcvbuf: int | None = None
-
-
-def prepare_tls(
-    endpoint: Endpoint, tls: TlsConfig | None, *, server_side: bool, default_timeout_s: float | None = None
-) -> LinkTls | None:
-    """The TLS side of links on ``endpoint`` (None for tcp/); :class:`UsageError` when the
-    configuration cannot work (a missing file, bad PEM, a listener without certificate).
-
-    The handshake timeout is the endpoint's ``tls_handshake_timeout_ms``, else
-    ``default_timeout_s`` (the router passes its accept_timeout), else zenohd's 10 s.
-    """
-    if endpoint.protocol != "tls":
-        return None
-    cfg = (tls or TlsConfig()).for_endpoint(endpoint.params, str(endpoint))
-    context = cfg.server_context() if server_side else cfg.client_context()
-    timeout = cfg.handshake_timeout_s or default_timeout_s or DEFAULT_HANDSHAKE_TIMEOUT_S
-    return LinkTls(context, timeout, cfg.flag("close_link_on_expiration"),
-                   cfg.size("so_sndbuf"), cfg.size("so_rcvbuf"))  # fmt: skip
 
 
 class TcpLink(asyncio.Protocol):
@@ -222,7 +146,7 @@ class TcpLink(asyncio.Protocol):
         if tls is not None:
             self.protocol = "tls"
             if sock is not None:
-                _set_buffers(sock, tls)
+                set_buffers(sock, tls)
             if transport.get_extra_info("ssl_object") is None:
                 # Accepted: nothing may be read as plaintext; start_tls resumes reading.
                 transport.pause_reading()
@@ -596,15 +520,6 @@ class TcpLink(asyncio.Protocol):
 def _consume(fut: asyncio.Future[Any]) -> None:
     if not fut.cancelled():
         fut.exception()
-
-
-def _set_buffers(sock: socket.socket, tls: LinkTls) -> None:
-    for option, size in ((socket.SO_SNDBUF, tls.so_sndbuf), (socket.SO_RCVBUF, tls.so_rcvbuf)):
-        if size is not None:
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, option, size)
-            except OSError as exc:
-                log.debug("cannot set socket buffer size %d: %s", size, exc)
 
 
 def _peer(address: tuple[str, int] | None) -> str:
