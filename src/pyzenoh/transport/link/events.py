@@ -1,0 +1,69 @@
+"""What a link reports to its caller: :class:`Established`, :class:`Received`,
+:class:`ReceivedRun` and :class:`LinkClosed` (together, :data:`Event`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyzenoh.codec import NetworkMessage, WhatAmI, ZenohId
+from pyzenoh.transport.fastpath import PushRun
+
+
+@dataclass(frozen=True, slots=True)
+class Established:
+    """The handshake finished; everything negotiated with the peer."""
+
+    zid: ZenohId
+    whatami: WhatAmI
+    lease_ms: int  # the peer's lease: silence longer than this closes the link
+    batch_size: int  # negotiated, prefix included
+    resolution: int
+    qos: bool
+    patch: int
+    initial_sn: int  # the peer's
+    own_initial_sn: int
+    #: The user name the peer authenticated with (usrpwd), None without authentication.
+    username: str | None = None
+
+
+# Not frozen: built for every message routed, and a frozen dataclass's __init__ costs
+# three times as much. Treat it as immutable all the same.
+@dataclass(slots=True)
+class Received:
+    """One network message from the peer, with its bytes as received."""
+
+    message: NetworkMessage
+    raw: bytes
+    reliable: bool
+    priority: int
+
+
+# Not frozen: built for every message routed, and a frozen dataclass's __init__ costs
+# three times as much. Treat it as immutable all the same.
+@dataclass(slots=True)
+class ReceivedRun:
+    """Several PUSHes from the peer that differ only in their payload (see
+    :class:`~pyzenoh.transport.fastpath.PushRun`), in one FRAME; only with
+    :attr:`LinkConfig.push_runs`."""
+
+    run: PushRun
+    reliable: bool
+    priority: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkClosed:
+    """The link is over. ``by_peer``: the peer sent CLOSE or the connection dropped.
+
+    ``auth_failed``: the handshake ended on usrpwd authentication: the acceptor refused
+    the peer's credentials (or their absence), or the opener's credentials were refused
+    or the peer would not check them. ``detail`` says which, never with a password.
+    """
+
+    reason: int
+    by_peer: bool
+    detail: str = ""
+    auth_failed: bool = False
+
+
+Event = Established | Received | ReceivedRun | LinkClosed

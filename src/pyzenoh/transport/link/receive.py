@@ -1,0 +1,161 @@
+"""Receiving: bytes in, batches to transport messages (handshake ones go to
+:mod:`.handshake`), SN checks per channel (priority, reliability), FRAMEs to events, and
+FRAGMENTs reassembled within ``max_message_size`` and the shared
+:class:`~.state.ReassemblyBudget`.
+
+This is the path every routed message takes: keep it free of extra calls.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyzenoh.codec import (
+    Close,
+    Fragment,
+    Frame,
+    InitAck,
+    InitSyn,
+    KeepAlive,
+    NetworkMessage,
+    OpenAck,
+    OpenSyn,
+    decode_network_message,
+)
+from pyzenoh.errors import CloseReason, DecodeError, PeerError
+from pyzenoh.security.usrpwd import AuthError
+from pyzenoh.transport.fastpath import PushRun
+from pyzenoh.transport.fastpath import decode_batch as fast_decode_batch
+from pyzenoh.transport.link.config import PRIORITY_DATA
+from pyzenoh.transport.link.events import Event, Received, ReceivedRun
+from pyzenoh.transport.link.handshake import Handshake
+from pyzenoh.transport.link.state import State, _channel
+
+log = logging.getLogger(__name__)
+
+
+class Receiving(Handshake):
+    """Bytes from the peer to events."""
+
+    def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event]:
+        """Bytes read from the connection (any split). Returns what they caused."""
+        if self.state is State.CLOSED:
+            return []
+        self._last_rx = now
+        events: list[Event] = []
+        try:
+            for payload in self._reader.feed(data):
+                self._on_batch(payload, now, events)
+                if self.is_closed:  # a CLOSE from the peer ends the stream
+                    break
+        except AuthError as exc:
+            self._fail(exc.close_reason, f"usrpwd authentication failed: {exc}", events, auth_failed=True)
+        except PeerError as exc:
+            self._fail(exc.close_reason, f"bad input from peer: {exc}", events)
+        return events
+
+    def _on_batch(self, payload: bytes, now: float, events: list[Event]) -> None:
+        messages = fast_decode_batch(payload, keep_raw=self._keep_raw, runs=self.config.push_runs,
+                                     stamped=self.config.stamped_runs)  # fmt: skip
+        for msg in messages:
+            if self.state is State.CLOSED:
+                return
+            if isinstance(msg, Frame):
+                if self.state is not State.ESTABLISHED:
+                    raise DecodeError("FRAME before the handshake finished")
+                self._on_frame(msg, events)
+            elif isinstance(msg, KeepAlive):
+                if self.state is not State.ESTABLISHED:
+                    raise DecodeError("KEEPALIVE before the handshake finished")
+            elif isinstance(msg, Fragment):
+                if self.state is not State.ESTABLISHED:
+                    raise DecodeError("FRAGMENT before the handshake finished")
+                self._on_fragment(msg, now, events)
+            elif isinstance(msg, Close):
+                events.append(self._peer_close(msg.reason))
+                return
+            elif isinstance(msg, InitAck):  # before InitSyn: InitAck subclasses it
+                self._on_init_ack(msg, events)
+            elif isinstance(msg, InitSyn):
+                self._on_init_syn(msg, events)
+            elif isinstance(msg, OpenAck):
+                self._on_open_ack(msg, now, events)
+            elif isinstance(msg, OpenSyn):
+                self._on_open_syn(msg, now, events)
+            # JOIN and transport OAM mean nothing on a unicast link: ignored.
+
+    def _rx_channel(self, priority: int, reliable: bool, sn: int) -> int:
+        """The channel index of an incoming frame, or -1 to drop it (duplicate/old SN)."""
+        if not self._qos and priority != PRIORITY_DATA:
+            raise DecodeError(f"priority {priority} frame without negotiated QoS")
+        if sn > self._mask:
+            raise DecodeError(f"SN {sn} exceeds the SN resolution")
+        ch = _channel(priority, reliable)
+        gap = (sn - self._rx_last[ch]) & self._mask
+        if gap == 0 or gap > self._mask // 2:
+            return -1
+        self._rx_last[ch] = sn
+        return ch
+
+    def _on_frame(self, frame: Frame, events: list[Event]) -> None:
+        if self._rx_channel(frame.priority, frame.reliable, frame.sn) < 0:
+            log.debug("dropping frame with stale SN %d", frame.sn)
+            return
+        raws = frame.raw
+        rel = frame.reliable
+        prio = frame.priority
+        # With push_runs a FRAME's messages include PushRun items (see fastpath).
+        messages: tuple[NetworkMessage | PushRun, ...] = frame.messages
+        for i, msg in enumerate(messages):
+            if isinstance(msg, PushRun):
+                events.append(ReceivedRun(msg, rel, prio))
+            else:
+                events.append(Received(msg, raws[i] if raws else b"", rel, prio))
+
+    def _on_fragment(self, frag: Fragment, now: float, events: list[Event]) -> None:
+        ch = self._rx_channel(frag.priority, frag.reliable, frag.sn)
+        if ch < 0:
+            return
+        d = self._defrag[ch]
+        patched = self._patch >= 1
+        if frag.drop:
+            self._defrag_reset(d)
+            return
+        if d.active and frag.sn != d.next_sn:
+            log.debug("fragment SN gap (%d, expected %d): message dropped", frag.sn, d.next_sn)
+            self._defrag_reset(d)
+        if patched and frag.first:
+            self._defrag_reset(d)
+        if not d.active:
+            if patched and not frag.first:
+                return  # the tail of a message whose start we never saw
+            d.active = True
+        d.next_sn = (frag.sn + 1) & self._mask
+        d.since = now
+        if not d.discarding:
+            n = len(frag.payload)
+            budget = self._budget
+            if len(d.buf) + n > self.config.max_message_size:
+                # zenohd drops a message over max_message_size and keeps the link
+                log.warning("fragmented message over %d bytes discarded", self.config.max_message_size)
+                self._defrag_reset(d)
+                d.active = True
+                d.discarding = True
+            elif budget is not None and budget.used + n > budget.limit:
+                self._fail(CloseReason.GENERIC, f"unfinished fragmented messages over the router's "
+                           f"reassembly budget ({budget.limit} bytes)", events)  # fmt: skip
+                return
+            else:
+                d.buf += frag.payload
+                self._defrag_bytes += n
+                if budget is not None:
+                    budget.used += n
+        if frag.more:
+            return
+        data = bytes(d.buf)
+        discard = d.discarding
+        self._defrag_reset(d)
+        if discard or not data:
+            return
+        msg = decode_network_message(data)
+        events.append(Received(msg, data, frag.reliable, frag.priority))

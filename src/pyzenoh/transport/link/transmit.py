@@ -1,0 +1,203 @@
+"""Transmitting: network messages queued per channel (priority, reliability) in send
+order, then packed into batches when the caller asks for bytes: several messages per
+FRAME, one FRAME per batch, FRAGMENTs (one per batch) for a message too big for one.
+
+This is the path every routed message takes: keep it free of extra calls.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+from pyzenoh.codec import Fragment, Frame, NetworkMessage, encode_network_message
+from pyzenoh.errors import UsageError
+from pyzenoh.transport.link.config import NUM_PRIORITIES, PRIORITY_DATA
+from pyzenoh.transport.link.state import LinkBase, State, _channel
+
+#: The longest FRAME header: header byte, a five-byte SN, a two-byte priority extension.
+MAX_FRAME_HEADER = 8
+
+
+class Transmitting(LinkBase):
+    """Messages to the peer, queued and then framed into batches."""
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes queued by :meth:`send` and not yet returned by :meth:`data_to_send`."""
+        return self._pending_bytes + len(self._out)
+
+    @property
+    def has_output(self) -> bool:
+        """Whether :meth:`data_to_send` has anything to return."""
+        return bool(self._pending_bytes or self._out)
+
+    def send(
+        self,
+        message: NetworkMessage | bytes,
+        *,
+        reliable: bool = True,
+        priority: int | None = None,
+    ) -> None:
+        """Queue a network message (an object, or its already-encoded bytes).
+
+        ``priority`` defaults to the message's own QoS priority (Data for raw bytes).
+        Without negotiated QoS every message travels in a Data-priority frame.
+        """
+        if self.state is State.CLOSED:
+            return
+        if isinstance(message, bytes | bytearray | memoryview):
+            raw = bytes(message)
+            prio = PRIORITY_DATA if priority is None else priority
+        else:
+            raw = encode_network_message(message)
+            prio = (message.qos & 0x07) if priority is None else priority
+        if not raw:
+            raise UsageError("empty network message")
+        self._queue(prio, reliable, [raw], len(raw))
+
+    def send_run(self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = PRIORITY_DATA) -> None:
+        """Queue several encoded network messages at once: ``data`` holds them back to back,
+        message ``i`` ending at ``ends[i]`` (increasing; a ``range`` for equal lengths).
+
+        They travel as consecutive messages of one channel, cut into pieces that each fit
+        one FRAME, so no message is ever fragmented or split between batches.
+        """
+        if self.state is State.CLOSED or not ends:
+            return
+        if ends[-1] != len(data):
+            raise UsageError("a run's last message must end where its data ends")
+        room = self._max_payload - MAX_FRAME_HEADER
+        total = len(data)
+        if total <= room:
+            pieces = [data]
+        else:
+            pieces = []
+            start = 0
+            first = 0  # index of the first message of the piece
+            n = len(ends)
+            while first < n:
+                # the most messages from ``first`` on that fit ``room`` (at least one)
+                last = bisect.bisect_right(ends, start + room, first, n) - 1
+                last = max(last, first)  # one message larger than a FRAME: _pack fragments it
+                end = ends[last]
+                pieces.append(data[start:end])
+                start = end
+                first = last + 1
+        self._queue(priority, reliable, pieces, total)
+
+    def _queue(self, prio: int, reliable: bool, pieces: list[bytes], nbytes: int) -> None:
+        """Queue ``pieces`` (each one message, or several that fit one FRAME) on the run
+        of their channel, joining the last run when it is the same channel."""
+        if not 0 <= prio < NUM_PRIORITIES:
+            raise UsageError(f"priority {prio} out of range 0..7")
+        pending = self._pending
+        if pending and pending[-1][0] == prio and pending[-1][1] is reliable:
+            pending[-1][2].extend(pieces)
+        else:
+            pending.append((prio, reliable, pieces))
+        self._pending_bytes += nbytes
+
+    def data_to_send(self) -> bytes:
+        """Every byte that should now be written to the connection, batches framed."""
+        if self._pending_bytes and self.state is State.ESTABLISHED:
+            self._pack()
+        if not self._out:
+            return b""
+        data = bytes(self._out)
+        self._out.clear()
+        self._sent_since_keepalive = True
+        return data
+
+    def _frame_header(self, priority: int, reliable: bool, sn: int) -> bytes:
+        if priority == PRIORITY_DATA:
+            # the common case, written by hand: FRAME(R) sn
+            out = bytearray((0x25 if reliable else 0x05,))
+            while sn >= 0x80:
+                out.append((sn & 0x7F) | 0x80)
+                sn >>= 7
+            out.append(sn)
+            return bytes(out)
+        out = bytearray()
+        Frame(reliable, sn, (), priority).write_header(out)
+        return bytes(out)
+
+    def _pack(self) -> None:
+        """Turn every queued message into framed batches appended to the output."""
+        pending = self._pending
+        self._pending = []
+        self._pending_bytes = 0
+        maxp = self._max_payload
+        out = self._out
+        batch = bytearray()
+        mask = self._mask
+        tx_sn = self._tx_sn
+        qos = self._qos
+        if qos:
+            pending.sort(key=_run_priority)  # stable: send order within each priority
+        open_ch = -1  # the channel of the FRAME the batch holds
+        for prio, reliable, raws in pending:
+            if not qos:
+                prio = PRIORITY_DATA
+            ch = _channel(prio, reliable)
+            frame_open = ch == open_ch and bool(batch)
+            if not frame_open and batch:
+                _flush_batch(out, batch)  # one FRAME per batch
+                batch = bytearray()
+            for raw in raws:
+                n = len(raw)
+                if frame_open and len(batch) + n <= maxp:
+                    batch += raw
+                    continue
+                sn = tx_sn[ch]
+                header = self._frame_header(prio, reliable, sn)
+                if len(batch) + len(header) + n > maxp:
+                    if batch:
+                        _flush_batch(out, batch)
+                        batch = bytearray()
+                    if len(header) + n > maxp:
+                        self._fragment(raw, prio, reliable, ch)
+                        frame_open = False
+                        continue
+                batch += header
+                batch += raw
+                tx_sn[ch] = (sn + 1) & mask
+                frame_open = True
+            open_ch = ch
+        if batch:
+            _flush_batch(out, batch)
+
+    def _fragment(self, raw: bytes, prio: int, reliable: bool, ch: int) -> None:
+        """Cut one message that does not fit a batch into FRAGMENTs, one batch each."""
+        maxp = self._max_payload
+        out = self._out
+        mask = self._mask
+        pos = 0
+        total = len(raw)
+        first = self._patch >= 1
+        view = memoryview(raw)
+        while pos < total:
+            sn = self._tx_sn[ch]
+            self._tx_sn[ch] = (sn + 1) & mask
+            head = bytearray()
+            Fragment(reliable, sn, b"", True, prio, first).write(head)
+            room = maxp - len(head)
+            chunk = view[pos : pos + room]
+            pos += len(chunk)
+            if pos >= total:
+                head[0] &= ~0x40  # clear M on the last fragment
+            batch = head
+            batch += chunk
+            _flush_batch(out, batch)
+            first = False
+
+
+def _run_priority(run: tuple[int, bool, list[bytes]]) -> int:
+    return run[0]
+
+
+def _flush_batch(out: bytearray, batch: bytearray) -> None:
+    n = len(batch)
+    out.append(n & 0xFF)
+    out.append(n >> 8)
+    out += batch
