@@ -47,7 +47,7 @@ from pyzenoh.codec.primitives import (
     write_vle,
     write_zbytes,
 )
-from pyzenoh.errors import DecodeError
+from pyzenoh.errors import DecodeError, UsageError
 
 ID_INTEREST = 0x19
 ID_RESPONSE_FINAL = 0x1A
@@ -278,6 +278,22 @@ class Request:
         return cls(request_id, wire_expr, body, e.qos, e.timestamp, target, e.z64(EXT_BUDGET),
                    e.z64(EXT_TIMEOUT), e.z64(EXT_NODE_ID), e.zbuf(EXT_TS_STACK),
                    tuple(e.others))  # fmt: skip
+
+
+def with_request_id(raw: bytes, request_id: int) -> bytes:
+    """The bytes of an encoded REQUEST, RESPONSE or RESPONSE_FINAL (all start with the
+    header and the request id) with another request id: what a router forwarding a reply
+    changes, without decoding and re-encoding the rest."""
+    check_bound(request_id, U32_MAX, "request id")
+    p = 1
+    while p < len(raw) and raw[p] & 0x80:
+        p += 1
+    if p >= len(raw) or p > 5:
+        raise UsageError("not an encoded message with a request id")
+    out = bytearray(raw[:1])
+    write_vle(out, request_id)
+    out += raw[p + 1 :]
+    return bytes(out)
 
 
 @dataclass(frozen=True, slots=True)

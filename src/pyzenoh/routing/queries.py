@@ -27,6 +27,7 @@ from pyzenoh.codec import (
     UndeclareQueryable,
     WireExpr,
 )
+from pyzenoh.codec.network import with_request_id
 from pyzenoh.keyexpr.relations import includes
 from pyzenoh.routing.access_control import EGRESS, INGRESS, QUERY, REPLY
 from pyzenoh.routing.declared import QueryableInfo, merge_queryable_infos
@@ -220,8 +221,12 @@ class Queries(RoutingTables):
         if src is not None and src.acl is not None and src.acl.denies(EGRESS, REPLY, key):
             return
         q.replies += 1
-        if we == msg.wire_expr and q.src_rid == msg.request_id and q.qos == msg.qos:
-            self._emit(q.src, msg, q.qos, raw)
+        if we == msg.wire_expr and q.qos == msg.qos:
+            if q.src_rid == msg.request_id:
+                self._emit(q.src, msg, q.qos, raw)
+            else:  # only the request id changes: rewritten in the received bytes
+                out = replace(msg, request_id=q.src_rid)
+                self._emit(q.src, out, q.qos, None if raw is None else with_request_id(raw, q.src_rid))
         else:
             self._emit(q.src, replace(msg, request_id=q.src_rid, wire_expr=we, qos=q.qos), q.qos)
 
