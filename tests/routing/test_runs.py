@@ -8,6 +8,7 @@ same router timestamps.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -245,3 +246,18 @@ def test_a_run_of_deletes_has_an_empty_payload_each() -> None:
     payload = frame_payload([Push(we("k/a"), Del()) for _ in range(6)])
     run = scan_run(payload, 2, len(payload))
     assert run is not None and run.stride and run.payloads() == [b""] * 6
+
+
+@pytest.mark.parametrize("sizes", [[0, 0, 0, 0], [0, 1, 2, 3]])
+def test_times_from_2_63_keep_the_ninth_byte_of_their_z64_whole(sizes: list[int]) -> None:
+    # A z64's ninth byte carries 8 bits: from 2**63 on it is >= 0x80 and no continuation
+    # (found by hypothesis: the run read such times as 9, 10, ... and routed data a
+    # message by message router drops as too far in the future).
+    zid = ZenohId(0x1234)
+    msgs = [Push(we("k/a"), Put(b"p" * n, Encoding(11), Timestamp(2**63 + 9 + i, zid))) for i, n in enumerate(sizes)]
+    (frame,) = decode_batch(frame_payload(msgs), keep_raw=True, runs=True, stamped=True)
+    (run,) = frame.messages  # type: ignore[attr-defined]
+    assert isinstance(run, PushRun) and run.times() == [2**63 + 9 + i for i in range(len(sizes))]
+    config = RoutingConfig(timestamping=True, drop_future_timestamp=True)
+    expected, got, _ = route_both(msgs, config, False, CAPTURE_EPOCH)
+    assert got == expected

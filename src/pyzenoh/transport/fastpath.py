@@ -29,7 +29,7 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.codec.network import read_network_message
-from pyzenoh.codec.primitives import Reader
+from pyzenoh.codec.primitives import VLE_MAX_BYTES, Reader
 from pyzenoh.codec.transport import read_transport_message
 from pyzenoh.errors import DecodeError
 
@@ -258,25 +258,25 @@ class PushRun:
         data = self.data
         at = self.prefix_len
         if self.stride:  # the same VLE width in every message: one column per 7-bit group
-            width = 1
-            while data[at + width - 1] >= 0x80:
-                width += 1
+            width = _z64_width(data, at)
             cols = np.frombuffer(data, np.uint8).reshape(-1, self.stride)[:, at : at + width]
-            times = (cols & 0x7F).astype(np.uint64) << _SHIFTS[:width]
+            # the ninth byte of a z64 carries eight bits, not seven and a continuation bit
+            mask = _Z64_MASKS[:width] if width < VLE_MAX_BYTES else _Z64_MASKS
+            times = (cols & mask).astype(np.uint64) << _SHIFTS[:width]
             return np.bitwise_or.reduce(times, axis=1).tolist()  # type: ignore[no-any-return]
         out: list[int] = []
         start = 0
         for end in self.ends:
             p = start + at
             time = 0
-            shift = 0
-            while True:  # a VLE the scan checked
+            for shift in range(0, 56, 7):  # a z64 the scan checked
                 b = data[p]
                 p += 1
                 time |= (b & 0x7F) << shift
                 if b < 0x80:
                     break
-                shift += 7
+            else:
+                time |= data[p] << 56
             out.append(time)
             start = end
         return out
@@ -299,7 +299,19 @@ def split_pushes(data: bytes, ends: Sequence[int]) -> list[tuple[Push, bytes]]:
     return out
 
 
-_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)  # 7-bit groups of a VLE, low first
+_SHIFTS = np.arange(0, 63, 7, dtype=np.uint64)  # the 9 groups of a z64, low first
+#: What each byte of a z64 contributes: 7 bits, but all 8 of the ninth.
+_Z64_MASKS = np.array([0x7F] * (VLE_MAX_BYTES - 1) + [0xFF], np.uint8)
+
+
+def _z64_width(buf: bytes, p: int) -> int:
+    """Bytes of the z64 at ``buf[p]`` (checked already): up to nine, the ninth whole."""
+    width = 1
+    while width < VLE_MAX_BYTES and buf[p + width - 1] >= 0x80:
+        width += 1
+    return width
+
+
 #: bytes.translate deletion tables: what is left of a column tells whether every byte of it
 #: has (or lacks) the VLE continuation bit.
 _HIGH = bytes(range(0x80, 0x100))
@@ -323,9 +335,7 @@ def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
     ts_at = ts_width = 0
     if f[7] is not None:  # ...but the time, with a timestamp
         prefix_len = ts_at = body_offset + 1
-        ts_width = 1
-        while buf[pos + ts_at + ts_width - 1] >= 0x80:
-            ts_width += 1
+        ts_width = _z64_width(buf, pos + ts_at)
     elif kind == ID_DEL:
         prefix_len = length
     else:  # PUT header, the encoding byte when E is set, then the payload length
@@ -337,8 +347,10 @@ def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
         n = total // length
         for k in range(fixed):
             col = buf[pos + k : end : length]
-            if ts_at <= k < ts_at + ts_width:  # the time: a VLE of the same width
+            if ts_at <= k < ts_at + ts_width:  # the time: a z64 of the same width
                 last = k == ts_at + ts_width - 1
+                if last and ts_width == VLE_MAX_BYTES:
+                    continue  # a ninth byte: any value
                 if col.translate(None, _LOW if last else _HIGH):
                     break
             elif col.count(buf[pos + k]) != n:
@@ -359,13 +371,15 @@ def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
     while p < end and buf.startswith(prefix, p):
         q = p + prefix_len
         if ts_at:
-            for _ in range(10):  # the time: z64
-                if q >= end:
+            width = 0
+            while width < VLE_MAX_BYTES and q + width < end:  # the time: z64
+                width += 1
+                if buf[q + width - 1] < 0x80:
                     break
-                q += 1
-                if buf[q - 1] < 0x80:
-                    break
-            if q >= end or buf[q - 1] >= 0x80 or not buf.startswith(mid, q):
+            if q + width >= end or (width < VLE_MAX_BYTES and buf[q + width - 1] >= 0x80):
+                break  # truncated: the codec says so when it gets there
+            q += width
+            if not buf.startswith(mid, q):
                 break
             q += len(mid)
         if kind != ID_DEL:
