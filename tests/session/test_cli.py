@@ -85,12 +85,17 @@ def test_queryable_and_get(router: Proc) -> None:
 
 def test_liveliness_commands(router: Proc) -> None:
     ep = router.endpoint
-    tok = spawn("liveliness", "token", "cli3/t", "-e", ep, "--duration", "4")
-    got = cli("liveliness", "get", "cli3/**", "-e", ep, "--timeout", "5")
-    assert got.stdout.split() == ["cli3/t"]
-    watch = cli("liveliness", "sub", "cli3/**", "-e", ep, "--history", "--count", "2", "--duration", "20")
-    assert watch.stdout.splitlines() == ["cli3/t alive", "cli3/t dropped"]
-    finish(tok)
+    # The token lives until the subscriber is ready (a fixed lifetime raced process
+    # start-up on a loaded machine), then its process is stopped: the router drops it.
+    tok = spawn("liveliness", "token", "cli3/t", "-e", ep, "--duration", "60")
+    try:
+        got = cli("liveliness", "get", "cli3/**", "-e", ep, "--timeout", "5")
+        assert got.stdout.split() == ["cli3/t"]
+        watch = spawn("liveliness", "sub", "cli3/**", "-e", ep, "--history", "--count", "2", "--duration", "20")
+    finally:
+        tok.terminate()
+        tok.wait(RUN_TIMEOUT_S)
+    assert finish(watch).splitlines() == ["cli3/t alive", "cli3/t dropped"]
 
 
 def test_connection_failure_exit_code() -> None:

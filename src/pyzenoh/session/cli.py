@@ -174,6 +174,7 @@ def _liveliness(args: argparse.Namespace) -> int:
                 pass
             return 0
         sub = liv.declare_subscriber(args.keyexpr, history=args.history)
+        log.info("ready: liveliness subscriber on %s", args.keyexpr)
         try:
             while not stop.done:
                 try:
