@@ -1,0 +1,123 @@
+"""Handing work to the loop: the sync API runs the loop in a background thread and hands
+operations over in order without waiting (:meth:`Handoff.submit`) or for a result
+(:meth:`Handoff.call`); a publisher first waits for room (or drops, with congestion
+control Drop) while too many operations or the link's queue are pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from pyzenoh.session.runtime.pump import Pump
+from pyzenoh.session.runtime.state import MAX_PENDING_OPS
+
+log = logging.getLogger(__name__)
+
+
+R = TypeVar("R")
+
+
+class Handoff(Pump):
+    """Work from any thread run in the loop, and waiting for room to send."""
+
+    def on_loop(self) -> bool:
+        return threading.get_ident() == self.loop_thread
+
+    def in_loop(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` in the loop: now if already there, else soon (thread-safe)."""
+        if self.on_loop():
+            fn()
+        else:
+            try:
+                self.loop.call_soon_threadsafe(fn)
+            except RuntimeError:  # the loop is closed: the session is over
+                pass
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        """Run a core operation in the loop, in submission order, without waiting."""
+        if self.on_loop():
+            try:
+                fn()
+            finally:
+                self.pump()
+            return
+        self._ops.append(fn)
+        if not self._wakeup:
+            self._wakeup = True
+            try:
+                self.loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:
+                self._ops.clear()
+
+    def _drain(self) -> None:
+        self._wakeup = False  # before draining: a submit racing with us schedules again
+        ops = self._ops
+        try:
+            while ops:
+                fn = ops.popleft()
+                try:
+                    fn()
+                except Exception:
+                    log.exception("session operation failed")
+        finally:
+            self._ops_room.set()
+            self.pump()
+
+    def call(self, fn: Callable[[], R], timeout: float | None = 30.0) -> R:
+        """Run ``fn`` in the loop and return its result (raising its exception)."""
+        if self.on_loop():
+            try:
+                return fn()
+            finally:
+                self.pump()
+        fut: concurrent.futures.Future[R] = concurrent.futures.Future()
+
+        def run() -> None:
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(fn())
+                except BaseException as exc:  # noqa: BLE001  (handed to the caller)
+                    fut.set_exception(exc)
+
+        self.submit(run)
+        return fut.result(timeout)
+
+    def wait_room(self, block: bool, timeout: float = 60.0) -> bool:
+        """From another thread, before queueing a message: False means drop it.
+
+        Blocks (Block congestion control) while too many operations wait for the loop or
+        the link's outgoing queue is full.
+        """
+        if self.on_loop():
+            return True
+        link = self.link
+        if len(self._ops) >= MAX_PENDING_OPS:
+            if not block:
+                return False
+            while len(self._ops) >= MAX_PENDING_OPS and not self.closed:
+                self._ops_room.clear()
+                if len(self._ops) >= MAX_PENDING_OPS:
+                    self._ops_room.wait(0.1)
+        if link is not None and link.is_full and not self.closed:
+            if not block:
+                link.dropped += 1
+                return False
+            fut = asyncio.run_coroutine_threadsafe(link.wait_writable(), self.loop)
+            fut.result(timeout)
+        return True
+
+    async def await_room(self, block: bool) -> bool:
+        """In the loop (asyncio API): wait for room (Block) or report a drop (Drop)."""
+        link = self.link
+        if link is None or not link.is_full:
+            return True
+        if not block:
+            link.dropped += 1
+            return False
+        await link.wait_writable()
+        return True
