@@ -1,0 +1,159 @@
+"""What the admin space answers: every admin key a query's key expression intersects,
+with its encoding and payload, built from the daemon's state (read only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pyzenoh.codec import Encoding, InterestOptions, WhatAmI
+from pyzenoh.keyexpr.relations import intersects
+from pyzenoh.router.admin.dot import dot_graph
+from pyzenoh.router.admin.entities import (
+    ENTITY_KINDS,
+    MESH_KINDS,
+    Sources,
+    entity_sources,
+)
+from pyzenoh.router.admin.metrics import (
+    MetricFamily,
+    gauge,
+    metrics_payload,
+    metrics_text,
+    parse_parameters,
+    stats_families,
+)
+from pyzenoh.router.admin.router_info import (
+    NORTH,
+    SOUTH_PEER,
+    SessionInfo,
+    dump_json,
+    locator,
+    router_json,
+)
+from pyzenoh.router.admin.state import AdminBase
+
+JSON_ENCODING = Encoding.from_str("application/json")
+TEXT_ENCODING = Encoding.from_str("text/plain")
+
+AdminReply = tuple[str, Encoding, bytes]
+
+
+class Answers(AdminBase):
+    """The admin keys a query reaches, and the daemon state they show."""
+
+    def replies(self, key: str, parameters: str = "") -> Iterator[AdminReply]:
+        """Every admin key intersecting ``key``, with its encoding and payload."""
+        root = self.root
+        if intersects(key, root):
+            yield root, JSON_ENCODING, self.router_payload()
+        if intersects(key, f"{root}/metrics"):
+            params = parse_parameters(parameters)
+            text = metrics_text(self.zid, self.metric_families(), descriptors=params.get("descriptors") != "false")
+            payload, encoding = metrics_payload(text, compression=params.get("compression") != "false")
+            yield f"{root}/metrics", encoding, payload
+        if intersects(key, f"{root}/linkstate/*"):
+            for region, text in self.linkstates():
+                reply_key = f"{root}/linkstate/{region}"
+                if intersects(key, reply_key):
+                    yield reply_key, TEXT_ENCODING, text.encode()
+        for kind in ENTITY_KINDS:
+            if not intersects(key, f"{root}/{kind}/**"):
+                continue
+            for entity_key, sources in self.entities(kind).items():
+                reply_key = f"{root}/{kind}/{entity_key}"
+                if intersects(key, reply_key):
+                    yield reply_key, JSON_ENCODING, dump_json(sources)
+        acl = getattr(self.daemon, "access_control", None)
+        if acl is not None and intersects(key, f"{root}/access_control"):
+            yield f"{root}/access_control", JSON_ENCODING, self.access_control_payload()
+        if intersects(key, f"{root}/route/successor/**"):
+            for src, dst, successor in self.route_successors():
+                reply_key = f"{root}/route/successor/src/{src}/dst/{dst}"
+                if intersects(key, reply_key):
+                    yield reply_key, JSON_ENCODING, dump_json(successor)
+
+    def sessions(self) -> list[SessionInfo]:
+        out = []
+        for _, face in sorted(self.daemon._faces.items()):
+            link = face.link
+            if link is None:
+                continue  # local faces (the admin space, the msgq bridge) are no transports
+            src = locator(link.local_address)
+            dst = locator(link.remote_address)
+            out.append(SessionInfo(str(face.zid), face.whatami, ((src, dst),)))
+        return out
+
+    def locators(self) -> list[str]:
+        return self.daemon.locators()
+
+    def access_control_payload(self) -> bytes:
+        """Deny counters, and each session's access-control subject and matched subjects."""
+        daemon = self.daemon
+        assert daemon.access_control is not None
+        info = daemon.access_control.snapshot()
+        sessions = []
+        for face_id, face in sorted(daemon._faces.items()):
+            face_acl = daemon.core.face_acl(face_id)
+            if face.link is not None and face_acl is not None:
+                sessions.append({**face_acl.subject.to_json(), "subjects": face_acl.subject_ids})
+        info["sessions"] = sessions
+        return dump_json(info)
+
+    def router_payload(self) -> bytes:
+        return router_json(self.zid, self.locators(), self.sessions(), metadata=self.daemon.config.metadata)
+
+    def _core_faces(self) -> list[Any]:
+        return [f for fid, f in sorted(self.daemon.core._faces.items()) if fid != self.face_id]
+
+    def local_holders(self, kind: str) -> list[tuple[str, WhatAmI, str]]:
+        """(key, whatami, zid) of the clients' and peers' entities of ``kind``."""
+        out: list[tuple[str, WhatAmI, str]] = []
+        for f in self._core_faces():
+            if f.whatami not in (WhatAmI.CLIENT, WhatAmI.PEER):
+                continue  # routers' entities live in the router region
+            zid = str(f.zid)
+            keys: Iterable[str]
+            if kind == "subscriber":
+                keys = f.subs.values()
+            elif kind == "queryable":
+                keys = (k for k, _ in f.qabls.values())
+            elif kind == "token":
+                keys = f.tokens.values()
+            else:
+                # Publishers / queriers: a restricted interest in subscribers / queryables.
+                want = InterestOptions.SUBSCRIBERS if kind == "publisher" else InterestOptions.QUERYABLES
+                keys = (i.key for i in f.interests.values() if i.key is not None and i.options & want)
+            out.extend((k, f.whatami, zid) for k in keys)
+        return out
+
+    def entities(self, kind: str) -> dict[str, Sources]:
+        remote: dict[str, list[str]] = {}
+        if kind in MESH_KINDS:
+            remote = {k: [str(z) for z in v] for k, v in self.daemon.core.router_entities(kind).items()}
+        return entity_sources(self.zid, self.local_holders(kind), remote, north_source=kind in MESH_KINDS)
+
+    def linkstates(self) -> list[tuple[str, str]]:
+        # Without router links the router graph is the router alone, as zenohd shows it.
+        north = self.daemon.core.network.dot()
+        peers = [str(f.zid) for _, f in sorted(self.daemon._faces.items())
+                 if f.link is not None and f.whatami == WhatAmI.PEER]  # fmt: skip
+        return [(NORTH, north), (SOUTH_PEER, dot_graph([self.zid, *peers]))]
+
+    def route_successors(self) -> list[tuple[str, str, str]]:
+        return [(str(s), str(d), str(n)) for s, d, n in self.daemon.core.network.route_successors()]
+
+    def metric_families(self) -> list[MetricFamily]:
+        daemon = self.daemon
+        families = stats_families("pyzenoh_router", daemon.stats)
+        families += stats_families("pyzenoh_routing", daemon.core.stats)
+        sessions = {"router": 0, "peer": 0, "client": 0}
+        for s in self.sessions():
+            sessions[str(s.whatami)] += 1
+        families.append(gauge("pyzenoh_router_sessions", "Open sessions, by kind.", "whatami", sessions))
+        counts = {kind: len(self.local_holders(kind)) for kind in ("subscriber", "queryable", "token")}
+        families.append(gauge("pyzenoh_router_entities", "Entities declared by clients and peers.", "kind", counts))
+        families.append(MetricFamily("pyzenoh_admin_queries", "counter", "Queries the admin space answered.",
+                                     (((), self.stats.queries),)))  # fmt: skip
+        return families

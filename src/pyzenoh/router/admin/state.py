@@ -1,0 +1,39 @@
+"""The admin space's fields and counters, shared by its parts: :mod:`.answers` (what it
+answers) and :mod:`.face` (the local face that receives queries and replies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyzenoh.router.admin.router_info import admin_root
+
+if TYPE_CHECKING:
+    from pyzenoh.router.daemon import RouterDaemon
+
+
+@dataclass(slots=True)
+class AdminStats:
+    queries: int = 0
+    replies: int = 0
+    errors: int = 0
+    unresolved: int = 0
+
+
+class AdminBase:
+    """The fields and constructor of an :class:`~pyzenoh.router.admin.AdminSpace`."""
+
+    def __init__(self, daemon: RouterDaemon) -> None:
+        self.daemon = daemon
+        self.face_id: int | None = None
+        self.stats = AdminStats()
+        self._scopes: dict[int, str] = {}  # key ids the router declared to our face
+
+    @property
+    def zid(self) -> str:
+        return str(self.daemon.zid)
+
+    @property
+    def root(self) -> str:
+        return admin_root(self.zid)
