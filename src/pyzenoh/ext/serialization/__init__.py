@@ -5,7 +5,7 @@ byte 0/1, sequences as an unsigned LEB128 length followed by the items, tuples a
 items one after the other (no length), maps as a length followed by key, value pairs.
 
 What eclipse-zenoh 1.10.2's Python binding does with Python objects, established by
-experiment against it (``tests/ext/test_serialization.py`` re-checks all of it):
+experiment against it (``tests/ext/test_serialization_*.py`` re-check all of it):
 
 * a Python ``int`` is an **i32** (``Int64`` etc. for other widths); a ``float`` is an f64;
   ``Float32`` rounds to nearest and saturates to +-inf like Rust's ``as f32``;
