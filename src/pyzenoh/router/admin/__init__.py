@@ -1,7 +1,7 @@
 """The router's admin space: ``@/<zid>/router/**``, read-only, answered by the router itself.
 
 Shapes are those of a real eclipse-zenoh 1.10.2 router (zenohd), measured on the wire
-(see ``tests/router/test_admin.py`` and zenoh-mesh.md section 4):
+(see ``tests/router/test_admin_*.py`` and zenoh-mesh.md section 4):
 
 * ``@/<zid>/router``: ``application/json``, keys sorted, compact::
 
