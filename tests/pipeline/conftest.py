@@ -1,4 +1,5 @@
-"""One local SparkSession for the whole pipeline suite (a JVM start costs ~6 s)."""
+"""One local SparkSession for the whole pipeline suite (a JVM start costs ~6 s), and one
+real ``spark-submit`` of the pipeline (its own JVM) on the scripted scenario."""
 
 from __future__ import annotations
 
@@ -9,17 +10,41 @@ from typing import Any
 
 import pytest
 
+from tests.pipeline.submit import Submitted, start
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def submitted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Submitted | None]:
+    """The pipeline run by spark-submit (see :mod:`tests.pipeline.submit`); None when
+    spark-submit is not installed next to this Python."""
+    sub = start(tmp_path_factory.mktemp("submit"))
+    try:
+        yield sub
+    finally:
+        if sub is not None:
+            sub.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
     from pyzenoh.pipeline.source import register
+
+    # When a selected test will want the spark-submit run, it starts now, in the
+    # background: it then runs alongside the tests using this session, not after them.
+    if any(
+        "submitted" in getattr(item, "fixturenames", ())
+        for item in request.session.items
+    ):
+        request.getfixturevalue("submitted")
 
     session = (
         SparkSession.builder.master("local[2]")

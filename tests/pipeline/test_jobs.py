@@ -1,10 +1,15 @@
-"""``run_pipeline`` on the scripted scenario: every table checked against known facts."""
+"""``run_pipeline`` on the scripted scenario: every table checked against known facts.
+
+The scenario's run is the real ``spark-submit`` one (see ``conftest.submitted``): it
+checks the command and every table at once, and runs alongside the other Spark tests."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +17,202 @@ import pytest
 
 from tests.pipeline import scenario
 from tests.pipeline.scenario import EXPECTED_DELIVERY, T0
+from tests.pipeline.submit import Submitted
 
 pytestmark = pytest.mark.spark
 MS = 1_000_000
 
 
+def test_a_recording_without_data_still_reports(spark: Any, tmp_path: Path) -> None:
+    from pyzenoh.pipeline.jobs import run_pipeline
+    from pyzenoh.recording import Recorder
+
+    with Recorder(tmp_path / "rec") as rec:
+        rec.link_opened(T0, 1, "aa", "client", "tcp/x:1")
+        rec.message(T0 + MS, 1, "rx", None, b"\x1a\x01")  # a stray RESPONSE_FINAL
+        rec.link_closed(T0 + 2 * MS, 1, "bye")
+    out = run_pipeline(tmp_path / "rec", tmp_path / "out", progress=False)
+    assert out["tables"]["messages"]["rows"] == 1
+    assert (
+        out["tables"]["delivery"]["rows"] == 0 and out["tables"]["queries"]["rows"] == 0
+    )
+    assert out["audit"]["passed"] is True
+    html = Path(out["report"]).read_text(encoding="utf-8")
+    assert "No keyed traffic." in html and "No answered queries." in html
+
+
 @pytest.fixture(scope="module")
-def result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def generated(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Any, Any, Any, dict[int, list[int]]]]:
+    """A generated recording where subscribers come and go: (messages, routes,
+    declarations) and, per data message, the faces a plain (bucket-free) join of every
+    data message with every subscription of an intersecting key finds."""
+    from pyzenoh.keyexpr import intersects
+    from pyzenoh.pipeline import jobs
+    from pyzenoh.pipeline.export import export_table
+    from pyzenoh.pipeline.synth import generate
+
+    base = tmp_path_factory.mktemp("buckets")
+    generate(base / "rec", 12_000, seed=3)
+    export_table(spark, base / "rec", base / "messages")
+    messages = spark.read.parquet(str(base / "messages"))
+    links = (
+        spark.read.format("pyzenoh").option("table", "links").load(str(base / "rec"))
+    )
+    routes = (
+        spark.read.format("pyzenoh").option("table", "routes").load(str(base / "rec"))
+    )
+    declarations = jobs.declarations_table(messages, links).cache()
+
+    data = messages.where("msg_type = 'push' AND direction = 'rx'")
+    subs = declarations.where("kind = 'subscriber' AND direction = 'rx'").collect()
+    expected: dict[int, set[int]] = {}
+    for d in data.select("seq", "run", "link", "key").collect():
+        expected[d["seq"]] = set()
+        for s in subs:
+            if (
+                s["run"] == d["run"]
+                and s["link"] != d["link"]
+                and s["declare_seq"] < d["seq"]
+                and (s["end_seq"] is None or s["end_seq"] > d["seq"])
+                and intersects(d["key"], s["key"])
+            ):
+                expected[d["seq"]].add(s["link"])
+    try:
+        yield (
+            messages,
+            routes,
+            declarations,
+            {seq: sorted(links) for seq, links in expected.items()},
+        )
+    finally:
+        declarations.unpersist()
+
+
+@pytest.mark.parametrize("buckets", [3, 256])
+def test_audit_buckets_find_the_same_subscribers_as_the_plain_join(
+    generated: tuple[Any, Any, Any, dict[int, list[int]]],
+    monkeypatch: pytest.MonkeyPatch,
+    buckets: int,
+) -> None:
+    """Subscribers come and go in a generated recording; whatever the bucket width, the
+    audit's subscribers are the ones a plain (bucket-free) join of every data message
+    with every subscription of an intersecting key finds."""
+    from pyzenoh.pipeline import jobs
+
+    messages, routes, declarations, expected = generated
+    # (the module that defines delivery_audit reads the constant)
+    home = importlib.import_module(jobs.delivery_audit.__module__)
+    monkeypatch.setattr(home, "AUDIT_BUCKETS", buckets)
+    audit = {
+        r["seq"]: sorted(r["subscribed"])
+        for r in jobs.delivery_audit(messages, routes, declarations)
+        .select("seq", "subscribed")
+        .collect()
+    }
+    assert len(audit) == len(expected) > 1_000
+    assert audit == expected
+    assert sum(1 for v in audit.values() if v) > 1_000
+
+
+def test_audit_knows_access_control(spark: Any, tmp_path: Path) -> None:
+    """The same traffic audits clean when its denials are recorded, and shows false
+    differences when they are not (a recorder that does not know access control). The two
+    recordings are two runs of one directory, audited at once (faces are (run, link)):
+    each run's verdict and differences are its own."""
+    from pyspark.sql import functions as F
+
+    from pyzenoh.pipeline import jobs
+
+    rec_dir = tmp_path / "rec"
+    with_denials = scenario.build_acl(rec_dir, record_denials=True)
+    without_denials = scenario.build_acl(rec_dir, record_denials=False)
+    load = spark.read.format("pyzenoh")
+    messages = load.load(str(rec_dir)).cache()
+    links = (
+        load.option("table", "links")
+        .load(str(rec_dir))
+        .where(~F.col("carried"))
+        .cache()
+    )
+    routes = load.option("table", "routes").load(str(rec_dir))
+    declarations = jobs.declarations_table(messages, links).cache()
+    table = jobs.delivery_audit(messages, routes, declarations, links).cache()
+    all_rows = {r["seq"]: r for r in table.collect()}
+    all_diffs = jobs.delivery_differences(table).collect()
+
+    def audit(
+        facts: scenario.Facts,
+    ) -> tuple[dict[str, Any], dict[int, Any], list[Any]]:
+        run = all_rows[facts.seqs["put_ok"]]["run"]
+        verdict = jobs.audit_verdict(table.where(F.col("run") == run))
+        rows = {seq: r for seq, r in all_rows.items() if r["run"] == run}
+        return verdict, rows, [d for d in all_diffs if d["run"] == run]
+
+    recorded, unrecorded = audit(with_denials), audit(without_denials)
+    for df in (messages, links, declarations, table):
+        df.unpersist()
+
+    assert len(recorded[1]) == len(unrecorded[1]) == 3  # each run's 3 data messages
+    verdict, rows, diffs = recorded
+    s = with_denials.seqs
+    assert verdict["passed"] and not diffs, (verdict, diffs)
+    assert verdict["text"] == (
+        "PASS: all 3 data messages went exactly where subscribers were, less what "
+        "access control denied (3 deliveries, 1 of the messages on the way in)"
+    )
+    got = {
+        name: (list(r["subscribed"]), list(r["denied"]), r["ingress_denied"], list(r["expected"]), list(r["sent_to"]))
+        for name, r in ((n, rows[s[n]]) for n in ("put_in", "put_out", "put_ok"))
+    }  # fmt: skip
+    assert got == {
+        "put_in": ([2, 3], [2, 3], True, [], []),
+        "put_out": ([2, 3], [3], False, [2], [2]),
+        "put_ok": ([2, 3], [], False, [2, 3], [2, 3]),
+    }
+
+    verdict, rows, diffs = unrecorded
+    s = without_denials.seqs
+    assert not verdict["passed"] and verdict["with_differences"] == 3
+    missing = sorted((d["seq"], d["face"]) for d in diffs if d["kind"] == "missing")
+    assert missing == sorted(
+        [
+            (s["put_in"], 2),
+            (s["put_in"], 3),
+            (s["put_in"], 4),
+            (s["put_out"], 3),
+            (s["put_out"], 4),
+            (s["put_ok"], 4),
+        ]
+    )
+    assert all(
+        "access control did not deny it" in d["explanation"]
+        for d in diffs
+        if d["kind"] == "missing"
+    )
+
+
+# --- the scenario, through spark-submit ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def result(
+    request: pytest.FixtureRequest,
+    submitted: Submitted | None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
+    """The summary of the pipeline run by the real ``spark-submit`` (see conftest), with
+    the scenario's facts and the progress lines; in this process when there is no
+    spark-submit."""
+    if submitted is not None:
+        out = submitted.result()
+        out["facts"] = submitted.facts
+        out["stderr"] = submitted.wait()[1]
+        return out
     from pyzenoh.pipeline.jobs import run_pipeline
 
+    request.getfixturevalue("spark")
     base = tmp_path_factory.mktemp("jobs")
     facts = scenario.build(base / "rec", max_segment_bytes=4_000)  # several segments
     err = io.StringIO()
@@ -29,6 +221,22 @@ def result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
     out["facts"] = facts
     out["stderr"] = err.getvalue()
     return out
+
+
+def test_spark_submit_from_another_directory(submitted: Submitted | None) -> None:
+    if submitted is None:
+        pytest.skip("spark-submit is not installed next to this Python")
+    code, out = submitted.wait()
+    assert code == 0, out[-3000:]
+    assert "[pipeline 9/9] summary" in out
+    result = submitted.result()
+    assert result["master"] == "local[1]"  # spark-submit's master
+    # the relative paths given were resolved against the directory it was run from
+    assert result["recording_dir"] == str((submitted.cwd / "rec").resolve())
+    assert result["output_dir"] == str((submitted.cwd / "out").resolve())
+    assert result["audit"]["with_differences"] == 3
+    assert (submitted.cwd / "out" / "report.html").is_file()
+    assert (submitted.cwd / "out" / "delivery" / "_SUCCESS").is_file()
 
 
 def _rows(spark: Any, result: dict[str, Any], table: str) -> list[Any]:
@@ -229,142 +437,3 @@ def test_report(result: dict[str, Any]) -> None:
     ):
         assert f"<h2>{heading}</h2>" in html
     assert "alive/2" in html  # the token lifetimes table
-
-
-def test_a_recording_without_data_still_reports(spark: Any, tmp_path: Path) -> None:
-    from pyzenoh.pipeline.jobs import run_pipeline
-    from pyzenoh.recording import Recorder
-
-    with Recorder(tmp_path / "rec") as rec:
-        rec.link_opened(T0, 1, "aa", "client", "tcp/x:1")
-        rec.message(T0 + MS, 1, "rx", None, b"\x1a\x01")  # a stray RESPONSE_FINAL
-        rec.link_closed(T0 + 2 * MS, 1, "bye")
-    out = run_pipeline(tmp_path / "rec", tmp_path / "out", progress=False)
-    assert out["tables"]["messages"]["rows"] == 1
-    assert (
-        out["tables"]["delivery"]["rows"] == 0 and out["tables"]["queries"]["rows"] == 0
-    )
-    assert out["audit"]["passed"] is True
-    html = Path(out["report"]).read_text(encoding="utf-8")
-    assert "No keyed traffic." in html and "No answered queries." in html
-
-
-@pytest.mark.parametrize("buckets", [3, 256])
-def test_audit_buckets_find_the_same_subscribers_as_the_plain_join(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buckets: int
-) -> None:
-    """Subscribers come and go in a generated recording; whatever the bucket width, the
-    audit's subscribers are the ones a plain (bucket-free) join of every data message
-    with every subscription of an intersecting key finds."""
-    from pyzenoh.keyexpr import intersects
-    from pyzenoh.pipeline import jobs
-    from pyzenoh.pipeline.export import export_table
-    from pyzenoh.pipeline.synth import generate
-
-    generate(tmp_path / "rec", 12_000, seed=buckets)
-    export_table(spark, tmp_path / "rec", tmp_path / "messages")
-    messages = spark.read.parquet(str(tmp_path / "messages"))
-    links = (
-        spark.read.format("pyzenoh")
-        .option("table", "links")
-        .load(str(tmp_path / "rec"))
-    )
-    routes = (
-        spark.read.format("pyzenoh")
-        .option("table", "routes")
-        .load(str(tmp_path / "rec"))
-    )
-    declarations = jobs.declarations_table(messages, links).cache()
-    monkeypatch.setattr(jobs, "AUDIT_BUCKETS", buckets)
-    audit = {
-        r["seq"]: sorted(r["subscribed"])
-        for r in jobs.delivery_audit(messages, routes, declarations)
-        .select("seq", "subscribed")
-        .collect()
-    }
-
-    data = messages.where("msg_type = 'push' AND direction = 'rx'")
-    subs = declarations.where("kind = 'subscriber' AND direction = 'rx'").collect()
-    expected: dict[int, set[int]] = {r["seq"]: set() for r in data.collect()}
-    for d in data.select("seq", "run", "link", "key").collect():
-        for s in subs:
-            if (
-                s["run"] == d["run"]
-                and s["link"] != d["link"]
-                and s["declare_seq"] < d["seq"]
-                and (s["end_seq"] is None or s["end_seq"] > d["seq"])
-                and intersects(d["key"], s["key"])
-            ):
-                expected[d["seq"]].add(s["link"])
-    assert len(audit) == len(expected) > 1_000
-    assert audit == {seq: sorted(links) for seq, links in expected.items()}
-    assert sum(1 for v in audit.values() if v) > 1_000
-    declarations.unpersist()
-
-
-def test_audit_knows_access_control(spark: Any, tmp_path: Path) -> None:
-    """The same traffic audits clean when its denials are recorded, and shows false
-    differences when they are not (a recorder that does not know access control)."""
-    from pyspark.sql import functions as F
-
-    from pyzenoh.pipeline import jobs
-
-    def audit(
-        record_denials: bool,
-    ) -> tuple[dict[str, Any], dict[int, Any], list[Any], scenario.Facts]:
-        rec_dir = tmp_path / f"rec-{record_denials}"
-        facts = scenario.build_acl(rec_dir, record_denials=record_denials)
-        load = spark.read.format("pyzenoh")
-        messages = load.load(str(rec_dir)).cache()
-        links = (
-            load.option("table", "links")
-            .load(str(rec_dir))
-            .where(~F.col("carried"))
-            .cache()
-        )
-        routes = load.option("table", "routes").load(str(rec_dir))
-        declarations = jobs.declarations_table(messages, links).cache()
-        table = jobs.delivery_audit(messages, routes, declarations, links).cache()
-        verdict = jobs.audit_verdict(table)
-        rows = {r["seq"]: r for r in table.collect()}
-        diffs = jobs.delivery_differences(table).collect()
-        for df in (messages, links, declarations, table):
-            df.unpersist()
-        return verdict, rows, diffs, facts
-
-    verdict, rows, diffs, facts = audit(True)
-    s = facts.seqs
-    assert verdict["passed"] and not diffs, (verdict, diffs)
-    assert verdict["text"] == (
-        "PASS: all 3 data messages went exactly where subscribers were, less what "
-        "access control denied (3 deliveries, 1 of the messages on the way in)"
-    )
-    got = {
-        name: (list(r["subscribed"]), list(r["denied"]), r["ingress_denied"], list(r["expected"]), list(r["sent_to"]))
-        for name, r in ((n, rows[s[n]]) for n in ("put_in", "put_out", "put_ok"))
-    }  # fmt: skip
-    assert got == {
-        "put_in": ([2, 3], [2, 3], True, [], []),
-        "put_out": ([2, 3], [3], False, [2], [2]),
-        "put_ok": ([2, 3], [], False, [2, 3], [2, 3]),
-    }
-
-    verdict, rows, diffs, facts = audit(False)
-    s = facts.seqs
-    assert not verdict["passed"] and verdict["with_differences"] == 3
-    missing = sorted((d["seq"], d["face"]) for d in diffs if d["kind"] == "missing")
-    assert missing == sorted(
-        [
-            (s["put_in"], 2),
-            (s["put_in"], 3),
-            (s["put_in"], 4),
-            (s["put_out"], 3),
-            (s["put_out"], 4),
-            (s["put_ok"], 4),
-        ]
-    )
-    assert all(
-        "access control did not deny it" in d["explanation"]
-        for d in diffs
-        if d["kind"] == "missing"
-    )
