@@ -134,7 +134,7 @@ def _damage(src: Path, dst: Path, where: float, value: int) -> None:
     path.write_bytes(bytes(data))
 
 
-@examples(200, 25)
+@examples(100, 25)
 @given(where=st.floats(0, 1), value=st.integers(0, 255))
 def test_damaged_bytes_anywhere_read_the_same_both_ways(
     small_recording: Path,
@@ -182,7 +182,7 @@ def test_damaged_index_with_intact_chunk_falls_back(
     assert_same(fast, original)  # the records themselves are intact
 
 
-@examples(2_000, 200)
+@examples(800, 200)
 @given(msg=st.one_of(plain_pushes(wire_exprs, encodings, timestamps), pushes))
 def test_push_template_equals_the_codec_template(msg: Push) -> None:
     raw = encode_network_message(msg)
@@ -191,7 +191,7 @@ def test_push_template_equals_the_codec_template(msg: Push) -> None:
         assert fast == R._codec_template(raw)
 
 
-@examples(2_000, 200)
+@examples(800, 200)
 @given(raw=st.binary(max_size=64).map(lambda b: bytes([0x1D]) + b))
 def test_push_template_on_arbitrary_bytes(raw: bytes) -> None:
     fast = R._push_template(raw)
@@ -199,7 +199,7 @@ def test_push_template_on_arbitrary_bytes(raw: bytes) -> None:
         assert fast == R._codec_template(raw)
 
 
-@examples(10_000, 500)
+@examples(2_000, 500)
 @given(tail=st.binary(max_size=200))
 def test_index_parser_never_raises(tail: bytes) -> None:
     offsets = index_offsets(tail)
@@ -242,7 +242,7 @@ def test_a_bad_link_event_in_an_intact_chunk_changes_nothing(tmp_path: Path) -> 
     assert fast["zid"].to_pylist() == ["aa", "aa", None]
 
 
-@examples(300, 30)
+@examples(120, 30)
 @given(
     where=st.floats(0, 1),
     value=st.integers(0, 255),

@@ -65,13 +65,13 @@ def assert_matches_codec(raws: list[bytes]) -> np.ndarray:
     return ok
 
 
-@examples(1_000, 100)
+@examples(400, 100)
 @given(raws=st.lists(messages, max_size=30))
 def test_vector_push_columns_equal_the_codec(raws: list[bytes]) -> None:
     assert_matches_codec(raws)
 
 
-@examples(1_000, 100)
+@examples(400, 100)
 @given(msgs=st.lists(shaped_pushes, max_size=30))
 def test_the_vector_path_takes_what_the_push_template_takes(msgs: list[Push]) -> None:
     raws = [encode_network_message(m) for m in msgs]
