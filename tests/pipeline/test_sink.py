@@ -139,7 +139,7 @@ def test_stream_replays_a_recording_onto_the_bus(
             rec.message(i * 1_000_000, 2, "tx", key, raw, cause=i)
     query = (
         spark.readStream.format("pyzenoh")
-        .option("maxRecordsPerTrigger", 100)
+        .option("maxRecordsPerTrigger", 160)  # two micro-batches
         .load(str(rec_dir))
         .where("msg_type = 'push' AND direction = 'rx'")
         .select("key", "payload", "encoding")

@@ -86,7 +86,7 @@ def test_stream_restarts_exactly_once_into_parquet(spark: Any, tmp_path: Path) -
     def run(trigger: dict[str, Any]) -> None:
         query = (
             spark.readStream.format("pyzenoh")
-            .option("maxRecordsPerTrigger", 70)
+            .option("maxRecordsPerTrigger", 100)
             .load(str(rec_dir))
             .select("seg", "rec", "seq", "key", "payload")
             .writeStream.format("parquet")
