@@ -6,7 +6,6 @@ import asyncio
 import itertools
 import queue
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,30 +13,12 @@ import zenoh
 
 import pyzenoh.session as pz
 from pyzenoh import aio
-from tests.interop.zenoh_procs import Proc, pyzenoh_config, start_router, zenoh_config
+from tests.interop.zenoh_procs import Proc, pyzenoh_config
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 WAIT = 15.0
 _ids = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def router() -> Iterator[Proc]:
-    proc = start_router()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
-@pytest.fixture(scope="module")
-def zs(router: Proc) -> Iterator[zenoh.Session]:
-    s = zenoh.open(zenoh_config(router.endpoint))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture

@@ -29,24 +29,6 @@ WAIT = 15.0  # generous bound for anything that should happen "soon"
 _ids = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def router() -> Iterator[Proc]:
-    proc = start_router()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
-@pytest.fixture(scope="module")
-def zs(router: Proc) -> Iterator[zenoh.Session]:
-    s = zenoh.open(zenoh_config(router.endpoint))
-    try:
-        yield s
-    finally:
-        s.close()
-
-
 @pytest.fixture
 def ps(router: Proc) -> Iterator[pz.Session]:
     s = pz.open(pyzenoh_config(router.endpoint))

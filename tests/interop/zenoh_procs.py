@@ -179,6 +179,18 @@ def zenoh_config(endpoint: str, mode: str = "client") -> Any:
     return c
 
 
+@contextmanager
+def zenoh_session(endpoint: str, mode: str = "client") -> Iterator[Any]:
+    """An in-process eclipse-zenoh session connecting to ``endpoint``, closed afterwards."""
+    import zenoh
+
+    session = zenoh.open(zenoh_config(endpoint, mode))
+    try:
+        yield session
+    finally:
+        session.close()
+
+
 def pyzenoh_config(endpoint: str, mode: str = "client", **extra: Any) -> dict[str, Any]:
     cfg: dict[str, Any] = {"mode": mode, "connect": {"endpoints": [endpoint]}}
     cfg.update(extra)
