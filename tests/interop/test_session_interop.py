@@ -44,8 +44,24 @@ def prefix() -> str:
 
 
 def settle() -> None:
-    """Let declarations propagate through the router (they have no acknowledgement)."""
+    """Let declarations propagate through the router (they have no acknowledgement): for
+    what :func:`routed` cannot tell (an absence, liveliness, a session's own entities)."""
     time.sleep(0.3)
+
+
+def routed(session: Any, key: str, *, query: bool = False) -> None:
+    """Wait (bounded) until ``session`` (eclipse-zenoh or pyzenoh) knows a subscriber, or
+    with ``query`` a queryable, elsewhere for ``key``: the matching status of a publisher
+    (querier) of its own turns true once the router has passed the declaration on. Only
+    where ``session`` holds no matching entity itself."""
+    probe = session.declare_querier(key) if query else session.declare_publisher(key)
+    try:
+        deadline = time.monotonic() + WAIT
+        while not probe.matching_status.matching:
+            assert time.monotonic() < deadline, f"{key}: no route within {WAIT} s"
+            time.sleep(0.01)
+    finally:
+        probe.undeclare()
 
 
 def drain(handler: Any, timeout: float = WAIT) -> list[Any]:
@@ -72,7 +88,7 @@ def zqueue() -> tuple[queue.Queue[Any], Any]:
 def test_put_pyzenoh_to_zenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     q, cb = zqueue()
     sub = zs.declare_subscriber(f"{prefix}/**", cb)
-    settle()
+    routed(ps, f"{prefix}/a")
     ps.put(f"{prefix}/a", "hello", encoding="text/plain", attachment=b"ATT")
     s = q.get(timeout=WAIT)
     assert str(s.key_expr) == f"{prefix}/a"
@@ -85,7 +101,7 @@ def test_put_pyzenoh_to_zenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) ->
 
 def test_put_zenoh_to_pyzenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     sub = ps.declare_subscriber(f"{prefix}/**")
-    settle()
+    routed(zs, f"{prefix}/b")
     zs.put(f"{prefix}/b", b"\x00\x01", encoding="application/json", attachment=b"A2")
     s = sub.recv(timeout=WAIT)
     assert str(s.key_expr) == f"{prefix}/b"
@@ -111,7 +127,8 @@ def test_wildcard_subscribers(ps: pz.Session, zs: zenoh.Session, prefix: str) ->
     star = ps.declare_subscriber(f"{prefix}/*/x")
     dstar = ps.declare_subscriber(f"{prefix}/a/**")
     dsl = ps.declare_subscriber(f"{prefix}/b$*")
-    settle()
+    for only in ("q/x", "a/q", "bq"):  # each matches one of the three
+        routed(zs, f"{prefix}/{only}")
     for key in ["a/x", "a/y", "b/x", "a/b/c", "bc", "c"]:
         zs.put(f"{prefix}/{key}", key)
     assert [star.recv(timeout=WAIT).payload.to_string() for _ in range(2)] == ["a/x", "b/x"]
@@ -145,7 +162,8 @@ def test_payload_sizes_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str,
     q, cb = zqueue()
     zsub = zs.declare_subscriber(f"{prefix}/from-py", cb)
     psub = ps.declare_subscriber(f"{prefix}/from-z")
-    settle()
+    routed(ps, f"{prefix}/from-py")
+    routed(zs, f"{prefix}/from-z")
     ps.put(f"{prefix}/from-py", payload, congestion_control=pz.CongestionControl.BLOCK)
     assert q.get(timeout=WAIT).payload.to_bytes() == payload
     zs.put(f"{prefix}/from-z", payload, congestion_control=zenoh.CongestionControl.BLOCK)
@@ -170,7 +188,7 @@ def test_encodings_intact(ps: pz.Session, zs: zenoh.Session, prefix: str, encodi
 def test_priority_express_block_reach_zenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     q, cb = zqueue()
     zsub = zs.declare_subscriber(f"{prefix}/q", cb)
-    settle()
+    routed(ps, f"{prefix}/q")
     ps.put(f"{prefix}/q", b"x", priority=pz.Priority.INTERACTIVE_HIGH, express=True,
            congestion_control=pz.CongestionControl.BLOCK)  # fmt: skip
     s = q.get(timeout=WAIT)
@@ -230,7 +248,7 @@ def test_get_pyzenoh_to_zenoh_queryable(ps: pz.Session, zs: zenoh.Session, prefi
         q.reply_del(f"{prefix}/q/2")
 
     zq = zs.declare_queryable(f"{prefix}/q/**", answer, complete=True)
-    settle()
+    routed(ps, f"{prefix}/q/*", query=True)
     replies = drain(ps.get(f"{prefix}/q/*?a=1;b=2", target=getattr(pz.QueryTarget, target),
                            payload=b"body", attachment=b"att", timeout=10))  # fmt: skip
     oks = {str(r.ok.key_expr): r.ok for r in replies if r.ok}
@@ -246,7 +264,7 @@ def test_get_pyzenoh_to_zenoh_queryable(ps: pz.Session, zs: zenoh.Session, prefi
 def test_get_accept_any_key(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     # zenoh only lets a queryable reply elsewhere when the query carries _anyke
     zq = zs.declare_queryable(f"{prefix}/q", lambda q: q.reply(f"{prefix}/elsewhere", "x"))
-    settle()
+    routed(ps, f"{prefix}/q", query=True)
     replies = drain(ps.get(f"{prefix}/q", accept_replies=pz.ReplyKeyExpr.ANY, timeout=10))
     assert [str(r.ok.key_expr) for r in replies] == [f"{prefix}/elsewhere"]
     zq.undeclare()
@@ -261,7 +279,7 @@ def test_get_zenoh_to_pyzenoh_queryable(
         q.reply(f"{prefix}/pq/x", f"params={q.parameters};payload={q.payload}")
 
     pq = ps.declare_queryable(f"{prefix}/pq/**", answer, complete=complete)
-    settle()
+    routed(zs, f"{prefix}/pq/x", query=True)
     replies = list(zs.get(f"{prefix}/pq/x?k=v", target=getattr(zenoh.QueryTarget, target), payload="pl", timeout=10))
     oks = [r.ok.payload.to_string() for r in replies if r.ok]
     if target == "ALL_COMPLETE" and not complete:
@@ -274,7 +292,7 @@ def test_get_zenoh_to_pyzenoh_queryable(
 
 def test_queryable_channel_and_context_manager(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     pq = ps.declare_queryable(f"{prefix}/chan")
-    settle()
+    routed(zs, f"{prefix}/chan", query=True)
     results: queue.Queue[Any] = queue.Queue()
     zs.get(f"{prefix}/chan", results.put, timeout=10)
     with pq.recv(timeout=WAIT) as query:
@@ -287,7 +305,8 @@ def test_queryable_channel_and_context_manager(ps: pz.Session, zs: zenoh.Session
 def test_reply_errors_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     zq = zs.declare_queryable(f"{prefix}/zerr", lambda q: q.reply_err("nope", encoding="text/plain"))
     pq = ps.declare_queryable(f"{prefix}/perr", lambda q: q.reply_err(b"bad", encoding="application/json"))
-    settle()
+    routed(ps, f"{prefix}/zerr", query=True)
+    routed(zs, f"{prefix}/perr", query=True)
     [r] = drain(ps.get(f"{prefix}/zerr", timeout=10))
     assert r.err is not None and r.err.payload.to_string() == "nope" and str(r.err.encoding) == "text/plain"
     [zr] = list(zs.get(f"{prefix}/perr", timeout=10))
@@ -301,7 +320,8 @@ def test_query_timeout_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str)
     held: list[Any] = []
     zq = zs.declare_queryable(f"{prefix}/slowz", held.append)  # never answers while held
     pq = ps.declare_queryable(f"{prefix}/slowp", held.append)
-    settle()
+    routed(ps, f"{prefix}/slowz", query=True)
+    routed(zs, f"{prefix}/slowp", query=True)
     replies = drain(ps.get(f"{prefix}/slowz", timeout=1))
     assert [r.err.payload.to_bytes() for r in replies if r.err] == [b"Timeout"]
     zreplies = list(zs.get(f"{prefix}/slowp", timeout=1))
@@ -484,6 +504,6 @@ def test_close_from_callback(router: Proc, zs: zenoh.Session, prefix: str) -> No
         closed.put(s.is_closed())
 
     s.declare_subscriber(f"{prefix}/close", on_sample)
-    settle()
+    routed(zs, f"{prefix}/close")
     zs.put(f"{prefix}/close", "bye")
     assert closed.get(timeout=WAIT) is True
