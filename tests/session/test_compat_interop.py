@@ -16,7 +16,8 @@ import pytest
 import zenoh
 
 import pyzenoh
-from tests.interop.zenoh_procs import Proc, pyzenoh_config, start_router, zenoh_config
+from tests.interop.zenoh_procs import Proc, pyzenoh_config, zenoh_session
+from tests.interop.zenoh_procs import router as zenoh_router
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -26,20 +27,14 @@ _ids = itertools.count()
 
 @pytest.fixture(scope="module")
 def router() -> Iterator[Proc]:
-    proc = start_router()
-    try:
+    with zenoh_router() as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture(scope="module")
 def zs(router: Proc) -> Iterator[zenoh.Session]:
-    s = zenoh.open(zenoh_config(router.endpoint))
-    try:
+    with zenoh_session(router.endpoint) as s:
         yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture
