@@ -31,7 +31,7 @@ R = pytest.importorskip("zenoh.ext")
 
 DIFF = examples(400, 100)
 # Mutations of generated values: generating nested values is the cost (10,000 took minutes in
-# CI); FUZZ's 10,000 arbitrary inputs still run on the decoder (test_serialization_deserialize.py).
+# CI); FUZZ's arbitrary inputs (2,000 in CI, 500 locally) still run on the decoder (test_serialization_deserialize.py).
 FUZZ_VALUES = examples(1_500, 250)
 
 Tree = tuple[Any, ...]
