@@ -244,24 +244,27 @@ class PubSub(RoutingTables):
         assert raw is not None
         if len(dests) == 1:  # the common case (one subscriber, a ping-pong): no memo
             fid, we, node = dests[0]
-            out_msg = msg.routed(we, body, net_ts, node)
-            if head_unchanged and node == msg.node_id and we == msg.wire_expr:
-                data = raw[: msg.body_offset] + body_raw
-            else:
-                data = self._push_head(out_msg) + body_raw
+            out_msg, data = self._routed_push(msg, raw, body, body_raw, we, node, net_ts, head_unchanged)
             self._emit(fid, out_msg, msg.qos, data, reliable)
             return
         heads: dict[tuple[WireExpr, int | None], tuple[Push, bytes]] = {}
         for fid, we, node in dests:
             entry = heads.get((we, node))
             if entry is None:
-                out_msg = msg.routed(we, body, net_ts, node)
-                if head_unchanged and we == msg.wire_expr and node == msg.node_id:
-                    entry = (out_msg, raw[: msg.body_offset] + body_raw)
-                else:
-                    entry = (out_msg, self._push_head(out_msg) + body_raw)
-                heads[(we, node)] = entry
+                entry = heads[(we, node)] = self._routed_push(msg, raw, body, body_raw, we, node, net_ts,
+                                                              head_unchanged)  # fmt: skip
             self._emit(fid, entry[0], msg.qos, entry[1], reliable)
+
+    def _routed_push(
+        self, msg: Push, raw: bytes, body: Put | Del, body_raw: bytes, we: WireExpr, node: int | None,
+        net_ts: Timestamp | None, head_unchanged: bool,
+    ) -> tuple[Push, bytes]:  # fmt: skip
+        """The copy of ``msg`` for one key representation and NodeId, and its bytes: the
+        received head when nothing in it changes, else one re-encoded, then ``body_raw``."""
+        out_msg = msg.routed(we, body, net_ts, node)
+        if head_unchanged and we == msg.wire_expr and node == msg.node_id:
+            return out_msg, raw[: msg.body_offset] + body_raw
+        return out_msg, self._push_head(out_msg) + body_raw
 
     def _on_declare_subscriber(self, f: Face, body: DeclareSubscriber, msg: Declare) -> None:
         key = self._new_entity(f, f.subs, body, msg, "subscriber")
