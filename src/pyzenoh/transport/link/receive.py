@@ -26,6 +26,7 @@ from pyzenoh.errors import CloseReason, DecodeError, PeerError
 from pyzenoh.security.usrpwd import AuthError
 from pyzenoh.transport.fastpath import PushRun
 from pyzenoh.transport.fastpath import decode_batch as fast_decode_batch
+from pyzenoh.transport.joining import MIN_JOIN, Joined, aligned, join
 from pyzenoh.transport.link.config import PRIORITY_DATA
 from pyzenoh.transport.link.events import Event, Received, ReceivedRun
 from pyzenoh.transport.link.handshake import Handshake
@@ -44,8 +45,17 @@ class Receiving(Handshake):
         self._last_rx = now
         events: list[Event] = []
         try:
-            for payload in self._reader.feed(data):
-                self._on_batch(payload, now, events)
+            batches = self._reader.feed(data)
+            n = len(batches)
+            i = 0
+            while i < n:
+                if n - i >= MIN_JOIN and self.config.push_runs and self.state is State.ESTABLISHED:
+                    joined = join(batches, i, self._mask, self._reader.max_payload)
+                    if joined is not None and self._on_joined(joined, events):
+                        i = joined.stop
+                        continue
+                self._on_batch(batches[i], now, events)
+                i += 1
                 if self.is_closed:  # a CLOSE from the peer ends the stream
                     break
         except AuthError as exc:
@@ -83,6 +93,28 @@ class Receiving(Handshake):
             elif isinstance(msg, OpenSyn):
                 self._on_open_syn(msg, now, events)
             # JOIN and transport OAM mean nothing on a unicast link: ignored.
+
+    def _on_joined(self, joined: Joined, events: list[Event]) -> bool:
+        """Handle batches joined into one FRAME (see :mod:`..joining`) when that means the
+        same as handling them one by one: their first SN is the next one expected, and the
+        joined FRAME decodes into exactly their messages. False: nothing was done."""
+        if not self._qos and joined.priority != PRIORITY_DATA:
+            return False  # the batches themselves close the link (no QoS negotiated)
+        ch = _channel(joined.priority, joined.reliable)
+        if joined.first_sn != (self._rx_last[ch] + 1) & self._mask:
+            return False  # a gap or a replay: each batch's SN is checked on its own
+        try:
+            decoded = fast_decode_batch(joined.payload, keep_raw=True, runs=True,
+                                        stamped=self.config.stamped_runs)  # fmt: skip
+        except DecodeError:
+            return False
+        if len(decoded) != 1 or not isinstance(frame := decoded[0], Frame) or not aligned(frame, joined.cuts):
+            return False
+        if not self._keep_raw:
+            frame.raw = ()
+        self._on_frame(frame, events)
+        self._rx_last[ch] = joined.last_sn
+        return True
 
     def _rx_channel(self, priority: int, reliable: bool, sn: int) -> int:
         """The channel index of an incoming frame, or -1 to drop it (duplicate/old SN)."""
