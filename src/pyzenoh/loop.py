@@ -3,6 +3,10 @@ which ``make setup`` installs), else asyncio's own. ``PYZENOH_EVENT_LOOP=asyncio
 ``uvloop``) chooses explicitly; asking for uvloop when it is missing falls back to
 asyncio with a warning.
 
+A router with a TLS endpoint runs on asyncio's loop unless uvloop is asked for by name:
+uvloop's ``start_tls`` (0.23) hands a paused connection's ClientHello to the plaintext
+protocol instead of the TLS layer, so server-side handshakes never finish on it.
+
 Chosen by measurement (README, Performance): on this project's 2-core machine, ping-pong
 through the router is about 10% faster on uvloop and its p99 much lower (a C loop: no
 Python ``_run_once``/selector calls per wake-up), and throughput is the same within the
@@ -26,12 +30,16 @@ ENV = "PYZENOH_EVENT_LOOP"
 CHOICES = ("auto", "uvloop", "asyncio")
 
 
-def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
-    """What makes a new event loop, as :data:`ENV` says."""
+def loop_factory(*, tls: bool = False) -> Callable[[], asyncio.AbstractEventLoop]:
+    """What makes a new event loop, as :data:`ENV` says (``tls``: TLS endpoints are used,
+    which "auto" keeps on asyncio's loop)."""
     choice = os.environ.get(ENV, "auto").lower()
     if choice not in CHOICES:
         logging.getLogger(__name__).warning("%s=%s is none of %s: using auto", ENV, choice, ", ".join(CHOICES))
         choice = "auto"
+    if choice == "auto" and tls:
+        logging.getLogger(__name__).info("TLS endpoints: running on asyncio's event loop")
+        choice = "asyncio"
     if choice != "asyncio":
         try:  # an optional dependency: typed the same whether it is installed or not
             uvloop = importlib.import_module("uvloop")
@@ -44,7 +52,7 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
     return asyncio.new_event_loop
 
 
-def run(main: Coroutine[Any, Any, T]) -> T:
-    """:func:`asyncio.run` on the chosen loop."""
-    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+def run(main: Coroutine[Any, Any, T], *, tls: bool = False) -> T:
+    """:func:`asyncio.run` on the chosen loop (see :func:`loop_factory`)."""
+    with asyncio.Runner(loop_factory=loop_factory(tls=tls)) as runner:
         return runner.run(main)

@@ -45,7 +45,8 @@ def _router(args: argparse.Namespace) -> int:
         log.error("%s", exc)
         return 2
     try:
-        run_loop(run_router(config))
+        tls = any(ep.split("/", 1)[0] == "tls" for ep in (*config.listen, *config.connect))
+        run_loop(run_router(config), tls=tls)
     except UsageError as exc:  # found at start-up (e.g. a TLS file), before serving
         log.error("%s", exc)
         return 2
