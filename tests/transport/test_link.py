@@ -448,3 +448,35 @@ def test_handshake_messages_after_established_close() -> None:
     _, b, _, _ = pair()
     events = b.receive_data(frame_batch(_enc(OpenAck(10_000, 1))), 1.0)
     assert _closed(events).reason == CloseReason.INVALID
+
+
+@ROUNDTRIP
+@given(st.lists(st.tuples(st.binary(min_size=1, max_size=300), st.integers(0, 7), st.booleans(), st.booleans()),
+                max_size=12), st.booleans())  # fmt: skip
+def test_batch_now_is_send_then_data_to_send(sends: list[tuple[bytes, int, bool, bool]], qos: bool) -> None:
+    """An express message written at once (batch_now) is the bytes send() and
+    data_to_send() give, and the SNs go on the same; refused whenever output waits."""
+    a, b, _, _ = pair(cfg(qos=qos), cfg(ZA, WhatAmI.ROUTER, qos=qos, batch_size=256))
+    c, d, _, _ = pair(cfg(qos=qos), cfg(ZA, WhatAmI.ROUTER, qos=qos, batch_size=256))
+    for raw, prio, reliable, queue_first in sends:
+        if queue_first:
+            b.send(b"\x1d\x00", priority=prio)  # something waits: batch_now must refuse
+            d.send(b"\x1d\x00", priority=prio)
+        now = b.batch_now(raw, reliable=reliable, priority=prio)
+        d.send(raw, reliable=reliable, priority=prio)
+        if queue_first or len(raw) + 2 > 254:  # 254: a 256-byte batch's payload; 2: the shortest FRAME header
+            assert now is None
+        if now is None:  # queued instead (or a long SN left no room in one FRAME)
+            b.send(raw, reliable=reliable, priority=prio)
+            assert b.data_to_send() == d.data_to_send()
+        else:
+            assert now == d.data_to_send()
+    assert b._tx_sn == d._tx_sn
+
+
+def test_one_whole_batch_per_read_is_cut_out_of_the_read() -> None:
+    reader = BatchReader()
+    one = frame_batch(b"\x05\x01ab")
+    assert reader.feed(memoryview(one)) == [b"\x05\x01ab"]
+    assert reader.feed(one[:3]) == [] and reader.feed(one[3:] + one) == [b"\x05\x01ab"] * 2
+    assert reader.consumed == 3 * len(one) and reader.buffered == 0

@@ -65,6 +65,15 @@ class BatchReader:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         buf = self._buf
+        if not buf:
+            # Nothing left over: cut the batches out of ``data`` itself (one copy each
+            # instead of two) and keep only its unfinished tail.
+            n = len(data)
+            if n >= LENGTH_PREFIX:
+                length = data[0] | (data[1] << 8)
+                if length == n - LENGTH_PREFIX and 0 < length <= self.max_payload:
+                    self.consumed += n  # exactly one batch: a ping, a small publisher
+                    return [bytes(data[LENGTH_PREFIX:])]
         buf += data
         out: list[bytes] = []
         pos = 0

@@ -290,14 +290,14 @@ class RouterDaemon(Delivery, RecordedRouting):
     # --- links -------------------------------------------------------------------------
 
     def _on_event(self, link: TcpLink, ev: Event) -> None:
-        if isinstance(ev, ReceivedRun):
-            face_id = self._face_of_link.get(id(link))
-            if face_id is not None:
-                self._on_push_run(face_id, ev.run, ev.reliable)
-        elif isinstance(ev, Received):
+        if isinstance(ev, Received):
             face_id = self._face_of_link.get(id(link))
             if face_id is not None:
                 self._on_message(face_id, ev.message, ev.raw, ev.reliable)
+        elif isinstance(ev, ReceivedRun):
+            face_id = self._face_of_link.get(id(link))
+            if face_id is not None:
+                self._on_push_run(face_id, ev.run, ev.reliable)
         elif isinstance(ev, Established):
             self._on_established(link, ev)
         elif isinstance(ev, LinkClosed):

@@ -41,7 +41,15 @@ class Delivery:
         self.stats.messages_in += 1
         self._ingress = face_id  # Block back-pressure pauses this face
         try:
-            self._route(face_id, message, raw, reliable)
+            if self.recorder is not None:
+                self._route_recorded(face_id, message, raw, reliable)
+                return
+            try:
+                sends = self.core.handle(face_id, message, self.now(), raw=raw, reliable=reliable, wall=time.time())
+            except PeerError as exc:
+                self._bad_input(face_id, exc)
+                sends = []
+            self._deliver(sends)
         finally:
             self._ingress = -1
 
@@ -101,17 +109,6 @@ class Delivery:
         self.stats.faces_closed_slow += 1
         log.warning("face %d is not reading (%d bytes queued); closing it", face_id, link.queued_bytes)
         self._close_face(face_id, CloseReason.UNRESPONSIVE)
-
-    def _route(self: Daemon, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool) -> None:
-        if self.recorder is not None:
-            self._route_recorded(face_id, message, raw, reliable)
-            return
-        try:
-            sends = self.core.handle(face_id, message, self.now(), raw=raw, reliable=reliable, wall=time.time())
-        except PeerError as exc:
-            self._bad_input(face_id, exc)
-            sends = []
-        self._deliver(sends)
 
     def _bad_input(self: Daemon, face_id: int, exc: PeerError) -> None:
         self.stats.faces_closed_bad_input += 1

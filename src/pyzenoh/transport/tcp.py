@@ -298,6 +298,14 @@ class TcpLink(asyncio.BufferedProtocol):
         if drop_if_full and self.is_full:
             self.dropped += 1
             return False
+        transport = self.transport
+        if (express and priority is not None and type(message) is bytes and not self._write_paused
+                and transport is not None and not transport.is_closing()):  # fmt: skip
+            # the common express case, nothing queued before it: framed and written now
+            data = link.batch_now(message, reliable=reliable, priority=priority)
+            if data is not None:
+                transport.write(data)
+                return True
         link.send(message, reliable=reliable, priority=priority)
         if express:
             self._flush()

@@ -98,6 +98,27 @@ class Transmitting(LinkBase):
             pending.append((prio, reliable, pieces))
         self._pending_bytes += nbytes
 
+    def batch_now(self, raw: bytes, *, reliable: bool, priority: int) -> bytes | None:
+        """``raw`` (one encoded network message) framed in a batch of its own, to be
+        written at once: an express message when nothing waits before it. None when it
+        must be queued (:meth:`send`): output pending, not established, or too big for
+        one FRAME. Same bytes as :meth:`send` then :meth:`data_to_send`, without the queue."""
+        if self._pending_bytes or self._out or self.state is not State.ESTABLISHED or not raw:
+            return None
+        if not self._qos:
+            priority = PRIORITY_DATA
+        elif not 0 <= priority < NUM_PRIORITIES:
+            return None  # send() says what is wrong
+        ch = _channel(priority, reliable)
+        sn = self._tx_sn[ch]
+        header = self._frame_header(priority, reliable, sn)
+        n = len(header) + len(raw)
+        if n > self._max_payload:
+            return None
+        self._tx_sn[ch] = (sn + 1) & self._mask
+        self._sent_since_keepalive = True
+        return b"".join((n.to_bytes(2, "little"), header, raw))
+
     def data_to_send(self) -> bytes:
         """Every byte that should now be written to the connection, batches framed."""
         if self._pending_bytes and self.state is State.ESTABLISHED:
