@@ -456,8 +456,8 @@ def test_handshake_messages_after_established_close() -> None:
 def test_batch_now_is_send_then_data_to_send(sends: list[tuple[bytes, int, bool, bool]], qos: bool) -> None:
     """An express message written at once (batch_now) is the bytes send() and
     data_to_send() give, and the SNs go on the same; refused whenever output waits."""
-    a, b, _, _ = pair(cfg(qos=qos), cfg(ZA, WhatAmI.ROUTER, qos=qos, batch_size=256))
-    c, d, _, _ = pair(cfg(qos=qos), cfg(ZA, WhatAmI.ROUTER, qos=qos, batch_size=256))
+    _, b, _, _ = pair(cfg(qos=qos), cfg(ZA, WhatAmI.ROUTER, qos=qos, batch_size=256))
+    _, d, _, _ = pair(cfg(qos=qos), cfg(ZA, WhatAmI.ROUTER, qos=qos, batch_size=256))
     for raw, prio, reliable, queue_first in sends:
         if queue_first:
             b.send(b"\x1d\x00", priority=prio)  # something waits: batch_now must refuse
