@@ -27,6 +27,7 @@ from pyzenoh.routing import RoutingConfig, RoutingCore
 from pyzenoh.routing.hlc import Hlc, ntp64
 from pyzenoh.routing.runs import splice_run, timestamp_columns, vle_width
 from pyzenoh.transport.fastpath import MIN_RUN, PushRun, decode_batch, scan_run
+from tests.hyp import ROUNDTRIP
 from tests.routing.support import CAPTURE_EPOCH, ROUTER_ZID, d_keyexpr, d_sub, we
 
 
@@ -154,6 +155,20 @@ def test_timestamp_columns_are_the_codec_encoding() -> None:
     assert hlc.new_timestamp(CAPTURE_EPOCH).time == t0 + 300
     assert vle_width(2**63 - 1) == 9 and vle_width(2**63) == 10
     assert timestamp_columns(2**63 - 2, 4, ROUTER_ZID) is None
+
+
+@ROUNDTRIP
+@given(st.integers(0, 2**63 - 1), st.integers(1, 3000))
+def test_timestamp_columns_for_any_times(t0: int, n: int) -> None:
+    cols = timestamp_columns(t0, n, ROUTER_ZID)
+    if vle_width(t0) != vle_width(t0 + n - 1) or vle_width(t0) > 9:
+        assert cols is None
+        return
+    assert cols is not None
+    for i in {i for i in (0, 1, n // 2, n - 2, n - 1) if 0 <= i < n}:
+        out = bytearray()
+        Timestamp(t0 + i, ROUTER_ZID).write(out)
+        assert cols[i].tobytes() == bytes(out)
 
 
 def test_splice_without_changes_is_the_received_bytes() -> None:

@@ -53,11 +53,17 @@ def timestamp_columns(t0: int, n: int, hlc_id: ZenohId) -> U8 | None:
         return None
     zid = hlc_id.to_wire()
     cols = np.empty((n, width + 1 + len(zid)), np.uint8)
+    # Consecutive times differ only in their low 7-bit groups (two or three for a run):
+    # those are computed for every row, the rest is one row of bytes for all.
+    last = t0 + n - 1
+    vary = 1
+    while vary < width and t0 >> (7 * vary) != last >> (7 * vary):
+        vary += 1
     times = np.arange(t0, t0 + n, dtype=np.uint64)
-    # every 7-bit group of every time at once, continuation bits on all but the last
-    cols[:, :width] = (times[:, None] >> _SHIFTS[width]) & _LOW7
-    cols[:, : width - 1] |= 0x80
-    cols[:, width:] = np.frombuffer(bytes((len(zid),)) + zid, np.uint8)
+    cols[:, :vary] = (times[:, None] >> _SHIFTS[vary]) & _LOW7
+    cols[:, : min(vary, width - 1)] |= 0x80  # continuation bits on all but the last group
+    same = bytes(((t0 >> (7 * g)) & 0x7F) | (0x80 if g < width - 1 else 0) for g in range(vary, width))
+    cols[:, vary:] = np.frombuffer(same + bytes((len(zid),)) + zid, np.uint8)
     return cols
 
 
