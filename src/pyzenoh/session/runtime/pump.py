@@ -62,6 +62,10 @@ class Pump(RuntimeBase):
         flow.on_space = lambda: self.in_loop(lambda: self._unblock(flow))
         for link in self.links.values():
             link.pause_reading()
+        # The consumer's thread may have drained the flow between ``full`` and setting
+        # on_space above: its space event then found no callback and will not come again.
+        if not flow.full:
+            self._unblock(flow)
 
     def _unblock(self, flow: Any) -> None:
         self._blocked.discard(id(flow))
