@@ -21,6 +21,11 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
+#: Operations one turn of the loop runs before it lets the links write what they queued.
+#: Without a bound, a thread putting as fast as the loop drains kept it draining: the
+#: messages piled up unsent (over a megabyte, seconds at a time) and then went in bursts.
+DRAIN_BATCH = 1024
+
 
 class Handoff(Pump):
     """Work from any thread run in the loop, and waiting for room to send."""
@@ -58,7 +63,9 @@ class Handoff(Pump):
         self._wakeup = False  # before draining: a submit racing with us schedules again
         ops = self._ops
         try:
-            while ops:
+            for _ in range(DRAIN_BATCH):
+                if not ops:
+                    break
                 fn = ops.popleft()
                 try:
                     fn()
@@ -66,7 +73,10 @@ class Handoff(Pump):
                     log.exception("session operation failed")
         finally:
             self._ops_room.set()
-            self.pump()
+            self.pump()  # queues what the operations sent; the link's flush comes next
+            if ops and not self._wakeup:
+                self._wakeup = True
+                self.loop.call_soon(self._drain)
 
     def call(self, fn: Callable[[], R], timeout: float | None = 30.0) -> R:
         """Run ``fn`` in the loop and return its result (raising its exception)."""

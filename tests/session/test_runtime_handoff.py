@@ -1,0 +1,53 @@
+"""Handing operations to the session's loop: the loop runs them in order, a bounded
+number per turn, so what they send is written between turns however fast another thread
+keeps handing more over."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import threading
+from typing import Any
+
+from pyzenoh.session.runtime.handoff import DRAIN_BATCH, Handoff
+
+
+def handoff_on(loop: asyncio.AbstractEventLoop, trace: list[str]) -> Any:
+    """The hand-over alone: each pump schedules a link's flush, as TcpLink.send does."""
+    h: Any = Handoff.__new__(Handoff)
+    h.loop = loop
+    h.loop_thread = -1  # submit() from the test thread: never "on the loop"
+    h._ops = collections.deque()
+    h._wakeup = False
+    h._ops_room = threading.Event()
+    h.pump = lambda: loop.call_soon(trace.append, "flush")
+    return h
+
+
+def test_the_loop_writes_between_turns_of_a_long_backlog() -> None:
+    loop = asyncio.new_event_loop()
+    trace: list[str] = []
+    h = handoff_on(loop, trace)
+    total = 2 * DRAIN_BATCH + 10
+    for i in range(total):
+        h.submit(lambda i=i: trace.append(f"op{i}"))
+    done = threading.Event()
+
+    def finish() -> None:
+        if h._ops or h._wakeup:
+            loop.call_soon(finish)
+        else:
+            done.set()
+
+    try:
+        loop.call_soon(finish)
+        loop.run_until_complete(asyncio.wait_for(loop.run_in_executor(None, done.wait, 5), 6))
+    finally:
+        loop.close()
+    ops = [t for t in trace if t != "flush"]
+    assert ops == [f"op{i}" for i in range(total)]  # in order, every one
+    flushes = [i for i, t in enumerate(trace) if t == "flush"]
+    # a flush after each turn of at most DRAIN_BATCH operations
+    assert flushes[0] == DRAIN_BATCH and len(flushes) >= 3
+    assert all(b - a - 1 <= DRAIN_BATCH for a, b in itertools.pairwise(flushes))
