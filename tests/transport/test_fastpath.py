@@ -160,3 +160,22 @@ def test_timestamps_of_every_length(time: int, zid: int) -> None:
     fields = fastpath.scan_push(raw, 0, len(raw))
     assert fields is not None and fields[0] == len(raw)
     assert fields[7] == ts
+
+
+def test_key_representations_are_kept_within_bounds() -> None:
+    """A PUSH's WireExpr is shared with the previous PUSH on the same key; long suffixes are
+    never kept and the cache never grows past MAX_CACHED_KEYS."""
+    def push_on(key: str) -> Push:
+        payload = encode_batch([Frame(True, 1, (Push(WireExpr(0, key), Put(b"v")),))])
+        frame = fastpath.decode_batch(payload)[0]
+        assert isinstance(frame, Frame)
+        msg = frame.messages[0]
+        assert isinstance(msg, Push)
+        return msg
+
+    assert push_on("a/b").wire_expr is push_on("a/b").wire_expr
+    long_key = "k" * (fastpath.MAX_CACHED_SUFFIX + 1)
+    assert push_on(long_key).wire_expr is not push_on(long_key).wire_expr
+    for i in range(fastpath.MAX_CACHED_KEYS + 5):
+        push_on(f"many/{i}")
+    assert len(fastpath._wire_exprs) <= fastpath.MAX_CACHED_KEYS

@@ -48,7 +48,13 @@ MAX_CACHED_IDS = 256
 #: (a few slices, a route lookup per batch) pays off only over several messages.
 MIN_RUN = 4
 
+#: Key representations (scope, suffix, M flag) whose WireExpr is kept, and the longest
+#: suffix kept: the cache holds at most MAX_CACHED_KEYS * MAX_CACHED_SUFFIX characters.
+MAX_CACHED_KEYS = 1024
+MAX_CACHED_SUFFIX = 256
+
 _zids: dict[bytes, ZenohId] = {}
+_wire_exprs: dict[tuple[int, str, bool], WireExpr] = {}
 _encodings: dict[int, Encoding] = {0: Encoding.DEFAULT}
 
 
@@ -427,7 +433,16 @@ def _push_of(f: PushFields, buf: bytes) -> Push:
     """The codec's message for the fields :func:`scan_push` found."""
     _, scope, suffix, mapping, qos, body_offset, kind, ts, enc, a, b, node_id = f
     body = Del(ts) if kind == ID_DEL else Put(buf[a:b], enc, ts)
-    return Push(WireExpr(scope, suffix, mapping), body, qos, None, node_id, body_offset=body_offset)
+    # A publisher repeats its key: its WireExpr (immutable) is made once.
+    wkey = (scope, suffix, mapping)
+    we = _wire_exprs.get(wkey)
+    if we is None:
+        we = WireExpr(scope, suffix, mapping)
+        if len(suffix) <= MAX_CACHED_SUFFIX:
+            if len(_wire_exprs) >= MAX_CACHED_KEYS:
+                _wire_exprs.clear()
+            _wire_exprs[wkey] = we
+    return Push(we, body, qos, None, node_id, body_offset=body_offset)
 
 
 def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
