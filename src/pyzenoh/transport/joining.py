@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyzenoh.codec import Frame
-from pyzenoh.transport.fastpath import FRAME_QOS_EXT, ID_FRAME, PushRun
+from pyzenoh.transport.fastpath import FRAME_QOS_EXT, ID_FRAME, PushRun, _z32
 
 #: Fewest consecutive batches worth joining: below, they are decoded one by one.
 MIN_JOIN = 4
@@ -49,17 +49,10 @@ def _head(batch: bytes) -> tuple[int, int] | None:
     """(SN, offset of the first message) of a batch starting with a FRAME header whose
     only extension may be its priority; None otherwise (or when it is truncated)."""
     n = len(batch)
-    sn = shift = 0
-    p = 1
-    while True:  # the SN: a z32
-        if p >= n or p > 5:
-            return None
-        b = batch[p]
-        p += 1
-        sn |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
+    read = _z32(batch, 1, n)  # the SN
+    if read is None:
+        return None
+    sn, p = read
     if batch[0] & _Z:
         if p + 2 > n or batch[p] != FRAME_QOS_EXT or batch[p + 1] > 7:
             return None
