@@ -5,6 +5,7 @@ input. Checked differentially: one link reads a stream whole, another batch by b
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,7 +22,7 @@ from pyzenoh.codec import (
     frame_batch,
 )
 from pyzenoh.transport.fastpath import PushRun
-from pyzenoh.transport.joining import MIN_JOIN, join
+from pyzenoh.transport.joining import MIN_JOIN, Joined, join
 from pyzenoh.transport.link import (
     Event,
     Link,
@@ -30,6 +31,7 @@ from pyzenoh.transport.link import (
     Received,
     ReceivedRun,
     Role,
+    receive,
 )
 from tests.codec import strategies as cs
 from tests.hyp import FUZZ, ROUNDTRIP
@@ -208,3 +210,22 @@ def test_joining_survives_mutations(count: int, data: st.DataObject) -> None:
         b[data.draw(st.integers(0, len(b) - 1))] = data.draw(st.integers(0, 255))
     whole, one = whole_and_one_by_one([bytes(b) for b in batches])
     assert flat(whole) == flat(one)
+
+
+def test_a_group_that_cannot_be_joined_is_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long group whose last batch spoils the join (a trailing KEEPALIVE) is tried as a
+    whole once, then read batch by batch: never re-joined from each of its batches."""
+    link, sn = router_side()
+    batches = [encode_batch([Frame(True, (sn + i) & link._mask, (put(i),))]) for i in range(200)]
+    batches[-1] = encode_batch([Frame(True, (sn + 199) & link._mask, (put(199),)), KeepAlive()])
+    calls: list[int] = []
+    real = receive.Receiving._on_joined
+
+    def counting(self: receive.Receiving, joined: Joined, events: list[Event]) -> bool:
+        calls.append(1)
+        return real(self, joined, events)
+
+    monkeypatch.setattr(receive.Receiving, "_on_joined", counting)
+    events = link.receive_data(b"".join(frame_batch(p) for p in batches), 1.0)
+    assert len(calls) == 1
+    assert sum(e.run.count if isinstance(e, ReceivedRun) else 1 for e in events) == 200

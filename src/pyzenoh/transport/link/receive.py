@@ -48,12 +48,18 @@ class Receiving(Handshake):
             batches = self._reader.feed(data)
             n = len(batches)
             i = 0
+            one_by_one = 0  # batches before this index are not joined again
             while i < n:
-                if n - i >= MIN_JOIN and self.config.push_runs and self.state is State.ESTABLISHED:
+                if (n - i >= MIN_JOIN and i >= one_by_one and self.config.push_runs
+                        and self.state is State.ESTABLISHED):  # fmt: skip
                     joined = join(batches, i, self._mask, self._reader.max_payload)
-                    if joined is not None and self._on_joined(joined, events):
-                        i = joined.stop
-                        continue
+                    if joined is not None:
+                        if self._on_joined(joined, events):
+                            i = joined.stop
+                            continue
+                        # Not joinable after all: these go one by one, and are not
+                        # scanned again from each of them (that would be quadratic).
+                        one_by_one = joined.stop
                 self._on_batch(batches[i], now, events)
                 i += 1
                 if self.is_closed:  # a CLOSE from the peer ends the stream
