@@ -30,7 +30,12 @@ from pyzenoh.codec import (
 )
 from pyzenoh.codec.network import read_network_message
 from pyzenoh.codec.primitives import VLE_MAX_BYTES, Reader
-from pyzenoh.codec.transport import read_transport_message
+from pyzenoh.codec.transport import (
+    FLAG_R,
+    FLAG_Z,
+    PRIORITY_DATA,
+    read_transport_message,
+)
 from pyzenoh.errors import DecodeError
 
 ID_FRAME = 0x05
@@ -453,22 +458,29 @@ def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
     return _push_of(f, buf), f[0]
 
 
+def frame_head(buf: bytes, pos: int, end: int) -> tuple[int, int, int] | None:
+    """(SN, priority, offset of the first message) of the FRAME header at ``buf[pos]``
+    when its only extension may be its priority; None otherwise (or truncated)."""
+    read = _z32(buf, pos + 1, end)
+    if read is None:
+        return None
+    sn, p = read
+    if not buf[pos] & FLAG_Z:
+        return sn, PRIORITY_DATA, p
+    if p + 2 > end or buf[p] != FRAME_QOS_EXT or buf[p + 1] > 7:
+        return None
+    return sn, buf[p + 1], p + 2
+
+
 def _frame(
     buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool, runs: bool, stamped: bool
 ) -> tuple[Frame, int] | None:
     """A FRAME with no extension other than its priority, decoded message by message
     (with ``runs``, a :class:`PushRun` stands for each run of same-shape PUSHes)."""
-    h = buf[pos]
-    read = _z32(buf, pos + 1, end)
-    if read is None:
+    head = frame_head(buf, pos, end)
+    if head is None:
         return None
-    sn, p = read
-    priority = 5
-    if h & 0x80:
-        if p + 2 > end or buf[p] != FRAME_QOS_EXT or buf[p + 1] > 7:
-            return None
-        priority = buf[p + 1]
-        p += 2
+    sn, priority, p = head
     messages: list[object] = []
     raws: list[bytes] = []
     while p < end and buf[p] & 0x1F >= FIRST_NETWORK_ID:
@@ -491,7 +503,7 @@ def _frame(
             p = f[0]
         if keep_raw:
             raws.append(buf[start:p])
-    frame = Frame(bool(h & 0x20), sn, tuple(messages), priority, (), tuple(raws))  # type: ignore[arg-type]
+    frame = Frame(bool(buf[pos] & FLAG_R), sn, tuple(messages), priority, (), tuple(raws))  # type: ignore[arg-type]
     return frame, p
 
 

@@ -20,12 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyzenoh.codec import Frame
-from pyzenoh.transport.fastpath import FRAME_QOS_EXT, ID_FRAME, PushRun, _z32
+from pyzenoh.codec.transport import FLAG_R
+from pyzenoh.transport.fastpath import ID_FRAME, PushRun, frame_head
 
 #: Fewest consecutive batches worth joining: below, they are decoded one by one.
 MIN_JOIN = 4
-_Z = 0x80  # a FRAME header's extension flag
-_PRIORITY_DATA = 5  # a FRAME's priority without a QoS extension
 
 
 @dataclass(slots=True)
@@ -45,21 +44,6 @@ class Joined:
     last_sn: int
 
 
-def _head(batch: bytes) -> tuple[int, int] | None:
-    """(SN, offset of the first message) of a batch starting with a FRAME header whose
-    only extension may be its priority; None otherwise (or when it is truncated)."""
-    n = len(batch)
-    read = _z32(batch, 1, n)  # the SN
-    if read is None:
-        return None
-    sn, p = read
-    if batch[0] & _Z:
-        if p + 2 > n or batch[p] != FRAME_QOS_EXT or batch[p + 1] > 7:
-            return None
-        p += 2
-    return sn, p
-
-
 def join(batches: Sequence[bytes], start: int, mask: int, limit: int) -> Joined | None:
     """Batches from ``start`` on that one FRAME can hold (at least :data:`MIN_JOIN`, all
     together at most ``limit`` bytes: the negotiated batch payload), or None."""
@@ -70,11 +54,10 @@ def join(batches: Sequence[bytes], start: int, mask: int, limit: int) -> Joined 
     h = first[0]
     if h & 0x1F != ID_FRAME:
         return None
-    head = _head(first)
-    if head is None or head[1] >= len(first):
+    head = frame_head(first, 0, len(first))
+    if head is None or head[2] >= len(first):
         return None
-    first_sn, body = head
-    qos = first[body - 2 : body] if h & _Z else b""
+    first_sn, priority, body = head
     parts = [first]
     size = len(first)
     cuts = [size - body]
@@ -84,11 +67,11 @@ def join(batches: Sequence[bytes], start: int, mask: int, limit: int) -> Joined 
         b = batches[i]
         if b[0] != h:
             break
-        head = _head(b)
+        head = frame_head(b, 0, len(b))
         if head is None:
             break
-        s, p = head
-        if s != (sn + 1) & mask or p >= len(b) or (qos and b[p - 2 : p] != qos):
+        s, prio, p = head
+        if s != (sn + 1) & mask or prio != priority or p >= len(b):
             break
         size += len(b) - p
         if size > limit:
@@ -99,8 +82,7 @@ def join(batches: Sequence[bytes], start: int, mask: int, limit: int) -> Joined 
         i += 1
     if i - start < MIN_JOIN:
         return None
-    priority = qos[1] if qos else _PRIORITY_DATA
-    return Joined(b"".join(parts), start, i, cuts, bool(h & 0x20), priority, first_sn, sn)
+    return Joined(b"".join(parts), start, i, cuts, bool(h & FLAG_R), priority, first_sn, sn)
 
 
 def aligned(frame: Frame, cuts: Sequence[int]) -> bool:
