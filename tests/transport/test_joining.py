@@ -17,7 +17,6 @@ from pyzenoh.codec import (
     Put,
     WhatAmI,
     WireExpr,
-    ZenohId,
     encode_batch,
     frame_batch,
 )
@@ -27,27 +26,21 @@ from pyzenoh.transport.link import (
     Event,
     Link,
     LinkClosed,
-    LinkConfig,
     Received,
     ReceivedRun,
-    Role,
     receive,
 )
 from tests.codec import strategies as cs
 from tests.hyp import FUZZ, ROUNDTRIP
-from tests.transport.test_link import pump
-
-ZA = ZenohId.from_str("a1a2a3a4a5a6a7a8")
-ZC = ZenohId.from_str("c1c2c3c4c5c6c7c8")
+from tests.transport.test_link import ZA, cfg, pair
 
 
 def router_side(resolution: int = 0x0A, qos: bool = True, batch_size: int = 65535) -> tuple[Link, int]:
     """An established router-side link reading with runs (as the router's), and the next
     SN it expects on the reliable data channel."""
-    client = Link(LinkConfig(ZC, WhatAmI.CLIENT, resolution=resolution, qos=qos), Role.OPENER, 0.0)
-    router = Link(LinkConfig(ZA, WhatAmI.ROUTER, resolution=resolution, qos=qos, batch_size=batch_size,
-                             push_runs=True, stamped_runs=True), Role.ACCEPTOR, 0.0, keep_raw=True)  # fmt: skip
-    pump(client, router)
+    _, router, _, _ = pair(cfg(resolution=resolution, qos=qos),
+                           cfg(ZA, WhatAmI.ROUTER, resolution=resolution, qos=qos, batch_size=batch_size,
+                               push_runs=True, stamped_runs=True))  # fmt: skip
     assert router.is_established
     return router, (router._rx_last[11] + 1) & router._mask
 
@@ -131,9 +124,7 @@ def test_a_truncated_message_never_borrows_the_next_batch() -> None:
 
 
 def test_a_run_sets_a_session_free_of_raw_bytes() -> None:
-    client = Link(LinkConfig(ZC, WhatAmI.CLIENT, push_runs=True), Role.OPENER, 0.0)
-    router = Link(LinkConfig(ZA, WhatAmI.ROUTER), Role.ACCEPTOR, 0.0)
-    pump(client, router)
+    client, _, _, _ = pair(cfg(push_runs=True))
     sn = (client._rx_last[11] + 1) & client._mask
     batches = [encode_batch([Frame(True, sn + i, (Push(WireExpr(0, "k"), Del()),))]) for i in range(10)]
     events = client.receive_data(b"".join(frame_batch(p) for p in batches), 1.0)
