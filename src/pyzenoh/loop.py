@@ -25,6 +25,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 #: Environment variable choosing the loop: "auto" (the default: uvloop when installed),
 #: "uvloop" or "asyncio".
@@ -37,17 +38,17 @@ def loop_factory(*, tls: bool = False) -> Callable[[], asyncio.AbstractEventLoop
     which "auto" keeps on asyncio's loop)."""
     choice = os.environ.get(ENV, "auto").lower()
     if choice not in CHOICES:
-        logging.getLogger(__name__).warning("%s=%s is none of %s: using auto", ENV, choice, ", ".join(CHOICES))
+        log.warning("%s=%s is none of %s: using auto", ENV, choice, ", ".join(CHOICES))
         choice = "auto"
     if choice == "auto" and tls:
-        logging.getLogger(__name__).info("TLS endpoints: running on asyncio's event loop")
+        log.info("TLS endpoints: running on asyncio's event loop")
         choice = "asyncio"
     if choice != "asyncio":
         try:  # an optional dependency: typed the same whether it is installed or not
             uvloop = importlib.import_module("uvloop")
         except ImportError:
             if choice == "uvloop":
-                logging.getLogger(__name__).warning("%s=uvloop but uvloop is not installed: using asyncio", ENV)
+                log.warning("%s=uvloop but uvloop is not installed: using asyncio", ENV)
         else:
             factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
             return factory
