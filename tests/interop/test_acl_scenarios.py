@@ -404,9 +404,10 @@ def test_subject_combinations(start: Callable[..., Site]) -> None:
     with declared(observer.declare_subscriber("s/**", inbox.sample), observer.declare_subscriber("t/**", inbox.sample)):
         for name in "efghij":
             s = site[name]
-            # Tried up to three times: under load a client's first put on s/** could go
-            # before it heard of the subscriber (both routers showed it once in a full
-            # run); an allowed put must get through once, a denied one never.
+            # Tried up to three times (an allowed put must get through once, a denied one
+            # never): a failure seen once per router in full runs was the observer's two
+            # subscriber callbacks running in threads of their own (fixed in Inbox); the
+            # retries stay for a first put that could go before the client heard of s/**.
             tries = []
             for _ in range(3):
                 tries.append(delivered_in_order(lambda m, s=s: s.put(f"s/{m}", m),  # type: ignore[misc]
