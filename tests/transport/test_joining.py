@@ -190,6 +190,20 @@ def test_joining_means_what_the_batches_mean(stream: list[Spec], qos: bool, reso
     assert flat(whole) == flat(one)
 
 
+@ROUNDTRIP
+@given(streams(), st.booleans(), st.sampled_from([0x00, 0x0A, 0x0B]))
+def test_lone_pushes_mean_what_decoded_frames_mean(stream: list[Spec], qos: bool, resolution: int) -> None:
+    """A batch holding one FRAME of one PUSH skips building the FRAME (receive.lone_push):
+    read batch by batch, the same events, SN state and CLOSE as without that lane."""
+    link, sn = router_side(resolution=resolution, qos=qos)
+    batches = build(stream, sn, link._mask)
+    _, with_lane = whole_and_one_by_one(batches, resolution=resolution, qos=qos)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(receive, "lone_push", lambda payload: None)
+        _, without = whole_and_one_by_one(batches, resolution=resolution, qos=qos)
+    assert flat(with_lane) == flat(without)
+
+
 @FUZZ
 @given(st.integers(MIN_JOIN, 40), st.data())
 def test_joining_survives_mutations(count: int, data: st.DataObject) -> None:

@@ -74,7 +74,7 @@ class PubSub(RoutingTables):
     """Subscriber tables and data routing."""
 
     _data_routes: dict[tuple[int, int, str, bool, int | None], DataRoute]
-    _push_heads: dict[tuple[WireExpr, int], bytes]  # encoded PUSH heads
+    _push_heads: dict[tuple[int, str, bool, int], bytes]  # encoded PUSH heads
 
     def _data_route(self, f: Face, we: WireExpr, msg: Push) -> DataRoute:
         cache_key = (f.fid, we.scope, we.suffix, we.mapping_sender, msg.node_id)
@@ -224,7 +224,8 @@ class PubSub(RoutingTables):
             head = bytearray()
             msg.write_head(head)
             return bytes(head)
-        cache_key = (msg.wire_expr, msg.qos)
+        we = msg.wire_expr
+        cache_key = (we.scope, we.suffix, we.mapping_sender, msg.qos)  # hashed without calls
         cached = self._push_heads.get(cache_key)
         if cached is None:
             if len(self._push_heads) >= MAX_ROUTE_CACHE:
@@ -262,7 +263,7 @@ class PubSub(RoutingTables):
         """The copy of ``msg`` for one key representation and NodeId, and its bytes: the
         received head when nothing in it changes, else one re-encoded, then ``body_raw``."""
         out_msg = msg.routed(we, body, net_ts, node)
-        if head_unchanged and we == msg.wire_expr and node == msg.node_id:
+        if head_unchanged and (we is msg.wire_expr or we == msg.wire_expr) and node == msg.node_id:
             return out_msg, raw[: msg.body_offset] + body_raw
         return out_msg, self._push_head(out_msg) + body_raw
 

@@ -472,6 +472,26 @@ def frame_head(buf: bytes, pos: int, end: int) -> tuple[int, int, int] | None:
     return sn, buf[p + 1], p + 2
 
 
+def lone_push(buf: bytes) -> tuple[Push, int, int, int] | None:
+    """A batch that is one FRAME holding one common-shape PUSH (a ping, a publisher that
+    writes each put at once): (the PUSH, the FRAME's SN, its priority, the PUSH's offset);
+    the FRAME's R flag is ``buf[0] & FLAG_R``. None for anything else. The same FRAME as
+    :func:`decode_batch` gives, without building it."""
+    end = len(buf)
+    if not end or buf[0] & 0x1F != ID_FRAME:
+        return None
+    head = frame_head(buf, 0, end)
+    if head is None:
+        return None
+    sn, priority, p = head
+    if p >= end or buf[p] & 0x1F != ID_PUSH:
+        return None
+    f = scan_push(buf, p, end)
+    if f is None or f[0] != end:
+        return None
+    return _push_of(f, buf), sn, priority, p
+
+
 def _frame(
     buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool, runs: bool, stamped: bool
 ) -> tuple[Frame, int] | None:

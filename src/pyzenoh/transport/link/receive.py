@@ -22,9 +22,10 @@ from pyzenoh.codec import (
     OpenSyn,
     decode_network_message,
 )
+from pyzenoh.codec.transport import FLAG_R
 from pyzenoh.errors import CloseReason, DecodeError, PeerError
 from pyzenoh.security.usrpwd import AuthError
-from pyzenoh.transport.fastpath import PushRun
+from pyzenoh.transport.fastpath import PushRun, lone_push
 from pyzenoh.transport.fastpath import decode_batch as fast_decode_batch
 from pyzenoh.transport.joining import MIN_JOIN, Joined, aligned, join
 from pyzenoh.transport.link.config import PRIORITY_DATA
@@ -71,6 +72,15 @@ class Receiving(Handshake):
         return events
 
     def _on_batch(self, payload: bytes, now: float, events: list[Event]) -> None:
+        if self.state is State.ESTABLISHED and (lone := lone_push(payload)) is not None:
+            # One FRAME, one PUSH (every message of a ping-pong): no Frame is built.
+            push, sn, priority, at = lone
+            reliable = bool(payload[0] & FLAG_R)
+            if self._rx_channel(priority, reliable, sn) >= 0:
+                events.append(Received(push, payload[at:] if self._keep_raw else b"", reliable, priority))
+            else:
+                log.debug("dropping frame with stale SN %d", sn)
+            return
         messages = fast_decode_batch(payload, keep_raw=self._keep_raw, runs=self.config.push_runs,
                                      stamped=self.config.stamped_runs)  # fmt: skip
         for msg in messages:
