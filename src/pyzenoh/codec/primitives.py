@@ -261,7 +261,9 @@ def zid_nibble_flags(zid: ZenohId) -> tuple[int, bytes]:
 # --- Timestamp -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen (a router stamps every PUT it routes, and a frozen dataclass's __init__
+# costs twice as much); hashable all the same: treat it as immutable.
+@dataclass(slots=True, unsafe_hash=True)
 class Timestamp:
     """An HLC timestamp: NTP64 time (seconds since 1970 << 32 | fraction) and the HLC id."""
 

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 #: A face whose queue holds more than this many times the soft cap is closed.
 HARD_CAP_FACTOR = 4
 _time_ns = time.time_ns
+_time = time.time
+_monotonic = time.monotonic
 
 
 class Delivery:
@@ -45,7 +47,8 @@ class Delivery:
                 self._route_recorded(face_id, message, raw, reliable)
                 return
             try:
-                sends = self.core.handle(face_id, message, self.now(), raw=raw, reliable=reliable, wall=time.time())
+                # (time.monotonic() is self.now(), called directly on this path)
+                sends = self.core.handle(face_id, message, _monotonic(), raw=raw, reliable=reliable, wall=_time())
             except PeerError as exc:
                 self._bad_input(face_id, exc)
                 sends = []
@@ -147,6 +150,7 @@ class Delivery:
         if rec is not None and rx_raw is None and self._denials:
             self._record_denials(_time_ns(), -1)  # not while routing a received message
         route_recorded = False
+        hard_cap = self.config.send_queue_max_bytes * HARD_CAP_FACTOR  # see _over_hard_cap
         for send in sends:
             if send.ends is not None:  # several messages (a routed run)
                 self._send_run(send)
@@ -168,7 +172,7 @@ class Delivery:
                 continue
             link = face.link
             assert link is not None
-            if self._over_hard_cap(link):
+            if link.queued_bytes > hard_cap:
                 if pending:  # the rx record comes before the close it causes
                     cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
                     pending = False

@@ -102,6 +102,7 @@ class TcpLink(asyncio.BufferedProtocol):
         self.max_queue_bytes = max_queue_bytes
         self._keep_raw = keep_raw
         self._loop = asyncio.get_running_loop()
+        self._rx = _rx_buffer()  # this thread's (the link lives on this loop's thread)
         self.link: Link | None = None
         self.transport: asyncio.Transport | None = None
         self.established: asyncio.Future[Established] = self._loop.create_future()
@@ -173,10 +174,10 @@ class TcpLink(asyncio.BufferedProtocol):
         self._rearm()
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return _rx_buffer()
+        return self._rx
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(_rx_buffer()[:nbytes])
+        self.data_received(self._rx[:nbytes])
 
     def data_received(self, data: bytes | memoryview) -> None:
         """Bytes read (``data`` is only valid during the call: a view of the shared buffer)."""
@@ -265,7 +266,9 @@ class TcpLink(asyncio.BufferedProtocol):
     @property
     def queued_bytes(self) -> int:
         """Bytes accepted by :meth:`send` and not yet handed to the kernel."""
-        n = 0 if self.link is None else self.link.pending_bytes
+        link = self.link
+        # (Link.pending_bytes, read here directly: this runs twice per routed message)
+        n = 0 if link is None else link._pending_bytes + len(link._out)
         if self.transport is not None:
             n += self.transport.get_write_buffer_size()
         return n
