@@ -31,7 +31,7 @@ from pyzenoh.routing.faces import (
     RoutingTables,
 )
 from pyzenoh.routing.hlc import encode_timestamp
-from pyzenoh.routing.types import PushRouted
+from pyzenoh.routing.types import PushRouted, make_send
 
 _S = InterestOptions.SUBSCRIBERS
 
@@ -246,7 +246,7 @@ class PubSub(RoutingTables):
         if len(dests) == 1:  # the common case (one subscriber, a ping-pong): no memo
             fid, we, node = dests[0]
             out_msg, data = self._routed_push(msg, raw, body, body_raw, we, node, net_ts, head_unchanged)
-            self._emit(fid, out_msg, msg.qos, data, reliable)
+            self._out.append(make_send(fid, out_msg, msg.qos, data, reliable))  # = self._emit(...)
             return
         heads: dict[tuple[WireExpr, int | None], tuple[Push, bytes]] = {}
         for fid, we, node in dests:
@@ -263,7 +263,11 @@ class PubSub(RoutingTables):
         """The copy of ``msg`` for one key representation and NodeId, and its bytes: the
         received head when nothing in it changes, else one re-encoded, then ``body_raw``."""
         out_msg = msg.routed(we, body, net_ts, node)
-        if head_unchanged and (we is msg.wire_expr or we == msg.wire_expr) and node == msg.node_id:
+        rx = msg.wire_expr
+        # (the fields compared, not the WireExprs: no call to the dataclass's __eq__)
+        same_key = we is rx or (we.scope == rx.scope and we.suffix == rx.suffix
+                                and we.mapping_sender == rx.mapping_sender)  # fmt: skip
+        if head_unchanged and same_key and node == msg.node_id:
             return out_msg, raw[: msg.body_offset] + body_raw
         return out_msg, self._push_head(out_msg) + body_raw
 

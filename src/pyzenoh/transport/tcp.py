@@ -345,7 +345,7 @@ class TcpLink(asyncio.BufferedProtocol):
         transport = self.transport
         if link is None or transport is None or self._write_paused:
             return
-        if link.has_output:
+        if link._pending_bytes or link._out:  # link.has_output, read directly: after every read
             data = link.data_to_send()
             if data and not transport.is_closing():
                 transport.write(data)
