@@ -70,7 +70,8 @@ class Hlc:
         return True
 
 
-_ZID_PARTS: dict[ZenohId, bytes] = {}  # an id's encoding (length and bytes), per HLC id
+#: An id's encoding (length and bytes), per HLC id's value (an int hashes without a call).
+_ZID_PARTS: dict[int, bytes] = {}
 
 
 def encode_timestamp(ts: Timestamp) -> bytes:
@@ -78,13 +79,13 @@ def encode_timestamp(ts: Timestamp) -> bytes:
     the times every current clock gives (2**56 <= time < 2**63: a nine-byte VLE): the
     56 low bits are spread into eight 7-bit groups with a few integer operations."""
     t = ts.time
-    zid = _ZID_PARTS.get(ts.id)
+    zid = _ZID_PARTS.get(ts.id.value)
     if zid is None:
         if len(_ZID_PARTS) >= 64:
             _ZID_PARTS.clear()
         out = bytearray()
         Timestamp(0, ts.id).write(out)
-        zid = _ZID_PARTS[ts.id] = bytes(out[1:])
+        zid = _ZID_PARTS[ts.id.value] = bytes(out[1:])
     if not (1 << 56) <= t < (1 << 63):
         out = bytearray()
         ts.write(out)

@@ -43,6 +43,7 @@ from pyzenoh.transport.link import (
     Received,
     ReceivedRun,
     Role,
+    State,
 )
 
 __all__ = [
@@ -352,7 +353,7 @@ class TcpLink(asyncio.BufferedProtocol):
         # (cleared only by pause_writing and wait_writable: skip the check while set)
         if not self._space.is_set() and not self._write_paused and self.queued_bytes < self.max_queue_bytes:
             self._space.set()
-        if link.is_closed and not transport.is_closing():
+        if link.state is State.CLOSED and not transport.is_closing():  # link.is_closed
             transport.close()
 
     # --- reading back-pressure -----------------------------------------------------------
