@@ -22,6 +22,7 @@ from pyzenoh.codec import (
     encode_batch,
 )
 from pyzenoh.codec.network import encode_network_message
+from pyzenoh.codec.transport import FLAG_R
 from pyzenoh.errors import DecodeError
 from pyzenoh.transport import fastpath
 from tests.codec import strategies as cs
@@ -96,7 +97,7 @@ def check_lone(payload: bytes) -> None:
         return
     push, sn, priority, at = lone
     assert fastpath.decode_batch(payload, keep_raw=True) == decode_batch(payload, keep_raw=True) == [
-        Frame(bool(payload[0] & 0x20), sn, (push,), priority, (), (payload[at:],))
+        Frame(bool(payload[0] & FLAG_R), sn, (push,), priority, (), (payload[at:],))
     ]
 
 
