@@ -27,6 +27,7 @@ from pyzenoh.transport.link import (
     Link,
     LinkClosed,
     Received,
+    ReceivedPush,
     ReceivedRun,
     receive,
 )
@@ -35,12 +36,13 @@ from tests.hyp import FUZZ, ROUNDTRIP
 from tests.transport.test_link import ZA, cfg, pair
 
 
-def router_side(resolution: int = 0x0A, qos: bool = True, batch_size: int = 65535) -> tuple[Link, int]:
-    """An established router-side link reading with runs (as the router's), and the next
-    SN it expects on the reliable data channel."""
+def router_side(resolution: int = 0x0A, qos: bool = True, batch_size: int = 65535,
+                lone_pushes: bool = False) -> tuple[Link, int]:  # fmt: skip
+    """An established router-side link reading with runs (as the router's; with
+    ``lone_pushes`` too), and the next SN it expects on the reliable data channel."""
     _, router, _, _ = pair(cfg(resolution=resolution, qos=qos),
                            cfg(ZA, WhatAmI.ROUTER, resolution=resolution, qos=qos, batch_size=batch_size,
-                               push_runs=True, stamped_runs=True))  # fmt: skip
+                               push_runs=True, stamped_runs=True, lone_pushes=lone_pushes))  # fmt: skip
     assert router.is_established
     return router, (router._rx_last[11] + 1) & router._mask
 
@@ -49,6 +51,8 @@ def flat(events: list[Event]) -> list[object]:
     """Events with runs spelled out message by message (the one definition)."""
     out: list[object] = []
     for e in events:
+        if isinstance(e, ReceivedPush):
+            e = e.received()
         if isinstance(e, ReceivedRun):
             out += [("msg", m, raw, e.reliable, e.priority) for m, raw in e.run.messages()]
         elif isinstance(e, Received):
@@ -193,15 +197,17 @@ def test_joining_means_what_the_batches_mean(stream: list[Spec], qos: bool, reso
 @ROUNDTRIP
 @given(streams(), st.booleans(), st.sampled_from([0x00, 0x0A, 0x0B]))
 def test_lone_pushes_mean_what_decoded_frames_mean(stream: list[Spec], qos: bool, resolution: int) -> None:
-    """A batch holding one FRAME of one PUSH skips building the FRAME (receive.lone_push):
-    read batch by batch, the same events, SN state and CLOSE as without that lane."""
+    """A batch holding one FRAME of one PUSH skips building the FRAME (receive.scan_lone),
+    and with ``lone_pushes`` is handed on undecoded: read batch by batch, the same events,
+    SN state and CLOSE as without that lane."""
     link, sn = router_side(resolution=resolution, qos=qos)
     batches = build(stream, sn, link._mask)
     _, with_lane = whole_and_one_by_one(batches, resolution=resolution, qos=qos)
+    _, undecoded = whole_and_one_by_one(batches, resolution=resolution, qos=qos, lone_pushes=True)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(receive, "lone_push", lambda payload: None)
+        m.setattr(receive, "scan_lone", lambda payload: None)
         _, without = whole_and_one_by_one(batches, resolution=resolution, qos=qos)
-    assert flat(with_lane) == flat(without)
+    assert flat(with_lane) == flat(undecoded) == flat(without)
 
 
 @FUZZ

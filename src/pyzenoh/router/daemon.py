@@ -54,6 +54,7 @@ from pyzenoh.transport.link import (
     LinkConfig,
     ReassemblyBudget,
     Received,
+    ReceivedPush,
     ReceivedRun,
     Role,
 )
@@ -117,6 +118,7 @@ class RouterDaemon(Delivery, RecordedRouting):
             # router neighbour's, which keep their timestamps).
             push_runs=True,
             stamped_runs=True,
+            lone_pushes=True,  # a lone PUSH is forwarded from its bytes (routing/lone.py)
             reassembly_timeout_s=config.reassembly_timeout_ms / 1000.0,
             usrpwd=config.usrpwd,
         )
@@ -290,7 +292,11 @@ class RouterDaemon(Delivery, RecordedRouting):
     # --- links -------------------------------------------------------------------------
 
     def _on_event(self, link: TcpLink, ev: Event) -> None:
-        if isinstance(ev, Received):
+        if ev.__class__ is ReceivedPush:  # every ping-pong message: checked first
+            face_id = self._face_of_link.get(id(link))
+            if face_id is not None:
+                self._on_lone_push(face_id, ev)
+        elif isinstance(ev, Received):
             face_id = self._face_of_link.get(id(link))
             if face_id is not None:
                 self._on_message(face_id, ev.message, ev.raw, ev.reliable)

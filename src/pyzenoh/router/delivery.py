@@ -16,10 +16,17 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from pyzenoh.codec import NetworkMessage, Push, encode_network_message
+from pyzenoh.codec import (
+    NetworkMessage,
+    Push,
+    decode_network_message,
+    encode_network_message,
+)
+from pyzenoh.codec.network import QOS_BLOCK, QOS_EXPRESS
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.routing import Send
 from pyzenoh.transport.fastpath import PushRun, split_pushes
+from pyzenoh.transport.link import ReceivedPush
 from pyzenoh.transport.tcp import TcpLink
 
 if TYPE_CHECKING:
@@ -77,6 +84,54 @@ class Delivery:
             self._deliver(sends)
         finally:
             self._ingress = -1
+
+    def _on_lone_push(self: Daemon, face_id: int, ev: ReceivedPush) -> None:
+        """A lone PUSH, forwarded from its bytes when the core's lane covers it
+        (routing/lone.py: not when recording), else decoded and routed as any message."""
+        out = None if self.recorder is not None else self.core.forward_lone(face_id, ev.batch, ev.at, ev.fields,
+                                                                           _time())  # fmt: skip
+        if out is None:
+            rx = ev.received()
+            self._on_message(face_id, rx.message, rx.raw, ev.reliable)
+            return
+        self.stats.messages_in += 1
+        if not out:
+            return
+        qos = ev.fields[4]
+        priority, express, block = qos & 0x07, bool(qos & QOS_EXPRESS), bool(qos & QOS_BLOCK)  # as make_send
+        reliable = ev.reliable
+        faces = self._faces
+        hard_cap = self.config.send_queue_max_bytes * HARD_CAP_FACTOR  # see _over_hard_cap
+        self._ingress = face_id  # Block back-pressure pauses this face
+        try:
+            for fid, data in out:
+                face = faces.get(fid)
+                if face is None:
+                    continue
+                if face.sink is not None:  # a local face takes message objects
+                    face.sink(Send(fid, decode_network_message(data), data, priority, reliable, express, block))
+                    continue
+                link = face.link
+                assert link is not None
+                if link.queued_bytes > hard_cap:
+                    self._close_slow(fid, link)
+                else:
+                    self._to_link(fid, link, data, reliable, priority, express, block)
+        finally:
+            self._ingress = -1
+
+    def _to_link(self: Daemon, face_id: int, link: TcpLink, data: bytes, reliable: bool, priority: int,
+                 express: bool, block: bool) -> bool:  # fmt: skip
+        """Queue one encoded message on a face's link: True when queued, False when dropped
+        (the queue is full and its congestion control is Drop). A Block message that
+        fills the queue pauses the face being routed from."""
+        if link.send(data, reliable=reliable, priority=priority, drop_if_full=not block, express=express):
+            self.stats.messages_out += 1
+            if block and link.is_full:
+                self._block(face_id, link)
+            return True
+        self.stats.dropped += 1
+        return False
 
     def _send_run(self: Daemon, send: Send) -> bool | None:
         """Queue a Send holding several messages (a routed run) to its face: True when
@@ -184,11 +239,7 @@ class Delivery:
                 data = encoded.get(msg_id)
                 if data is None:
                     data = encoded[msg_id] = encode_network_message(send.message)
-            if link.send(data, reliable=send.reliable, priority=send.priority,
-                         drop_if_full=not send.block, express=send.express):  # fmt: skip
-                self.stats.messages_out += 1
-                if send.block and link.is_full:
-                    self._block(send.face, link)
+            if self._to_link(send.face, link, data, send.reliable, send.priority, send.express, send.block):
                 if rec is not None:
                     if send.message.__class__ is copy_kind:
                         # A forwarded PUSH/REQUEST keeps its key.
@@ -198,22 +249,15 @@ class Delivery:
                             cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
                             pending = False
                         self._record_tx(send, data, cause)
-            else:
-                self.stats.dropped += 1
-                if (
-                    rec is not None
-                    and copy_kind is Push
-                    and rx_key is not None
-                    and not route_recorded
-                ):
-                    # The tx records say where a PUSH went; its route (every face with a
-                    # subscriber, i.e. every send) is only worth a record when a send is
-                    # dropped. One route record per routed message.
-                    if pending:
-                        cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
-                        pending = False
-                    rec.route(rx_ns, cause, rx_key, sorted({s.face for s in sends}))
-                    route_recorded = True
+            elif rec is not None and copy_kind is Push and rx_key is not None and not route_recorded:
+                # The tx records say where a PUSH went; its route (every face with a
+                # subscriber, i.e. every send) is only worth a record when a send is
+                # dropped. One route record per routed message.
+                if pending:
+                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                    pending = False
+                rec.route(rx_ns, cause, rx_key, sorted({s.face for s in sends}))
+                route_recorded = True
         if pending:
             if copy_kind is None:
                 rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)

@@ -58,6 +58,7 @@ from pyzenoh.routing.declared import QueryableInfo
 from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
 from pyzenoh.routing.hlc import Hlc
 from pyzenoh.routing.interests import Interests
+from pyzenoh.routing.lone import LonePushes
 from pyzenoh.routing.peers import PeerRegion
 from pyzenoh.routing.queries import (
     EMPTY_WIRE_EXPR,
@@ -66,7 +67,6 @@ from pyzenoh.routing.queries import (
     Queries,
 )
 from pyzenoh.routing.routers import RouterRegion
-from pyzenoh.routing.runs import PushRuns
 from pyzenoh.routing.tokens import Tokens
 from pyzenoh.routing.types import (
     RoutingConfig,
@@ -80,7 +80,7 @@ from pyzenoh.transport.fastpath import PushRun
 DEFAULT_CONFIG = RoutingConfig()
 
 
-class RoutingCore(RouterRegion, PeerRegion, PushRuns, Queries, Tokens, Interests):
+class RoutingCore(RouterRegion, PeerRegion, LonePushes, Queries, Tokens, Interests):
     """Routing tables and decisions of a Zenoh router, with no I/O and no clock."""
 
     def __init__(
@@ -116,7 +116,8 @@ class RoutingCore(RouterRegion, PeerRegion, PushRuns, Queries, Tokens, Interests
         self._data_routes = {}
         self._push_heads = {}
         self._query_routes = {}
-        self._route_caches = (self._data_routes, self._query_routes)  # type: ignore[assignment]
+        self._lone_routes = {}
+        self._route_caches = (self._data_routes, self._query_routes, self._lone_routes)  # type: ignore[assignment]
         self._timers = []
         self._timers_compact_at = MIN_TIMER_COMPACTION
         self._seq = itertools.count()

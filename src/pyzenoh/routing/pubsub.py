@@ -76,13 +76,13 @@ class PubSub(RoutingTables):
     _data_routes: dict[tuple[int, int, str, bool, int | None], DataRoute]
     _push_heads: dict[tuple[int, str, bool, int], bytes]  # encoded PUSH heads
 
-    def _data_route(self, f: Face, we: WireExpr, msg: Push) -> DataRoute:
-        cache_key = (f.fid, we.scope, we.suffix, we.mapping_sender, msg.node_id)
+    def _data_route(self, f: Face, we: WireExpr, node_id: int | None) -> DataRoute:
+        cache_key = (f.fid, we.scope, we.suffix, we.mapping_sender, node_id)
         route = self._data_routes.get(cache_key)
         if route is not None:
             self.stats.data_route_hits += 1
             return route
-        checked = self._routable(f, we, msg.node_id)
+        checked = self._routable(f, we, node_id)
         if isinstance(checked, str):
             route = DataRoute(None, reason=checked)
         elif "*" in checked[0]:
@@ -147,7 +147,7 @@ class PubSub(RoutingTables):
         return acl.dests
 
     def _on_push(self, f: Face, msg: Push, raw: bytes | None, reliable: bool) -> None:
-        route = self._data_route(f, msg.wire_expr, msg)
+        route = self._data_route(f, msg.wire_expr, msg.node_id)
         if route.key is None:
             self._drop(f.fid, route.reason, msg)
             return

@@ -120,7 +120,7 @@ class PushRuns(PubSub):
 
     def _on_push_run(self, f: Face, run: PushRun, reliable: bool) -> None:
         msg = run.first
-        route = self._data_route(f, msg.wire_expr, msg)
+        route = self._data_route(f, msg.wire_expr, msg.node_id)
         if route.key is None or route.acl is not None or self.observer is not None:
             self._push_run_one_by_one(f, run, reliable)
             return

@@ -131,6 +131,7 @@ class RoutingStats:
     pushes_routed: int = 0
     push_runs_routed: int = 0  # runs of same-shape PUSHes routed as one unit (runs.py)
     pushes_in_runs: int = 0  # the PUSHes they held (counted in pushes_routed too)
+    lone_pushes_routed: int = 0  # lone PUSHes forwarded from their bytes (lone.py; in pushes_routed too)
     requests_routed: int = 0
     query_timeouts: int = 0
     linkstates_received: int = 0

@@ -431,10 +431,10 @@ def _z32(buf: bytes, p: int, end: int) -> tuple[int, int] | None:
 
 def _run(f: PushFields, buf: bytes, pos: int, end: int, ends: Sequence[int], stride: int,
          prefix_len: int, payload_at: Sequence[int]) -> PushRun:  # fmt: skip
-    return PushRun(_push_of(f, buf), buf[pos:end], ends, stride, prefix_len, f[7] is not None, payload_at)
+    return PushRun(push_of(f, buf), buf[pos:end], ends, stride, prefix_len, f[7] is not None, payload_at)
 
 
-def _push_of(f: PushFields, buf: bytes) -> Push:
+def push_of(f: PushFields, buf: bytes) -> Push:
     """The codec's message for the fields :func:`scan_push` found."""
     _, scope, suffix, mapping, qos, body_offset, kind, ts, enc, a, b, node_id = f
     body = Del(ts) if kind == ID_DEL else Put(buf[a:b], enc, ts)
@@ -455,7 +455,7 @@ def decode_push(buf: bytes, pos: int, end: int) -> tuple[Push, int] | None:
     f = scan_push(buf, pos, end)
     if f is None:
         return None
-    return _push_of(f, buf), f[0]
+    return push_of(f, buf), f[0]
 
 
 def frame_head(buf: bytes, pos: int, end: int) -> tuple[int, int, int] | None:
@@ -472,11 +472,12 @@ def frame_head(buf: bytes, pos: int, end: int) -> tuple[int, int, int] | None:
     return sn, buf[p + 1], p + 2
 
 
-def lone_push(buf: bytes) -> tuple[Push, int, int, int] | None:
+def scan_lone(buf: bytes) -> tuple[PushFields, int, int, int] | None:
     """A batch that is one FRAME holding one common-shape PUSH (a ping, a publisher that
-    writes each put at once): (the PUSH, the FRAME's SN, its priority, the PUSH's offset);
-    the FRAME's R flag is ``buf[0] & FLAG_R``. None for anything else. The same FRAME as
-    :func:`decode_batch` gives, without building it."""
+    writes each put at once): (the PUSH's fields as :func:`scan_push` finds them, the
+    FRAME's SN, its priority, the PUSH's offset); the FRAME's R flag is
+    ``buf[0] & FLAG_R``. None for anything else. The same FRAME as :func:`decode_batch`
+    gives, without building anything."""
     end = len(buf)
     if not end or buf[0] & 0x1F != ID_FRAME:
         return None
@@ -489,7 +490,16 @@ def lone_push(buf: bytes) -> tuple[Push, int, int, int] | None:
     f = scan_push(buf, p, end)
     if f is None or f[0] != end:
         return None
-    return _push_of(f, buf), sn, priority, p
+    return f, sn, priority, p
+
+
+def lone_push(buf: bytes) -> tuple[Push, int, int, int] | None:
+    """:func:`scan_lone` with the PUSH built: (the PUSH, SN, priority, its offset)."""
+    lone = scan_lone(buf)
+    if lone is None:
+        return None
+    f, sn, priority, at = lone
+    return push_of(f, buf), sn, priority, at
 
 
 def _frame(
@@ -519,7 +529,7 @@ def _frame(
                 if keep_raw:
                     raws.append(run.data)
                 continue
-            messages.append(_push_of(f, buf))
+            messages.append(push_of(f, buf))
             p = f[0]
         if keep_raw:
             raws.append(buf[start:p])

@@ -41,6 +41,7 @@ from pyzenoh.transport.link import (
     LinkConfig,
     ReassemblyBudget,
     Received,
+    ReceivedPush,
     ReceivedRun,
     Role,
     State,
@@ -68,6 +69,8 @@ MAX_EVENTS_PER_TURN = 512
 EXPIRY_CHECK_MAX_S = 600.0
 
 EventCallback = Callable[["TcpLink", Event], None]
+#: Events carrying received data: handed on as they are (a class check per message).
+_DATA_EVENTS = frozenset((Received, ReceivedRun, ReceivedPush))
 
 
 class TcpLink(asyncio.BufferedProtocol):
@@ -478,7 +481,7 @@ class TcpLink(asyncio.BufferedProtocol):
     def _dispatch(self, events: list[Event]) -> None:
         cb = self.on_event
         for ev in events:
-            if isinstance(ev, Received | ReceivedRun):
+            if ev.__class__ in _DATA_EVENTS:
                 if cb is not None:
                     try:
                         cb(self, ev)

@@ -105,6 +105,7 @@ _HELP = {
     "pyzenoh_routing_pushes_routed": "PUSH messages routed.",
     "pyzenoh_routing_push_runs_routed": "Runs of same-shape PUSHes routed as one unit.",
     "pyzenoh_routing_pushes_in_runs": "PUSH messages routed as part of a run.",
+    "pyzenoh_routing_lone_pushes_routed": "Lone PUSH messages forwarded from their received bytes.",
     "pyzenoh_routing_requests_routed": "REQUEST messages routed.",
     "pyzenoh_routing_query_timeouts": "Query destinations that timed out.",
     "pyzenoh_routing_dropped": "Messages the routing core ignored, by reason.",

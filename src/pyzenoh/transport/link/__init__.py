@@ -53,6 +53,7 @@ from pyzenoh.transport.link.events import (
     Event,
     LinkClosed,
     Received,
+    ReceivedPush,
     ReceivedRun,
 )
 from pyzenoh.transport.link.handshake import COOKIE_LEN, initial_sn
@@ -66,7 +67,7 @@ __all__ = [
     "DEFAULT_REASSEMBLY_TIMEOUT_S", "DEFAULT_RESOLUTION", "KEEPALIVES_PER_LEASE", "LENGTH_PREFIX",
     "MAX_BATCH_SIZE", "MAX_FRAME_HEADER", "MIN_BATCH_SIZE", "NUM_PRIORITIES", "PATCH_LEVEL",
     "PRIORITY_DATA", "Established", "Event", "Link", "LinkClosed", "LinkConfig", "ReassemblyBudget",
-    "Received", "ReceivedRun", "Role", "State", "initial_sn", "sn_mask",
+    "Received", "ReceivedPush", "ReceivedRun", "Role", "State", "initial_sn", "sn_mask",
 ]  # fmt: skip
 
 

@@ -67,6 +67,9 @@ class LinkConfig:
     push_runs: bool = False
     #: With push_runs: runs may hold timestamped PUSHes (what a session gets from a router).
     stamped_runs: bool = False
+    #: Hand a batch that is one FRAME of one common-shape PUSH on undecoded, as a
+    #: :class:`ReceivedPush` (a router forwards it from its bytes: every ping-pong message).
+    lone_pushes: bool = False
 
     def __post_init__(self) -> None:
         if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:

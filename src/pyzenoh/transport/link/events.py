@@ -1,12 +1,13 @@
 """What a link reports to its caller: :class:`Established`, :class:`Received`,
-:class:`ReceivedRun` and :class:`LinkClosed` (together, :data:`Event`)."""
+:class:`ReceivedRun`, :class:`ReceivedPush` and :class:`LinkClosed` (together,
+:data:`Event`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from pyzenoh.codec import NetworkMessage, WhatAmI, ZenohId
-from pyzenoh.transport.fastpath import PushRun
+from pyzenoh.transport.fastpath import PushFields, PushRun, push_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,26 @@ class ReceivedRun:
     priority: int
 
 
+# Not frozen: built for every message routed (see Received).
+@dataclass(slots=True)
+class ReceivedPush:
+    """A batch that was one FRAME holding one common-shape PUSH, not decoded (only with
+    :attr:`LinkConfig.lone_pushes`): the batch, where the PUSH starts in it, and its fields
+    as :func:`~pyzenoh.transport.fastpath.scan_push` found them (offsets into ``batch``).
+    A router forwards it from these bytes; :meth:`received` is what the link reports
+    without ``lone_pushes``."""
+
+    batch: bytes
+    at: int
+    fields: PushFields
+    reliable: bool
+    priority: int
+
+    def received(self) -> Received:
+        """The same message as a decoded :class:`Received` (raw bytes kept)."""
+        return Received(push_of(self.fields, self.batch), self.batch[self.at :], self.reliable, self.priority)
+
+
 @dataclass(frozen=True, slots=True)
 class LinkClosed:
     """The link is over. ``by_peer``: the peer sent CLOSE or the connection dropped.
@@ -66,4 +87,4 @@ class LinkClosed:
     auth_failed: bool = False
 
 
-Event = Established | Received | ReceivedRun | LinkClosed
+Event = Established | Received | ReceivedRun | ReceivedPush | LinkClosed

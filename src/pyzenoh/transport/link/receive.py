@@ -25,11 +25,11 @@ from pyzenoh.codec import (
 from pyzenoh.codec.transport import FLAG_R
 from pyzenoh.errors import CloseReason, DecodeError, PeerError
 from pyzenoh.security.usrpwd import AuthError
-from pyzenoh.transport.fastpath import PushRun, lone_push
+from pyzenoh.transport.fastpath import PushRun, push_of, scan_lone
 from pyzenoh.transport.fastpath import decode_batch as fast_decode_batch
 from pyzenoh.transport.joining import MIN_JOIN, Joined, aligned, join
 from pyzenoh.transport.link.config import PRIORITY_DATA
-from pyzenoh.transport.link.events import Event, Received, ReceivedRun
+from pyzenoh.transport.link.events import Event, Received, ReceivedPush, ReceivedRun
 from pyzenoh.transport.link.handshake import Handshake
 from pyzenoh.transport.link.state import State, _channel
 
@@ -72,12 +72,16 @@ class Receiving(Handshake):
         return events
 
     def _on_batch(self, payload: bytes, now: float, events: list[Event]) -> None:
-        if self.state is State.ESTABLISHED and (lone := lone_push(payload)) is not None:
+        if self.state is State.ESTABLISHED and (lone := scan_lone(payload)) is not None:
             # One FRAME, one PUSH (every message of a ping-pong): no Frame is built.
-            push, sn, priority, at = lone
+            fields, sn, priority, at = lone
             reliable = bool(payload[0] & FLAG_R)
             if self._rx_channel(priority, reliable, sn) >= 0:
-                events.append(Received(push, payload[at:] if self._keep_raw else b"", reliable, priority))
+                if self.config.lone_pushes:
+                    events.append(ReceivedPush(payload, at, fields, reliable, priority))
+                else:
+                    raw = payload[at:] if self._keep_raw else b""
+                    events.append(Received(push_of(fields, payload), raw, reliable, priority))
             else:
                 log.debug("dropping frame with stale SN %d", sn)
             return
