@@ -64,3 +64,20 @@ def test_encode_timestamp_is_the_codecs_encoding(time: int, zid: int) -> None:
     out = bytearray()
     ts.write(out)
     assert encode_timestamp(ts) == bytes(out)
+
+
+@ROUNDTRIP
+@given(st.lists(st.tuples(st.one_of(st.floats(-10, 4e9), st.just(float("nan"))), st.booleans()), min_size=1,
+                max_size=60), st.integers(1, 2**128 - 1))  # fmt: skip
+def test_new_encoded_is_the_encoded_new_timestamp(steps: list[tuple[float, bool]], zid: int) -> None:
+    """Two clocks given the same observations: one issues Timestamps, the other their
+    encodings (what the lone-PUSH lane splices in)."""
+    from pyzenoh.routing.hlc import encode_timestamp
+
+    objects, encoded = Hlc(ZenohId(zid)), Hlc(ZenohId(zid))
+    for now, observe in steps:
+        if observe and not math.isnan(now):
+            seen = Timestamp(ntp64(now), ID)
+            assert objects.update(seen, now) == encoded.update(seen, now)
+        assert encoded.new_encoded(now) == encode_timestamp(objects.new_timestamp(now))
+        assert encoded.last == objects.last

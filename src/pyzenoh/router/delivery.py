@@ -94,7 +94,8 @@ class Delivery:
             rx = ev.received()
             self._on_message(face_id, rx.message, rx.raw, ev.reliable)
             return
-        self.stats.messages_in += 1
+        stats = self.stats
+        stats.messages_in += 1
         if not out:
             return
         qos = ev.fields[4]
@@ -115,8 +116,13 @@ class Delivery:
                 assert link is not None
                 if link.queued_bytes > hard_cap:
                     self._close_slow(fid, link)
+                # (_to_link, inlined: every lone PUSH comes here)
+                elif link.send(data, reliable=reliable, priority=priority, drop_if_full=not block, express=express):
+                    stats.messages_out += 1
+                    if block and link.is_full:
+                        self._block(fid, link)
                 else:
-                    self._to_link(fid, link, data, reliable, priority, express, block)
+                    stats.dropped += 1
         finally:
             self._ingress = -1
 

@@ -12,6 +12,7 @@ The clock reads no time itself: every call gets ``now`` (wall-clock seconds, a f
 from __future__ import annotations
 
 from pyzenoh.codec import Timestamp, ZenohId
+from pyzenoh.codec.primitives import write_vle
 
 #: Low bits of the NTP64 fraction used as a logical counter (uhlc's CMASK).
 COUNTER_BITS = 4
@@ -31,12 +32,13 @@ def ntp64(seconds: float) -> int:
 class Hlc:
     """Issues strictly increasing :class:`Timestamp` values carrying ``hlc_id``."""
 
-    __slots__ = ("_delta", "_last", "hlc_id")
+    __slots__ = ("_delta", "_id_parts", "_last", "hlc_id")
 
     def __init__(self, hlc_id: ZenohId, max_delta: float = DEFAULT_MAX_DELTA) -> None:
         self.hlc_id = hlc_id
         self._delta = ntp64(max_delta)
         self._last = 0
+        self._id_parts: bytes | None = None  # hlc_id encoded as in a timestamp
 
     @property
     def last(self) -> int:
@@ -44,12 +46,28 @@ class Hlc:
         return self._last
 
     def new_timestamp(self, now: float) -> Timestamp:
+        return Timestamp(self._tick(now), self.hlc_id)
+
+    def new_encoded(self, now: float) -> bytes:
+        """:meth:`new_timestamp`, encoded (as :func:`encode_timestamp`), without building
+        the Timestamp: what a router splices into every message it forwards."""
+        # (_tick and ntp64, inlined: this runs for every forwarded message)
+        physical = min(int(now * (1 << 32)), _U64_MAX) & ~_COUNTER_MASK if now > 0.0 else 0
+        last = self._last
+        last = self._last = physical if physical > (last & ~_COUNTER_MASK) else min(last + 1, _U64_MAX)
+        id_parts = self._id_parts
+        if id_parts is None:
+            id_parts = self._id_parts = _id_parts(self.hlc_id)
+        return _encode_time(last) + id_parts
+
+    def _tick(self, now: float) -> int:
+        """The NTP64 time of a new timestamp, issued."""
         physical = ntp64(now) & ~_COUNTER_MASK
         if physical > (self._last & ~_COUNTER_MASK):
             self._last = physical
         else:
             self._last = min(self._last + 1, _U64_MAX)
-        return Timestamp(self._last, self.hlc_id)
+        return self._last
 
     def reserve(self, now: float, n: int) -> int:
         """Issue ``n`` consecutive times at once (a run of messages stamped together) and
@@ -72,26 +90,37 @@ class Hlc:
 
 #: An id's encoding (length and bytes), per HLC id's value (an int hashes without a call).
 _ZID_PARTS: dict[int, bytes] = {}
+#: Ids whose encoding is kept (normally a handful of routers).
+MAX_CACHED_IDS = 64
+
+
+def _id_parts(zid: ZenohId) -> bytes:
+    """The id as a timestamp carries it: its length, then its bytes."""
+    out = bytearray()
+    Timestamp(0, zid).write(out)
+    return bytes(out[1:])
 
 
 def encode_timestamp(ts: Timestamp) -> bytes:
-    """``ts`` encoded as :meth:`Timestamp.write` does (VLE time, then the id), faster for
-    the times every current clock gives (2**56 <= time < 2**63: a nine-byte VLE): the
-    56 low bits are spread into eight 7-bit groups with a few integer operations."""
-    t = ts.time
+    """``ts`` encoded as :meth:`Timestamp.write` does (VLE time, then the id)."""
     zid = _ZID_PARTS.get(ts.id.value)
     if zid is None:
-        if len(_ZID_PARTS) >= 64:
+        if len(_ZID_PARTS) >= MAX_CACHED_IDS:
             _ZID_PARTS.clear()
-        out = bytearray()
-        Timestamp(0, ts.id).write(out)
-        zid = _ZID_PARTS[ts.id.value] = bytes(out[1:])
+        zid = _ZID_PARTS[ts.id.value] = _id_parts(ts.id)
+    return _encode_time(ts.time) + zid
+
+
+def _encode_time(t: int) -> bytes:
+    """The VLE encoding of an NTP64 time, faster for the times every current clock gives
+    (2**56 <= time < 2**63: nine bytes): the 56 low bits are spread into eight 7-bit
+    groups with a few integer operations."""
     if not (1 << 56) <= t < (1 << 63):
         out = bytearray()
-        ts.write(out)
+        write_vle(out, t)
         return bytes(out)
     x = t & 0x00FF_FFFF_FFFF_FFFF
     x = (x & 0x0FFF_FFFF) | ((x & 0x00FF_FFFF_F000_0000) << 4)
     x = (x & 0x0000_3FFF_0000_3FFF) | ((x & 0x0FFF_C000_0FFF_C000) << 2)
     x = (x & 0x007F_007F_007F_007F) | ((x & 0x3F80_3F80_3F80_3F80) << 1)
-    return (x | 0x8080_8080_8080_8080).to_bytes(8, "little") + bytes((t >> 56,)) + zid
+    return (x | 0x8080_8080_8080_8080).to_bytes(8, "little") + bytes((t >> 56,))

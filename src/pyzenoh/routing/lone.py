@@ -17,7 +17,6 @@ from __future__ import annotations
 from pyzenoh.codec import Push, Put, WireExpr
 from pyzenoh.codec.data import FLAG_T as PUT_FLAG_T
 from pyzenoh.routing.faces import MAX_ROUTE_CACHE, NORTH
-from pyzenoh.routing.hlc import encode_timestamp
 from pyzenoh.routing.runs import PushRuns
 from pyzenoh.transport.fastpath import ID_PUT, PushFields
 
@@ -56,7 +55,7 @@ class LonePushes(PushRuns):
         if fields[6] == ID_PUT and self.config.timestamping:
             ts = fields[7]
             if ts is None:
-                stamp = encode_timestamp(self._hlc.new_timestamp(wall))
+                stamp = self._hlc.new_encoded(wall)
                 body = b"".join((bytes((batch[off] | PUT_FLAG_T,)), stamp, batch[off + 1 :]))
             elif self._hlc.update(ts, wall):
                 body = batch[off:]

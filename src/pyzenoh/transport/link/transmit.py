@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pyzenoh.codec import Fragment, Frame, NetworkMessage, encode_network_message
 from pyzenoh.errors import UsageError
-from pyzenoh.transport.link.config import NUM_PRIORITIES, PRIORITY_DATA
+from pyzenoh.transport.link.config import LENGTH_PREFIX, NUM_PRIORITIES, PRIORITY_DATA
 from pyzenoh.transport.link.state import LinkBase, State, _channel
 
 #: The longest FRAME header: header byte, a five-byte SN, a two-byte priority extension.
@@ -111,13 +111,25 @@ class Transmitting(LinkBase):
             return None  # send() says what is wrong
         ch = priority * 2 + reliable  # _channel(), inlined: every express message comes here
         sn = self._tx_sn[ch]
-        header = self._frame_header(priority, reliable, sn)
-        n = len(header) + len(raw)
+        if priority == PRIORITY_DATA:  # (_frame_header's common case, inlined)
+            out = bytearray((0, 0, 0x25 if reliable else 0x05))
+            v = sn
+            while v >= 0x80:
+                out.append((v & 0x7F) | 0x80)
+                v >>= 7
+            out.append(v)
+        else:
+            out = bytearray(LENGTH_PREFIX)
+            out += self._frame_header(priority, reliable, sn)
+        n = len(out) - LENGTH_PREFIX + len(raw)
         if n > self._max_payload:
             return None
+        out += raw
+        out[0] = n & 0xFF  # the length prefix, u16 little-endian
+        out[1] = n >> 8
         self._tx_sn[ch] = (sn + 1) & self._mask
         self._sent_since_keepalive = True
-        return b"".join((n.to_bytes(2, "little"), header, raw))
+        return bytes(out)
 
     def data_to_send(self) -> bytes:
         """Every byte that should now be written to the connection, batches framed."""
