@@ -116,7 +116,7 @@ class Delivery:
                 assert link is not None
                 if link.queued_bytes > hard_cap:
                     self._close_slow(fid, link)
-                # (_to_link, inlined: every lone PUSH comes here)
+                # (as _deliver hands a Send to a link)
                 elif link.send(data, reliable=reliable, priority=priority, drop_if_full=not block, express=express):
                     stats.messages_out += 1
                     if block and link.is_full:
@@ -125,19 +125,6 @@ class Delivery:
                     stats.dropped += 1
         finally:
             self._ingress = -1
-
-    def _to_link(self: Daemon, face_id: int, link: TcpLink, data: bytes, reliable: bool, priority: int,
-                 express: bool, block: bool) -> bool:  # fmt: skip
-        """Queue one encoded message on a face's link: True when queued, False when dropped
-        (the queue is full and its congestion control is Drop). A Block message that
-        fills the queue pauses the face being routed from."""
-        if link.send(data, reliable=reliable, priority=priority, drop_if_full=not block, express=express):
-            self.stats.messages_out += 1
-            if block and link.is_full:
-                self._block(face_id, link)
-            return True
-        self.stats.dropped += 1
-        return False
 
     def _send_run(self: Daemon, send: Send) -> bool | None:
         """Queue a Send holding several messages (a routed run) to its face: True when
@@ -245,7 +232,11 @@ class Delivery:
                 data = encoded.get(msg_id)
                 if data is None:
                     data = encoded[msg_id] = encode_network_message(send.message)
-            if self._to_link(send.face, link, data, send.reliable, send.priority, send.express, send.block):
+            if link.send(data, reliable=send.reliable, priority=send.priority,
+                         drop_if_full=not send.block, express=send.express):  # fmt: skip
+                self.stats.messages_out += 1
+                if send.block and link.is_full:
+                    self._block(send.face, link)
                 if rec is not None:
                     if send.message.__class__ is copy_kind:
                         # A forwarded PUSH/REQUEST keeps its key.
@@ -255,15 +246,22 @@ class Delivery:
                             cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
                             pending = False
                         self._record_tx(send, data, cause)
-            elif rec is not None and copy_kind is Push and rx_key is not None and not route_recorded:
-                # The tx records say where a PUSH went; its route (every face with a
-                # subscriber, i.e. every send) is only worth a record when a send is
-                # dropped. One route record per routed message.
-                if pending:
-                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
-                    pending = False
-                rec.route(rx_ns, cause, rx_key, sorted({s.face for s in sends}))
-                route_recorded = True
+            else:
+                self.stats.dropped += 1
+                if (
+                    rec is not None
+                    and copy_kind is Push
+                    and rx_key is not None
+                    and not route_recorded
+                ):
+                    # The tx records say where a PUSH went; its route (every face with a
+                    # subscriber, i.e. every send) is only worth a record when a send is
+                    # dropped. One route record per routed message.
+                    if pending:
+                        cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                        pending = False
+                    rec.route(rx_ns, cause, rx_key, sorted({s.face for s in sends}))
+                    route_recorded = True
         if pending:
             if copy_kind is None:
                 rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)

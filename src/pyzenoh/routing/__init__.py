@@ -12,6 +12,8 @@ API
     core = RoutingCore(zid, config=RoutingConfig(), observer=None, access_control=None)
     core.add_face(face, zid, whatami, now, subject=None) -> list[Send]  # after OpenAck
     core.handle(face, msg, now, raw=None, reliable=True) -> list[Send]
+    core.handle_push_run(face, run, now, reliable=True) -> list[Send]  # a run of PUSHes
+    core.forward_lone(face, batch, at, fields, wall) -> list[(face, bytes)] | None
     core.remove_face(face, now)                       -> list[Send]   # closed / lease expired
     core.next_deadline()                              -> float | None
     core.handle_timer(now)                            -> list[Send]
@@ -23,6 +25,10 @@ API
   Outputs are in the order they must be sent, per destination face.
 * ``raw`` passed to :meth:`RoutingCore.handle` is the received encoding of ``msg``;
   ``reliable`` is the channel it arrived on (a routed PUSH keeps it).
+* ``forward_lone`` routes a lone PUSH from its received bytes (:mod:`.lone`): each
+  destination face and the bytes of its copy, or None when the lane does not cover the
+  message (then nothing was done: call ``handle``). Priority, express and block come
+  from the PUSH's QoS, as for a :class:`Send`.
 * Bad input from a face never raises anything but :class:`~pyzenoh.errors.PeerError`
   subclasses: messages that cannot be routed are dropped and reported to the observer
   (:class:`Dropped`) and counted in ``core.stats.dropped``; a face going over a cap of

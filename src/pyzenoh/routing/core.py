@@ -5,7 +5,8 @@ behaviour it reproduces. The rules live in one module each:
 
 * :mod:`.faces` -- per-face state (key-expression ids, entities, what the face was
   told) and how keys are resolved and written;
-* :mod:`.pubsub` -- subscribers and PUSH routing;
+* :mod:`.pubsub` -- subscribers and PUSH routing; :mod:`.runs` a run of same-shape
+  PUSHes as one unit, :mod:`.lone` a lone PUSH from its bytes;
 * :mod:`.queries` -- queryables, REQUEST routing, replies and finals, timeouts;
 * :mod:`.tokens` -- liveliness tokens;
 * :mod:`.interests` -- interests and their current answers;
