@@ -23,7 +23,11 @@ Cases (every load loop is bounded in message count and in time):
    time (utime + stime from /proc/<pid>/stat, 10 ms ticks) is read when the measured
    burst starts and once everything has arrived: router CPU microseconds per delivered
    message (for the fan-out, per delivery to one subscriber).
-6. ``pyzenoh router`` with recording (``pyzenoh.record.dir``) on case 1 in every round:
+6. 1 -> 1 throughput as zenoh's z_pub_thr/z_sub_thr run it: an eclipse-zenoh publisher
+   and subscriber in two processes of their own (not sharing a GIL, unlike case 1's
+   driver), 8-byte PUTs, Block, publishing for --seconds (at most 5M messages); the
+   subscriber's rate between its first and last sample (bench_pubsub.py's roles).
+7. ``pyzenoh router`` with recording (``pyzenoh.record.dir``) on case 1 in every round:
    its throughput and its cost in % of ``pyzenoh router`` without recording. The recorder
    process it starts is counted apart ("+ recorder" CPU), the RSS is the router's alone.
 
@@ -307,7 +311,7 @@ def router(kind: str, tmp: Path, tag: str) -> Iterator[tuple[subprocess.Popen[by
 
 
 def throughput(kind: str, args: argparse.Namespace, tmp: Path, tag: str, payload: int) -> dict[str, Any]:
-    """1 -> 1 through one router (case 1, 2 and 6), router RSS and CPU per message."""
+    """1 -> 1 through one router (cases 1, 2 and 7), router RSS and CPU per message."""
     with router(kind, tmp, tag) as (proc, endpoint, record_dir):
         window = Window(proc.pid)
 
@@ -332,6 +336,19 @@ def throughput(kind: str, args: argparse.Namespace, tmp: Path, tag: str, payload
             r["recorded_mb"] = round(sum(f.stat().st_size for f in record_dir.rglob("*") if f.is_file()) / 1e6, 2)
             shutil.rmtree(record_dir, ignore_errors=True)
         return r
+
+
+def separate(kind: str, args: argparse.Namespace, tmp: Path, tag: str) -> dict[str, Any]:
+    """1 -> 1 with the publisher and the subscriber in processes of their own (case 6)."""
+    import bench_pubsub  # (bench/ is on the path: this file runs as a script)
+
+    with router(kind, tmp, tag) as (_, endpoint, _):
+        try:
+            r = bench_pubsub.run_pair("zenoh", endpoint, args.seconds, 8)
+        except RuntimeError as e:
+            return {"error": str(e)}
+    sub, pub = r["sub"], r["pub"]
+    return {"msg_per_s": sub["rate"], "received": sub["count"], "sent": pub["sent"], "pub_msg_per_s": pub["rate"]}
 
 
 def fanout(kind: str, args: argparse.Namespace, tmp: Path, tag: str) -> dict[str, Any]:
@@ -426,6 +443,7 @@ def main() -> int:
         "tput1k": lambda k, a, t, tag: throughput(k, a, t, tag, 1024),
         "fanout": fanout,
         "latency": latency,
+        "tput8sep": separate,
     }
     results: dict[str, dict[str, list[dict[str, Any]]]] = {c: {REAL: [], PYZENOH: []} for c in cases}
     if not args.no_record:
@@ -462,6 +480,7 @@ def main() -> int:
         ("1->1 8 B, msg/s", "tput8", "msg_per_s", PYZENOH, "msg/s"),
         ("1->1 1 KiB, msg/s", "tput1k", "msg_per_s", PYZENOH, "msg/s"),
         (f"1->{FANOUT} 8 B, delivered msg/s", "fanout", "msg_per_s", PYZENOH, "msg/s"),
+        ("1->1 8 B, pub and sub apart, msg/s", "tput8sep", "msg_per_s", PYZENOH, "msg/s"),
         ("ping-pong median, us", "latency", "median_us", PYZENOH, "us"),
         ("ping-pong p99, us", "latency", "p99_us", PYZENOH, "us"),
         ("peak RSS 1->1 8 B, MiB", "tput8", "rss_peak_mb", PYZENOH, "MiB"),
