@@ -84,3 +84,16 @@ def test_stream_whole_and_split_give_the_same_batches(batch_list, data) -> None:
     assert got == payloads
     by_byte = BatchReader()
     assert [b for i in range(len(stream)) for b in by_byte.feed(stream[i : i + 1])] == payloads
+    # As a TcpLink reads: views of one buffer that the next read overwrites. Nothing the
+    # reader keeps or returns may still point into it.
+    shared = bytearray(len(stream) + 1)
+    reader = BatchReader()
+    got = []
+    prev = 0
+    for cut in [*cuts, len(stream)]:
+        piece = stream[prev:cut]
+        shared[: len(piece)] = piece
+        got += reader.feed(memoryview(shared)[: len(piece)])
+        shared[:] = b"\xee" * len(shared)
+        prev = cut
+    assert got == payloads and all(type(p) is bytes for p in got)

@@ -202,6 +202,37 @@ def test_a_large_read_is_handed_on_in_slices_in_order() -> None:
     run(main)
 
 
+def test_a_whole_batch_is_written_without_waiting_for_the_loop() -> None:
+    # Sends in one loop turn are coalesced into one write at its end, except that a whole
+    # batch queued is written at once: a read that routes megabytes (libuv reads a socket
+    # up to 32 times in a row) must not pile them up in memory before the first write.
+    async def main() -> None:
+        server_ev = Events()
+        lst = await listen("tcp/127.0.0.1:0", router_cfg(), server_ev)
+        client = await connect(lst.endpoints[0], client_cfg(), Events())
+        link = client.link
+        assert link is not None and client.transport is not None
+        small = encode_network_message(push("k", bytes(10)))
+        assert client.send_run(small * 3, [len(small), 2 * len(small), 3 * len(small)])
+        assert link.has_output  # a little: left for the end of the turn
+        big = encode_network_message(push("k", bytes(1000)))
+        n = link.batch_size // len(big) + 1
+        assert client.send_run(big * n, range(len(big), n * len(big) + 1, len(big)))
+        assert not link.has_output  # a whole batch and more: handed to the transport now
+        for _ in range(n):  # one by one: written once a whole batch is queued
+            client.send(big)
+        assert not link.has_output
+        client.send(small)
+        assert link.has_output
+        await server_ev.wait_for(lambda lk, e: len(server_ev.received()) == 3 + 2 * n + 1)
+        assert server_ev.received() == [push("k", bytes(10))] * 3 + [push("k", bytes(1000))] * (2 * n) + [
+            push("k", bytes(10))]  # fmt: skip
+        await client.aclose()
+        await lst.close()
+
+    run(main)
+
+
 def test_drop_when_full_and_block_until_room() -> None:
     async def main() -> None:
         server_ev = Events()

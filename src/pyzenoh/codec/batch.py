@@ -65,36 +65,40 @@ class BatchReader:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         buf = self._buf
-        if not buf:
-            # Nothing left over: cut the batches out of ``data`` itself (one copy each
-            # instead of two) and keep only its unfinished tail.
-            n = len(data)
-            if n >= LENGTH_PREFIX:
-                length = data[0] | (data[1] << 8)
-                if length == n - LENGTH_PREFIX and 0 < length <= self.max_payload:
-                    self.consumed += n  # exactly one batch: a ping, a small publisher
-                    return [bytes(data[LENGTH_PREFIX:])]
-        buf += data
+        if buf:
+            buf += data  # the unfinished batch of the last read comes first
+            src: bytes | bytearray | memoryview = buf
+        else:
+            src = data  # nothing left over: batches are cut out of ``data`` itself
+        n = len(src)
+        if n >= LENGTH_PREFIX and src is data:
+            length = data[0] | (data[1] << 8)
+            if length == n - LENGTH_PREFIX and 0 < length <= self.max_payload:
+                self.consumed += n  # exactly one batch: a ping, a small publisher
+                return [bytes(data[LENGTH_PREFIX:])]
         out: list[bytes] = []
         pos = 0
-        n = len(buf)
-        while n - pos >= LENGTH_PREFIX:
-            length = buf[pos] | (buf[pos + 1] << 8)
-            if length > self.max_payload:
-                raise DecodeError(
-                    f"batch of {length} bytes exceeds the negotiated {self.max_payload}",
-                    self.consumed + pos,
-                )
-            if length == 0:
-                raise DecodeError("empty batch", self.consumed + pos)
-            if n - pos - LENGTH_PREFIX < length:
-                break
-            start = pos + LENGTH_PREFIX
-            out.append(bytes(buf[start : start + length]))
-            pos = start + length
-        if pos:
+        # One copy per batch: slices of a view (a bytearray's slice is a copy of its own).
+        with memoryview(src) as view:
+            while n - pos >= LENGTH_PREFIX:
+                length = view[pos] | (view[pos + 1] << 8)
+                if length > self.max_payload:
+                    raise DecodeError(
+                        f"batch of {length} bytes exceeds the negotiated {self.max_payload}",
+                        self.consumed + pos,
+                    )
+                if length == 0:
+                    raise DecodeError("empty batch", self.consumed + pos)
+                if n - pos - LENGTH_PREFIX < length:
+                    break
+                start = pos + LENGTH_PREFIX
+                out.append(bytes(view[start : start + length]))
+                pos = start + length
+            if src is not buf and pos < n:
+                buf += view[pos:]  # the unfinished tail is kept: ``data`` is not ours
+        if src is buf and pos:
             del buf[:pos]
-            self.consumed += pos
+        self.consumed += pos
         return out
 
     @property

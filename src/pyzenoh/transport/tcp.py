@@ -4,7 +4,8 @@ Each :class:`TcpLink` is an :class:`asyncio.Protocol`: it owns one socket, one s
 :class:`Link` and one timer, and nothing else, so many links share an event loop without
 a slow peer holding up the others (a slow peer only fills its own outgoing queue).
 
-Output is coalesced: every ``send`` in one loop iteration ends up in the same write. The
+Output is coalesced: every ``send`` in one loop iteration ends up in the same write, unless
+a whole batch is queued before the iteration ends (then it is written at once). The
 outgoing queue (bytes queued in the link plus the transport's write buffer) is bounded:
 ``send(..., drop_if_full=True)`` drops when it is full (congestion control Drop) and
 :meth:`TcpLink.wait_writable` lets a Block sender wait for room.
@@ -314,7 +315,7 @@ class TcpLink(asyncio.BufferedProtocol):
                 transport.write(data)
                 return True
         link.send(message, reliable=reliable, priority=priority)
-        if express:
+        if express or link._pending_bytes >= link._max_payload:
             self._flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
@@ -332,7 +333,12 @@ class TcpLink(asyncio.BufferedProtocol):
             self.dropped += len(ends)
             return False
         link.send_run(data, ends, reliable=reliable, priority=priority)
-        if not self._flush_scheduled:
+        if link._pending_bytes >= link._max_payload:
+            # A whole batch is queued: written now. Waiting for the end of the loop's
+            # turn gains no batching, and one read can route megabytes (libuv reads a
+            # socket up to 32 times in a row while each read fills the buffer).
+            self._flush()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
         return True

@@ -156,49 +156,56 @@ class Transmitting(LinkBase):
         return bytes(out)
 
     def _pack(self) -> None:
-        """Turn every queued message into framed batches appended to the output."""
+        """Turn every queued message into framed batches appended to the output.
+
+        Batches are written straight into the output: a batch opens with room for its
+        length prefix, which is filled in when it closes (no copy of a batch buffer)."""
         pending = self._pending
         self._pending = []
         self._pending_bytes = 0
         maxp = self._max_payload
         out = self._out
-        batch = bytearray()
+        start = -1  # where the open batch's length prefix sits in out (-1: none open)
         mask = self._mask
         tx_sn = self._tx_sn
         qos = self._qos
         if qos:
             pending.sort(key=_run_priority)  # stable: send order within each priority
-        open_ch = -1  # the channel of the FRAME the batch holds
+        open_ch = -1  # the channel of the FRAME the open batch holds
         for prio, reliable, raws in pending:
             if not qos:
                 prio = PRIORITY_DATA
             ch = _channel(prio, reliable)
-            frame_open = ch == open_ch and bool(batch)
-            if not frame_open and batch:
-                _flush_batch(out, batch)  # one FRAME per batch
-                batch = bytearray()
+            frame_open = ch == open_ch and start >= 0
+            if not frame_open and start >= 0:
+                _close_batch(out, start)  # one FRAME per batch
+                start = -1
             for raw in raws:
                 n = len(raw)
-                if frame_open and len(batch) + n <= maxp:
-                    batch += raw
+                if frame_open and len(out) - start - LENGTH_PREFIX + n <= maxp:
+                    out += raw
                     continue
                 sn = tx_sn[ch]
                 header = self._frame_header(prio, reliable, sn)
-                if len(batch) + len(header) + n > maxp:
-                    if batch:
-                        _flush_batch(out, batch)
-                        batch = bytearray()
+                used = len(out) - start - LENGTH_PREFIX if start >= 0 else 0
+                if used + len(header) + n > maxp:
+                    if start >= 0:
+                        _close_batch(out, start)
+                        start = -1
                     if len(header) + n > maxp:
                         self._fragment(raw, prio, reliable, ch)
                         frame_open = False
                         continue
-                batch += header
-                batch += raw
+                if start < 0:
+                    start = len(out)
+                    out += b"\0\0"
+                out += header
+                out += raw
                 tx_sn[ch] = (sn + 1) & mask
                 frame_open = True
             open_ch = ch
-        if batch:
-            _flush_batch(out, batch)
+        if start >= 0:
+            _close_batch(out, start)
 
     def _fragment(self, raw: bytes, prio: int, reliable: bool, ch: int) -> None:
         """Cut one message that does not fit a batch into FRAGMENTs, one batch each."""
@@ -227,6 +234,13 @@ class Transmitting(LinkBase):
 
 def _run_priority(run: tuple[int, bool, list[bytes]]) -> int:
     return run[0]
+
+
+def _close_batch(out: bytearray, start: int) -> None:
+    """Fill in the length prefix at ``out[start]`` of the batch written after it."""
+    n = len(out) - start - LENGTH_PREFIX
+    out[start] = n & 0xFF
+    out[start + 1] = n >> 8
 
 
 def _flush_batch(out: bytearray, batch: bytearray) -> None:
