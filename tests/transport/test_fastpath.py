@@ -89,10 +89,19 @@ def both(payload: bytes) -> tuple[object, object]:
     return want, got
 
 
+def lone_push(payload: bytes) -> tuple[Push, int, int, int] | None:
+    """:func:`fastpath.scan_lone` with the PUSH built: (the PUSH, SN, priority, offset)."""
+    lone = fastpath.scan_lone(payload)
+    if lone is None:
+        return None
+    fields, sn, priority, at = lone
+    return fastpath.push_of(fields, payload), sn, priority, at
+
+
 def check_lone(payload: bytes) -> None:
-    """Whenever :func:`fastpath.lone_push` answers, it means the one FRAME holding one PUSH
+    """Whenever :func:`fastpath.scan_lone` answers, it means the one FRAME holding one PUSH
     that the decoder finds."""
-    lone = fastpath.lone_push(payload)
+    lone = lone_push(payload)
     if lone is None:
         return
     push, sn, priority, at = lone
@@ -142,14 +151,14 @@ def test_agrees_with_codec_on_noise(blob: bytes) -> None:
 @given(simple_pushes, st.booleans(), st.one_of(cs.u32, st.integers(0, 0x7F)), st.integers(0, 7))
 def test_a_lone_push_is_found(push: Push, reliable: bool, sn: int, priority: int) -> None:
     """A batch of one FRAME holding one common-shape PUSH (every message of a ping-pong)
-    is taken by lone_push; the same with anything after the PUSH is not."""
+    is taken by scan_lone; the same with anything after the PUSH is not."""
     if fastpath.decode_push(raw := encode_network_message(push), 0, len(raw)) is None:
         return  # a shape the fast path leaves to the codec
     payload = encode_batch([Frame(reliable, sn, (push,), priority)])
-    lone = fastpath.lone_push(payload)
+    lone = lone_push(payload)
     assert lone is not None and lone[0] == push and lone[1:3] == (sn, priority)
     check_lone(payload)
-    assert fastpath.lone_push(encode_batch([Frame(reliable, sn, (push, push), priority)])) is None
+    assert fastpath.scan_lone(encode_batch([Frame(reliable, sn, (push, push), priority)])) is None
 
 
 def test_captured_router_push() -> None:

@@ -493,15 +493,6 @@ def scan_lone(buf: bytes) -> tuple[PushFields, int, int, int] | None:
     return f, sn, priority, p
 
 
-def lone_push(buf: bytes) -> tuple[Push, int, int, int] | None:
-    """:func:`scan_lone` with the PUSH built: (the PUSH, SN, priority, its offset)."""
-    lone = scan_lone(buf)
-    if lone is None:
-        return None
-    f, sn, priority, at = lone
-    return push_of(f, buf), sn, priority, at
-
-
 def _frame(
     buf: bytes, pos: int, end: int, r: Reader, keep_raw: bool, runs: bool, stamped: bool
 ) -> tuple[Frame, int] | None:
