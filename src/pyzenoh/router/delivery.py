@@ -88,8 +88,13 @@ class Delivery:
     def _on_lone_push(self: Daemon, face_id: int, ev: ReceivedPush) -> None:
         """A lone PUSH, forwarded from its bytes when the core's lane covers it
         (routing/lone.py: not when recording), else decoded and routed as any message."""
-        out = None if self.recorder is not None else self.core.forward_lone(face_id, ev.batch, ev.at, ev.fields,
-                                                                           _time())  # fmt: skip
+        out = None
+        if self.recorder is None:
+            try:
+                out = self.core.forward_lone(face_id, ev.batch, ev.at, ev.fields, _time())
+            except PeerError as exc:  # as in _on_message: the face that sent it is closed
+                self._bad_input(face_id, exc)
+                return
         if out is None:
             rx = ev.received()
             self._on_message(face_id, rx.message, rx.raw, ev.reliable)
