@@ -40,6 +40,13 @@ from pyzenoh.transport.link.events import Established, Event, LinkClosed
 log = logging.getLogger(__name__)
 
 
+def close_batch(out: bytearray, start: int) -> None:
+    """Fill in the length prefix at ``out[start]`` (two bytes reserved there) of the batch
+    written after it: batches are written straight into a link's output."""
+    n = len(out) - start - LENGTH_PREFIX
+    out[start] = n & 0xFF
+    out[start + 1] = n >> 8
+
 class State(Enum):
     INIT_SENT = "init-sent"  # opener: waiting for InitAck
     OPEN_SENT = "open-sent"  # opener: waiting for OpenAck
@@ -167,9 +174,7 @@ class LinkBase:
         start = len(out)
         out += b"\x00\x00"
         message.write(out)
-        n = len(out) - start - LENGTH_PREFIX
-        out[start] = n & 0xFF
-        out[start + 1] = n >> 8
+        close_batch(out, start)
 
     def _defrag_reset(self, d: _Defrag) -> None:
         held = len(d.buf)

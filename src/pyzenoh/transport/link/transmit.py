@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pyzenoh.codec import Fragment, Frame, NetworkMessage, encode_network_message
 from pyzenoh.errors import UsageError
 from pyzenoh.transport.link.config import LENGTH_PREFIX, NUM_PRIORITIES, PRIORITY_DATA
-from pyzenoh.transport.link.state import LinkBase, State, _channel
+from pyzenoh.transport.link.state import LinkBase, State, _channel, close_batch
 
 #: The longest FRAME header: header byte, a five-byte SN, a two-byte priority extension.
 MAX_FRAME_HEADER = 8
@@ -178,7 +178,7 @@ class Transmitting(LinkBase):
             ch = _channel(prio, reliable)
             frame_open = ch == open_ch and start >= 0
             if not frame_open and start >= 0:
-                _close_batch(out, start)  # one FRAME per batch
+                close_batch(out, start)  # one FRAME per batch
                 start = -1
             for raw in raws:
                 n = len(raw)
@@ -190,7 +190,7 @@ class Transmitting(LinkBase):
                 used = len(out) - start - LENGTH_PREFIX if start >= 0 else 0
                 if used + len(header) + n > maxp:
                     if start >= 0:
-                        _close_batch(out, start)
+                        close_batch(out, start)
                         start = -1
                     if len(header) + n > maxp:
                         self._fragment(raw, prio, reliable, ch)
@@ -205,7 +205,7 @@ class Transmitting(LinkBase):
                 frame_open = True
             open_ch = ch
         if start >= 0:
-            _close_batch(out, start)
+            close_batch(out, start)
 
     def _fragment(self, raw: bytes, prio: int, reliable: bool, ch: int) -> None:
         """Cut one message that does not fit a batch into FRAGMENTs, one batch each."""
@@ -219,16 +219,16 @@ class Transmitting(LinkBase):
         while pos < total:
             sn = self._tx_sn[ch]
             self._tx_sn[ch] = (sn + 1) & mask
-            head = bytearray()
-            Fragment(reliable, sn, b"", True, prio, first).write(head)
-            room = maxp - len(head)
-            chunk = view[pos : pos + room]
+            start = len(out)
+            out += b"\0\0"
+            Fragment(reliable, sn, b"", True, prio, first).write(out)
+            head = start + LENGTH_PREFIX  # the FRAGMENT header byte
+            chunk = view[pos : pos + maxp - (len(out) - head)]
             pos += len(chunk)
             if pos >= total:
-                head[0] &= ~0x40  # clear M on the last fragment
-            batch = head
-            batch += chunk
-            _flush_batch(out, batch)
+                out[head] &= ~0x40  # clear M on the last fragment
+            out += chunk
+            close_batch(out, start)
             first = False
 
 
@@ -236,15 +236,3 @@ def _run_priority(run: tuple[int, bool, list[bytes]]) -> int:
     return run[0]
 
 
-def _close_batch(out: bytearray, start: int) -> None:
-    """Fill in the length prefix at ``out[start]`` of the batch written after it."""
-    n = len(out) - start - LENGTH_PREFIX
-    out[start] = n & 0xFF
-    out[start + 1] = n >> 8
-
-
-def _flush_batch(out: bytearray, batch: bytearray) -> None:
-    n = len(batch)
-    out.append(n & 0xFF)
-    out.append(n >> 8)
-    out += batch
