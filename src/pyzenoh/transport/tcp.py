@@ -315,11 +315,7 @@ class TcpLink(asyncio.BufferedProtocol):
                 transport.write(data)
                 return True
         link.send(message, reliable=reliable, priority=priority)
-        if express or link._pending_bytes >= link._max_payload:
-            self._flush()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+        self._queued(link, express)
         return True
 
     def send_run(self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = 5,
@@ -333,15 +329,19 @@ class TcpLink(asyncio.BufferedProtocol):
             self.dropped += len(ends)
             return False
         link.send_run(data, ends, reliable=reliable, priority=priority)
-        if link._pending_bytes >= link._max_payload:
-            # A whole batch is queued: written now. Waiting for the end of the loop's
-            # turn gains no batching, and one read can route megabytes (libuv reads a
-            # socket up to 32 times in a row while each read fills the buffer).
+        self._queued(link, False)
+        return True
+
+    def _queued(self, link: Link, express: bool) -> None:
+        """Something was queued on ``link``: written now when express or when a whole
+        batch is queued, else at the end of the loop's turn (one write for all of it).
+        Waiting with a whole batch gains no batching, and one read can route megabytes
+        (libuv reads a socket up to 32 times in a row while each read fills the buffer)."""
+        if express or link._pending_bytes >= link._max_payload:
             self._flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
-        return True
 
     async def wait_writable(self) -> None:
         """Wait until the outgoing queue has room (or the link closed)."""
