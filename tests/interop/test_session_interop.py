@@ -479,12 +479,19 @@ def test_peer_mode_against_router(router: Proc, zs: zenoh.Session, zs2: zenoh.Se
         assert sub.recv(timeout=WAIT).payload.to_string() == "from-zenoh"
         peer.put(f"{prefix}/p", "from-peer")
         assert q.get(timeout=WAIT).payload.to_string() == "from-peer"
+        lq, lcb = zqueue()
+        zlsub = zs.liveliness().declare_subscriber(f"{prefix}/**", lcb)
+        settle()
         tok = peer.liveliness().declare_token(f"{prefix}/ptok")
         lsub = peer.liveliness().declare_subscriber(f"{prefix}/**", history=True)
         assert str(lsub.recv(timeout=WAIT).key_expr) == f"{prefix}/ptok"  # delivered locally
+        # the router has the token once it passed it on (the local delivery above does not say so)
+        assert str(lq.get(timeout=WAIT).key_expr) == f"{prefix}/ptok"
         assert [str(r.ok.key_expr) for r in zs2.liveliness().get(f"{prefix}/**", timeout=10)] == [f"{prefix}/ptok"]
         tok.undeclare()
         assert lsub.recv(timeout=WAIT).kind is pz.SampleKind.DELETE
+        assert lq.get(timeout=WAIT).kind == zenoh.SampleKind.DELETE
+        zlsub.undeclare()
         zsub.undeclare()
 
 

@@ -192,11 +192,13 @@ def test_kill_9_leaves_closed_segments_intact_and_open_one_readable(
         line = proc.stdout.readline()
         assert line.startswith("ready "), line
         # Let the open segment get a few complete chunks, then kill mid-write. The child
-        # is frozen while we look, so it cannot start a new segment between look and kill.
+        # is frozen while we look, so it cannot start a new segment between look and kill;
+        # it may be frozen between closing one segment and opening the next, so the newest
+        # must still be open.
         for _ in range(2000):
             os.kill(proc.pid, signal.SIGSTOP)
-            newest = list_segments(rec_dir)[-1][1]
-            if len(scan_segment(newest).chunks) >= 2:
+            newest = scan_segment(list_segments(rec_dir)[-1][1])
+            if not newest.closed and len(newest.chunks) >= 2:
                 break
             os.kill(proc.pid, signal.SIGCONT)
             time.sleep(0.005)
