@@ -22,6 +22,7 @@ from tests.interop.zenoh_procs import (
     start_router,
     zenoh_config,
 )
+from tests.waits import routed
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -47,21 +48,6 @@ def settle() -> None:
     """Let declarations propagate through the router (they have no acknowledgement): for
     what :func:`routed` cannot tell (an absence, liveliness, a session's own entities)."""
     time.sleep(0.3)
-
-
-def routed(session: Any, key: str, *, query: bool = False) -> None:
-    """Wait (bounded) until ``session`` (eclipse-zenoh or pyzenoh) knows a subscriber, or
-    with ``query`` a queryable, elsewhere for ``key``: the matching status of a publisher
-    (querier) of its own turns true once the router has passed the declaration on. Only
-    where ``session`` holds no matching entity itself."""
-    probe = session.declare_querier(key) if query else session.declare_publisher(key)
-    try:
-        deadline = time.monotonic() + WAIT
-        while not probe.matching_status.matching:
-            assert time.monotonic() < deadline, f"{key}: no route within {WAIT} s"
-            time.sleep(0.01)
-    finally:
-        probe.undeclare()
 
 
 def drain(handler: Any, timeout: float = WAIT) -> list[Any]:

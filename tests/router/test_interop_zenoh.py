@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.router.conftest import RouterProc, zenoh, zenoh_config
+from tests.waits import routed
 
 pytestmark = pytest.mark.interop
 
@@ -59,7 +60,7 @@ def test_pub_sub_between_clients(open_session) -> None:  # type: ignore[no-untyp
     a, b = open_session(), open_session()
     cb, q = collector()
     b.declare_subscriber("demo/**", cb)
-    settle()
+    routed(a, "demo/a")
     a.put("demo/a", b"hello")
     [sample] = take(q)
     assert str(sample.key_expr) == "demo/a"
@@ -94,7 +95,7 @@ def test_payload_sizes_encoding_attachment(open_session, size: int) -> None:  # 
     a, b = open_session(), open_session()
     cb, q = collector()
     b.declare_subscriber(f"size/{size}", cb)
-    settle()
+    routed(a, f"size/{size}")
     payload = bytes(i % 251 for i in range(size))
     a.put(f"size/{size}", payload, encoding="text/plain;charset=utf-8", attachment=b"ATT")
     [sample] = take(q, timeout=30)
@@ -138,7 +139,8 @@ def test_get_and_queryables_with_targets(open_session) -> None:  # type: ignore[
 
     b.declare_queryable("q/**", reply_b)
     c.declare_queryable("q/x", lambda query: query.reply("q/x", b"from-c"), complete=True)
-    settle()
+    routed(a, "q/y", query=True)  # b's only
+    routed(a, "q/x", query=True, target=zenoh.QueryTarget.ALL_COMPLETE)  # c's only
     none = zenoh.ConsolidationMode.NONE
     assert _replies(a, "q/**", target=zenoh.QueryTarget.ALL, consolidation=none, timeout=5) == [
         ("ok", "q/b", b"from-b"), ("ok", "q/x", b"from-c"),
@@ -166,7 +168,7 @@ def test_query_parameters_payload_and_errors(open_session) -> None:  # type: ign
             query.reply("e/k", b"ok")
 
     b.declare_queryable("e/k", handler)
-    settle()
+    routed(a, "e/k", query=True)
     assert _replies(a, "e/k?x=1", payload=b"body", timeout=5) == [("ok", "e/k", b"ok")]
     assert take(seen) == [("x=1", b"body")]
     assert _replies(a, "e/k?fail=1", timeout=5) == [("err", "", b"nope")]
@@ -182,7 +184,7 @@ def test_query_timeout(open_session) -> None:  # type: ignore[no-untyped-def]
     a, b = open_session(), open_session()
     held: list[Any] = []  # keeping the query alive keeps zenoh from finalising it
     b.declare_queryable("slow/q", held.append)
-    settle()
+    routed(a, "slow/q", query=True)
     replies = _replies(a, "slow/q", timeout=1.5)
     assert [(kind, payload) for kind, _, payload in replies] == [("err", b"Timeout")]
     assert len(held) == 1
@@ -268,7 +270,7 @@ def test_garbage_peer_does_not_disturb_others(router: RouterProc, open_session) 
     a, b = open_session(), open_session()
     cb, q = collector()
     b.declare_subscriber("g/x", cb)
-    settle()
+    routed(a, "g/x")
     for junk in (b"\xff\xff" + b"\x00" * 100, b"\x05\x00\x01\x09\x72\x01\x02", b"\x03\x00\x41\x09\xff"):
         with socket.create_connection(("127.0.0.1", router.port), timeout=5) as s:
             s.sendall(junk)
