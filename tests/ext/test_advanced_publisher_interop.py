@@ -28,6 +28,7 @@ from tests.ext.advanced_helpers import (
     until,
 )
 from tests.interop.zenoh_procs import Proc, pyzenoh_config
+from tests.waits import routed
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -43,6 +44,7 @@ def test_pyzenoh_publisher_history_and_live_to_zenoh(ps: pyzenoh.Session, zs: ze
         for i in range(8):
             pub.put(f"h{i}", attachment=b"att")
         settle()  # the live samples are gone before the subscriber comes
+        assert until(lambda: reachable(zs, f"{key}/@adv/**?_max=1"))  # the router knows the cache
         got: list[Any] = []
         misses: list[Any] = []
         sub = zx.declare_advanced_subscriber(zs, key, got.append,
@@ -154,7 +156,7 @@ def test_zenoh_subscriber_recovers_from_pyzenoh_cache(ps: pyzenoh.Session, zs: z
         misses: list[Any] = []
         sub = zx.declare_advanced_subscriber(zs, key, got.append, recovery=recovery)
         sub.sample_miss_listener(misses.append)
-        settle()
+        routed(ps, key)  # the publisher knows the subscriber (puts before that are not sent)
         pub.put("s0")
         assert until(lambda: len(got) == 1)
         _Lossy(pub, 1)
@@ -173,7 +175,7 @@ def test_zenoh_subscriber_reports_miss_from_pyzenoh(ps: pyzenoh.Session, zs: zen
         got: list[Any] = []
         sub = zx.declare_advanced_subscriber(zs, key, got.append)
         misses = sub.sample_miss_listener()
-        settle()
+        routed(ps, key)
         pub.put("m0")
         _Lossy(pub, 2)
         pub.put("m1")
@@ -259,6 +261,7 @@ def test_pyzenoh_delete_in_cache(ps: pyzenoh.Session, zs: zenoh.Session, key: st
                                        sample_miss_detection=px.MissDetectionConfig()) as pub:  # fmt: skip
         pub.put("x")
         pub.delete()
+        assert until(lambda: reachable(zs, f"{key}/@adv/**?_max=1"))  # the router knows the cache
         got: list[Any] = []
         sub = zx.declare_advanced_subscriber(zs, key, got.append, history=zx.HistoryConfig())
         assert until(lambda: len(got) == 2)
