@@ -19,8 +19,10 @@ zenoh = pytest.importorskip("zenoh")
 
 pytestmark = pytest.mark.interop
 
-#: Settling time after each change, so declarations reach every session (no assertion on it).
-SETTLE = 0.2
+#: Settling time after each change, so declarations reach every session. The outcomes do
+#: depend on it (both routers must have passed a change on before the next step); 0.2 s
+#: was once too short under a full suite's load.
+SETTLE = 0.35
 STARTUP_TIMEOUT = 20.0
 
 
