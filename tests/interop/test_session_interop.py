@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import queue
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -107,6 +108,44 @@ def test_pyzenoh_to_pyzenoh_and_local(router: Proc, ps: pz.Session, prefix: str)
         assert remote.recv(timeout=WAIT).payload.to_string() == "v"
         s = local.recv(timeout=WAIT)  # delivered locally, not echoed by the router
         assert s.payload.to_string() == "v" and s.timestamp is None
+
+
+def test_publisher_bursts_arrive_whole_and_in_order(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
+    """Two publishers put as fast as they can, interleaved with the session's own puts and
+    deletes (their runs are sent together): a zenoh subscriber and a local one get every
+    sample once, in the order put, large ones (fragmented) included."""
+    got: list[tuple[str, str, bytes]] = []
+    done = threading.Event()
+    rounds = 2000
+    total = sum(i % 5 + 2 for i in range(rounds)) + 2 * 20
+
+    def collect(s: Any) -> None:
+        got.append((str(s.key_expr), str(s.kind), s.payload.to_bytes()))
+        if len(got) == total:
+            done.set()
+
+    zsub = zs.declare_subscriber(f"{prefix}/**", collect)
+    local = ps.declare_subscriber(f"{prefix}/**", handler=pz.handlers.FifoChannel(total + 1))
+    routed(ps, f"{prefix}/a")
+    block = pz.CongestionControl.BLOCK  # Drop (the default) may drop when the link's queue is full
+    a = ps.declare_publisher(f"{prefix}/a", congestion_control=block)
+    b = ps.declare_publisher(f"{prefix}/b", congestion_control=block)
+    expected: list[tuple[str, str, bytes]] = []
+    for i in range(rounds):
+        big = b"x" * 100_000 if i % 500 == 7 else b""
+        for j, (pub, key) in enumerate([(a, "a")] * (i % 5 + 1) + [(b, "b")]):
+            payload = f"{key}{i}.{j}".encode() + big
+            pub.put(payload)
+            expected.append((f"{prefix}/{key}", "SampleKind.PUT", payload))
+        if i % 100 == 50:
+            ps.put(f"{prefix}/s", str(i), congestion_control=block)
+            ps.delete(f"{prefix}/s", congestion_control=block)
+            expected += [(f"{prefix}/s", "SampleKind.PUT", str(i).encode()), (f"{prefix}/s", "SampleKind.DELETE", b"")]
+    assert done.wait(WAIT * 4), f"{len(got)} of {total} samples"
+    assert got == expected
+    mine = [local.recv(timeout=WAIT) for _ in range(total)]
+    assert [(str(s.key_expr), str(s.kind), s.payload.to_bytes()) for s in mine] == expected
+    zsub.undeclare()
 
 
 def test_wildcard_subscribers(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:

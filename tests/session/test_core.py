@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ from pyzenoh.codec import (
     WhatAmI,
     WireExpr,
     ZenohId,
+    encode_network_message,
 )
 from pyzenoh.errors import UsageError
 from pyzenoh.session import types as t
@@ -200,6 +202,49 @@ def test_publisher_fast_path_bytes() -> None:
             Push(WireExpr(3, "", True), Put(payload, t.to_encoding("text/plain")), qos=0x1C)
         )
         assert st.encode(payload) == expected
+
+
+def _publisher_twins(mode: WhatAmI) -> tuple[Harness, Harness, Any]:
+    """Two identical cores (a second face for peers) with a local subscriber each, and a
+    publisher's precomputed state on big/x."""
+    from pyzenoh.session.api import PublisherState
+
+    cores = (Harness(mode), Harness(mode))
+    for h in cores:
+        if mode is WhatAmI.PEER:
+            other = ZenohId.from_str("b1b2b3b4b5b6b7b8")
+            h.core.on_established(Established(other, WhatAmI.PEER, 10_000, 65535, 0x0A, True, 1, 0, 0), fid=7)
+        h.core.declare_subscriber("big/*", Sink())
+        h.core.declare_publisher("big/x")
+        h.core.take_outbox()
+        h.flush()
+    st = PublisherState(t.to_key_expr("big/x"), "text/plain", None, None, None, None)
+    st.bind(1, 1)
+    return cores[0], cores[1], st
+
+
+@pytest.mark.parametrize("mode", [WhatAmI.CLIENT, WhatAmI.PEER])
+def test_a_run_of_puts_is_the_puts_one_by_one(mode: WhatAmI) -> None:
+    """``put_encoded_run`` sends the bytes ``put`` would send for each, in order, and
+    delivers the same samples locally, on a client's router face and on a peer's faces."""
+    one, joined, st = _publisher_twins(mode)
+    payloads = [b"", b"a" * 8, b"b" * 200, b"c" * 70_000, b"d"]
+    for p in payloads:
+        one.core.put("big/x", Put(p, st.wire_encoding))
+    joined.core.put_encoded_run("big/x", [st.encode(p) for p in payloads], payloads, st.wire_encoding)
+    singles = [(encode_network_message(m), *rest) for m, *rest in one.core.take_outbox()]
+    runs = joined.core.take_outbox()
+    if mode is WhatAmI.CLIENT:
+        [(run, *rest)] = runs
+        assert all(tuple(rest) == tuple(other) for _, *other in singles)
+        assert run.data == b"".join(raw for raw, *_ in singles)
+        assert list(run.ends) == list(itertools.accumulate(len(raw) for raw, *_ in singles))
+    else:  # per face, message by message, as each put goes
+        assert runs == singles
+    one_by_one = [sample for _, sample in one.core.take_deliveries()]
+    [(_, batch)] = joined.core.take_deliveries()
+    assert batch.samples == one_by_one
+    assert [s.payload for s in batch.samples] == payloads
 
 
 # --- queries: our gets --------------------------------------------------------------------------

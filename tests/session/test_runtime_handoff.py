@@ -10,7 +10,11 @@ import itertools
 import threading
 from typing import Any
 
-from pyzenoh.session.runtime.handoff import DRAIN_BATCH, Handoff
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from pyzenoh.session.runtime.handoff import DRAIN_BATCH, Handoff, Joinable
+from tests.hyp import examples
 
 
 def handoff_on(loop: asyncio.AbstractEventLoop, trace: list[str]) -> Any:
@@ -51,3 +55,38 @@ def test_the_loop_writes_between_turns_of_a_long_backlog() -> None:
     # a flush after each turn of at most DRAIN_BATCH operations
     assert flushes[0] == DRAIN_BATCH and len(flushes) >= 3
     assert all(b - a - 1 <= DRAIN_BATCH for a, b in itertools.pairwise(flushes))
+
+
+def _drain_all(h: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """Run the loop until every handed-over operation ran."""
+    while h._ops or h._wakeup:
+        loop.run_until_complete(asyncio.sleep(0))
+
+
+@examples(200, 50)
+@example(["a"] * (DRAIN_BATCH + 5) + ["b", "a"])
+@given(st.lists(st.sampled_from(["a", "b", "plain"]), max_size=3 * DRAIN_BATCH // 2))
+def test_joinable_operations_run_as_runs_of_their_group(kinds: list[str]) -> None:
+    """Consecutive operations of one group run as one call with all their items, in
+    order; another group or any other operation between them ends the run, and a run
+    holds at most DRAIN_BATCH items."""
+    loop = asyncio.new_event_loop()
+    trace: list[str] = []
+    h = handoff_on(loop, trace)
+    calls: list[tuple[str, list[int]]] = []
+    groups = {g: object() for g in ("a", "b")}
+    try:
+        for i, kind in enumerate(kinds):
+            if kind == "plain":
+                h.submit(lambda i=i: calls.append(("plain", [i])))
+            else:
+                h.submit(Joinable(groups[kind], i, lambda items, kind=kind: calls.append((kind, items))))
+        _drain_all(h, loop)
+    finally:
+        loop.close()
+    assert [i for _, items in calls for i in items] == list(range(len(kinds)))
+    assert all(kinds[i] == kind for kind, items in calls for i in items)
+    # maximal: a run ends only where the group changes or the run is full
+    for (k1, items1), (k2, _) in itertools.pairwise(calls):
+        assert k1 == "plain" or k1 != k2 or len(items1) == DRAIN_BATCH
+    assert all(len(items) <= DRAIN_BATCH for _, items in calls)

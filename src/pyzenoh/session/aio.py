@@ -153,8 +153,8 @@ class AsyncPublisher(PublisherSettings, _AsyncEntity):
             return
         if encoding is None and attachment is None and timestamp is None:
             data = t.to_payload(payload)
-            rt.core.put_encoded(st.key, st.encode(data), data, st.wire_encoding, priority=st.priority,
-                                block=st.block, express=st.express, reliable=st.reliable)  # fmt: skip
+            rt.core.put_encoded_run(st.key, [st.encode(data)], [data], st.wire_encoding, priority=st.priority,
+                                    block=st.block, express=st.express, reliable=st.reliable)  # fmt: skip
         else:
             body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp)
             rt.core.put(st.key, body, priority=st.priority, block=st.block, express=st.express,

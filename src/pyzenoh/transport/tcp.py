@@ -319,9 +319,10 @@ class TcpLink(asyncio.BufferedProtocol):
         return True
 
     def send_run(self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = 5,
-                 drop_if_full: bool = False) -> bool:  # fmt: skip
+                 drop_if_full: bool = False, express: bool = False) -> bool:  # fmt: skip
         """Queue several encoded messages at once (see :meth:`Link.send_run`); with
-        ``drop_if_full`` all of them are dropped when the queue is full (False)."""
+        ``drop_if_full`` all of them are dropped when the queue is full (False);
+        ``express``: written now."""
         link = self.link
         if link is None or self.closed.done():
             return False
@@ -329,7 +330,7 @@ class TcpLink(asyncio.BufferedProtocol):
             self.dropped += len(ends)
             return False
         link.send_run(data, ends, reliable=reliable, priority=priority)
-        self._queued(link, False)
+        self._queued(link, express)
         return True
 
     def _queued(self, link: Link, express: bool) -> None:

@@ -1,8 +1,10 @@
 """Publishers: their settings, and the fast path of a plain put.
 
 A :class:`PublisherState` holds what a publisher precomputes at declaration: its key,
-QoS and the encoded PUSH up to the payload, so that a put with nothing but a payload is
-encoded in the caller's thread and handed to the core as bytes (``put_encoded``).
+QoS and the encoded PUSH up to the payload. A put with nothing but a payload is handed to
+the loop as a :class:`~pyzenoh.session.runtime.handoff.Joinable`: the puts of one
+publisher that the loop finds queued one after the other are encoded and sent as one run
+(``put_encoded_run``), one route decision and one queueing on the link for all of them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pyzenoh.session.api.arguments import (
 from pyzenoh.session.api.entities import Entity, MatchingListener
 from pyzenoh.session.handlers import make_sink
 from pyzenoh.session.runtime import Runtime
+from pyzenoh.session.runtime.handoff import Joinable
 
 
 class PublisherState:
@@ -36,6 +39,7 @@ class PublisherState:
 
     __slots__ = (
         "block",
+        "core",
         "destination",
         "encoding",
         "express",
@@ -69,6 +73,7 @@ class PublisherState:
         self.reliable = reliability is not t.Reliability.BEST_EFFORT
         self.local = 0
         self.prefix = b""
+        self.core: Any = None  # the session's core, once declared
 
     def bind(self, local: int, expr_id: int) -> None:
         """Precompute the PUSH bytes up to the payload length, for the declared expr id."""
@@ -89,9 +94,16 @@ class PublisherState:
         out += payload
         return bytes(out)
 
+    def put_run(self, payloads: list[bytes]) -> None:
+        """In the loop: the plain puts of ``payloads`` (drained together), in order, as
+        one run of PUSHes."""
+        self.core.put_encoded_run(self.key, [self.encode(p) for p in payloads], payloads, self.wire_encoding,
+                                  priority=self.priority, block=self.block, express=self.express,
+                                  reliable=self.reliable, destination=self.destination)  # fmt: skip
+
     def declare(self, rt: Runtime) -> None:
         """In the loop: declare the publisher and bind the prefix."""
-        core = rt.core
+        core = self.core = rt.core
         local = core.declare_publisher(self.key)
         self.bind(local, core.declare_keyexpr(self.key))
 
@@ -145,12 +157,11 @@ class Publisher(PublisherSettings, Entity):
         st = self._state
         if not rt.wait_room(st.block):
             return
-        core = rt.core
         if (encoding is None and attachment is None and timestamp is None and timestamp_instrumentation is None
                 and source_info is None):  # fmt: skip
-            data = t.to_payload(payload)
-            rt.submit(functools.partial(_put_fast, core, st, data))
+            rt.submit(Joinable(st, t.to_payload(payload), st.put_run))
             return
+        core = rt.core
         body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp,
                         source_info)  # fmt: skip
         stack = ts_stack_of(rt, timestamp_instrumentation)
@@ -196,7 +207,3 @@ class Publisher(PublisherSettings, Entity):
         self.undeclare()
 
 
-def _put_fast(core: Any, st: PublisherState, data: bytes) -> None:
-    core.put_encoded(st.key, st.encode(data), data, st.wire_encoding, priority=st.priority,
-                     block=st.block, express=st.express, reliable=st.reliable,
-                     destination=st.destination)  # fmt: skip

@@ -11,6 +11,7 @@ subscribers whose key intersects it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 from pyzenoh.codec import (
@@ -36,6 +37,7 @@ from pyzenoh.session.core.state import (
     PRIORITY_DATA,
     REMOTE_ONLY,
     SESSION_LOCAL,
+    EncodedRun,
     LocalPublisher,
     LocalSubscriber,
     SampleBatch,
@@ -155,11 +157,11 @@ class PubSub(Matching):
             push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
             self._send_data(push, key, priority, reliable, not block, express)
 
-    def put_encoded(
+    def put_encoded_run(
         self,
         key: str,
-        raw: bytes,
-        payload: bytes,
+        raws: list[bytes],
+        payloads: list[bytes],
         encoding: _p.Encoding,
         *,
         priority: int = PRIORITY_DATA,
@@ -168,23 +170,29 @@ class PubSub(Matching):
         reliable: bool = True,
         destination: int = LOCAL_AND_REMOTE,
     ) -> None:
-        """Publish an already-encoded PUSH of a PUT (a publisher's fast path).
+        """Publish already-encoded PUSHes of PUTs on one key (a publisher's puts drained
+        together), in order: what :meth:`put` does for each, with one decision for all of
+        them (local subscribers get one batch, the router one run of messages).
 
-        ``payload`` and ``encoding`` rebuild the PUT only if a local subscriber matches.
+        ``payloads`` and ``encoding`` build the PUTs only if a local subscriber matches.
         """
         self._check_open()
         if destination != REMOTE_ONLY:
             sinks = self._local_sinks(key)
             if sinks:
-                sample = local_sample(KeyExpr._trusted(key), Put(payload, encoding), priority, block, express)
+                ke = KeyExpr._trusted(key)
+                batch = SampleBatch([local_sample(ke, Put(p, encoding), priority, block, express) for p in payloads])
                 for sink in sinks:
-                    self.deliveries.append((sink, sample))
+                    self.deliveries.append((sink, batch))
         if destination != SESSION_LOCAL and self._faces:
             if not self._peer_faces:
                 if self._send_allowed(key):
-                    self.outbox.append((raw, reliable, priority, not block, express, None))
+                    ends = list(itertools.accumulate(map(len, raws)))
+                    run = EncodedRun(b"".join(raws), ends)
+                    self.outbox.append((run, reliable, priority, not block, express, None))
                 return
-            self._send_data(raw, key, priority, reliable, not block, express)
+            for raw in raws:  # per face, as each put would go
+                self._send_data(raw, key, priority, reliable, not block, express)
 
     def _send_data(self, msg: NetworkMessage | bytes, key: str, priority: int, reliable: bool, droppable: bool,
                    express: bool) -> None:  # fmt: skip

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, final
 
 from pyzenoh.codec import (
     Declare,
@@ -49,6 +49,23 @@ class SampleBatch:
 
     def __init__(self, samples: list[t.Sample]) -> None:
         self.samples = samples
+
+
+@final
+class EncodedRun:
+    """Encoded network messages back to back, sent as one run (a publisher's puts drained
+    together): message ``i`` ends at ``ends[i]`` (:meth:`TcpLink.send_run`)."""
+
+    __slots__ = ("data", "ends")
+
+    def __init__(self, data: bytes, ends: Sequence[int]) -> None:
+        self.data = data
+        self.ends = ends
+
+
+#: What the core wants sent: (message, raw bytes or a run of them, reliable, priority,
+#: droppable, express, face id or None: every face)
+Outgoing = tuple[NetworkMessage | bytes | EncodedRun, bool, int, bool, bool, int | None]
 
 #: Locality of an entity (allowed_origin / allowed_destination), as in zenoh
 LOCAL_AND_REMOTE = t.Locality.ANY.value
@@ -186,9 +203,7 @@ class CoreState:
         self.ts_callback: ins.TimestampCallback | None = None
         self.peer: Established | None = None
         self.closed = False
-        #: (message or raw bytes, reliable, priority, droppable, express, face id or None:
-        #: every face)
-        self.outbox: list[tuple[NetworkMessage | bytes, bool, int, bool, bool, int | None]] = []
+        self.outbox: list[Outgoing] = []
         #: (sink, item); item END closes the sink
         self.deliveries: list[tuple[Any, Any]] = []
         self._next_wire_id = 1  # one counter for subscriber/queryable/token/interest ids
@@ -241,7 +256,7 @@ class CoreState:
 
     # --- plumbing ----------------------------------------------------------------------------
 
-    def take_outbox(self) -> list[tuple[NetworkMessage | bytes, bool, int, bool, bool, int | None]]:
+    def take_outbox(self) -> list[Outgoing]:
         out = self.outbox
         self.outbox = []
         return out

@@ -10,8 +10,9 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar, final
 
 from pyzenoh.session.runtime.pump import Pump
 from pyzenoh.session.runtime.state import MAX_PENDING_OPS
@@ -25,6 +26,23 @@ R = TypeVar("R")
 #: Without a bound, a thread putting as fast as the loop drains kept it draining: the
 #: messages piled up unsent (over a megabyte, seconds at a time) and then went in bursts.
 DRAIN_BATCH = 1024
+
+
+@final
+class Joinable:
+    """An operation that the loop runs together with the operations of the same ``group``
+    queued right after it: ``run`` gets all their items at once, in order (a publisher's
+    puts drained in one turn become one run of messages)."""
+
+    __slots__ = ("group", "item", "run")
+
+    def __init__(self, group: object, item: Any, run: Callable[[list[Any]], None]) -> None:
+        self.group = group
+        self.item = item
+        self.run = run
+
+    def __call__(self) -> None:
+        self.run([self.item])
 
 
 class Handoff(Pump):
@@ -68,7 +86,10 @@ class Handoff(Pump):
                     break
                 fn = ops.popleft()
                 try:
-                    fn()
+                    if type(fn) is Joinable:
+                        self._run_joined(fn, ops)
+                    else:
+                        fn()
                 except Exception:
                     log.exception("session operation failed")
         finally:
@@ -77,6 +98,20 @@ class Handoff(Pump):
             if ops and not self._wakeup:
                 self._wakeup = True
                 self.loop.call_soon(self._drain)
+
+    @staticmethod
+    def _run_joined(first: Joinable, ops: deque[Callable[[], None]]) -> None:
+        """``first`` and the operations of its group right after it (up to a drain's
+        worth), as one call. Only the loop pops, so looking at ``ops[0]`` first is safe."""
+        group = first.group
+        items = [first.item]
+        while ops and len(items) < DRAIN_BATCH:
+            nxt = ops[0]
+            if type(nxt) is not Joinable or nxt.group is not group:
+                break
+            items.append(nxt.item)
+            ops.popleft()
+        first.run(items)
 
     def call(self, fn: Callable[[], R], timeout: float | None = 30.0) -> R:
         """Run ``fn`` in the loop and return its result (raising its exception)."""

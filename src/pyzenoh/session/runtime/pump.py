@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyzenoh.session.core import END, SampleBatch
+from pyzenoh.session.core.state import EncodedRun
 from pyzenoh.session.handlers import Dispatcher, Sink
 from pyzenoh.session.runtime.state import RuntimeBase
 
@@ -26,7 +27,9 @@ class Pump(RuntimeBase):
                 links = self.links
                 one = self.link if len(links) == 1 else None
                 for msg, reliable, prio, droppable, express, fid in core.take_outbox():
-                    if one is not None:
+                    if type(msg) is EncodedRun:
+                        self._send_run(msg, reliable, prio, droppable, express, fid)
+                    elif one is not None:
                         one.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
                     elif fid is None:
                         for link in links.values():
@@ -52,6 +55,17 @@ class Pump(RuntimeBase):
         finally:
             self._pumping = False
         self._rearm()
+
+    def _send_run(self, run: EncodedRun, reliable: bool, prio: int, droppable: bool, express: bool,
+                  fid: int | None) -> None:  # fmt: skip
+        if fid is None:
+            targets = list(self.links.values())
+        else:
+            target = self.links.get(fid)
+            targets = [] if target is None else [target]
+        for link in targets:
+            link.send_run(run.data, run.ends, reliable=reliable, priority=prio, drop_if_full=droppable,
+                          express=express)  # fmt: skip
 
     def _block(self, sink: Sink) -> None:
         flow = sink.flow
