@@ -68,25 +68,37 @@ def _drain_all(h: Any, loop: asyncio.AbstractEventLoop) -> None:
 @given(st.lists(st.sampled_from(["a", "b", "plain"]), max_size=3 * DRAIN_BATCH // 2))
 def test_joinable_operations_run_as_runs_of_their_group(kinds: list[str]) -> None:
     """Consecutive operations of one group run as one call with all their items, in
-    order; another group or any other operation between them ends the run, and a run
-    holds at most DRAIN_BATCH items."""
+    order; another group or any other operation between them ends the run, and a turn
+    of the loop runs at most DRAIN_BATCH operations, joined ones counted one by one."""
     loop = asyncio.new_event_loop()
     trace: list[str] = []
     h = handoff_on(loop, trace)
     calls: list[tuple[str, list[int]]] = []
     groups = {g: object() for g in ("a", "b")}
+
+    def record(kind: str, items: list[int]) -> None:
+        trace.append(f"call{len(calls)}")
+        calls.append((kind, items))
+
     try:
         for i, kind in enumerate(kinds):
             if kind == "plain":
-                h.submit(lambda i=i: calls.append(("plain", [i])))
+                h.submit(lambda i=i: record("plain", [i]))
             else:
-                h.submit(Joinable(groups[kind], i, lambda items, kind=kind: calls.append((kind, items))))
+                h.submit(Joinable(groups[kind], i, lambda items, kind=kind: record(kind, items)))
         _drain_all(h, loop)
     finally:
         loop.close()
     assert [i for _, items in calls for i in items] == list(range(len(kinds)))
     assert all(kinds[i] == kind for kind, items in calls for i in items)
-    # maximal: a run ends only where the group changes or the run is full
-    for (k1, items1), (k2, _) in itertools.pairwise(calls):
-        assert k1 == "plain" or k1 != k2 or len(items1) == DRAIN_BATCH
-    assert all(len(items) <= DRAIN_BATCH for _, items in calls)
+    # a turn ends after DRAIN_BATCH operations (the flush between turns): no run crosses
+    # a turn, and a run ends only where the group changes or the turn does
+    turns = [sum(1 for t in trace[:k] if t == "flush") for k in range(len(trace))]
+    turn_of = {}
+    for k, t in enumerate(trace):
+        if t.startswith("call"):
+            turn_of[int(t[4:])] = turns[k]
+    per_turn = collections.Counter(turn_of[c] for c, (_, items) in enumerate(calls) for _ in items)
+    assert max(per_turn.values(), default=0) <= DRAIN_BATCH
+    for c, ((k1, _), (k2, _)) in enumerate(itertools.pairwise(calls)):
+        assert k1 == "plain" or k1 != k2 or turn_of[c] != turn_of[c + 1]

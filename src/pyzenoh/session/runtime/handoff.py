@@ -80,14 +80,14 @@ class Handoff(Pump):
     def _drain(self) -> None:
         self._wakeup = False  # before draining: a submit racing with us schedules again
         ops = self._ops
+        budget = DRAIN_BATCH  # operations, joined ones counted one by one
         try:
-            for _ in range(DRAIN_BATCH):
-                if not ops:
-                    break
+            while budget > 0 and ops:
                 fn = ops.popleft()
+                budget -= 1
                 try:
                     if type(fn) is Joinable:
-                        self._run_joined(fn, ops)
+                        budget -= self._run_joined(fn, ops, budget)
                     else:
                         fn()
                 except Exception:
@@ -100,18 +100,20 @@ class Handoff(Pump):
                 self.loop.call_soon(self._drain)
 
     @staticmethod
-    def _run_joined(first: Joinable, ops: deque[Callable[[], None]]) -> None:
-        """``first`` and the operations of its group right after it (up to a drain's
-        worth), as one call. Only the loop pops, so looking at ``ops[0]`` first is safe."""
+    def _run_joined(first: Joinable, ops: deque[Callable[[], None]], room: int) -> int:
+        """``first`` and up to ``room`` operations of its group right after it, as one
+        call; returns how many it joined. Only the loop pops, so looking at ``ops[0]``
+        first is safe."""
         group = first.group
         items = [first.item]
-        while ops and len(items) < DRAIN_BATCH:
+        while ops and len(items) <= room:
             nxt = ops[0]
             if type(nxt) is not Joinable or nxt.group is not group:
                 break
             items.append(nxt.item)
             ops.popleft()
         first.run(items)
+        return len(items) - 1
 
     def call(self, fn: Callable[[], R], timeout: float | None = 30.0) -> R:
         """Run ``fn`` in the loop and return its result (raising its exception)."""
