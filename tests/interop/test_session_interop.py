@@ -102,8 +102,8 @@ def test_put_zenoh_to_pyzenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) ->
 def test_pyzenoh_to_pyzenoh_and_local(router: Proc, ps: pz.Session, prefix: str) -> None:
     with pz.open(pyzenoh_config(router.endpoint)) as other:
         remote = other.declare_subscriber(f"{prefix}/*")
+        routed(ps, f"{prefix}/x")
         local = ps.declare_subscriber(f"{prefix}/*")
-        settle()
         ps.put(f"{prefix}/x", "v")
         assert remote.recv(timeout=WAIT).payload.to_string() == "v"
         s = local.recv(timeout=WAIT)  # delivered locally, not echoed by the router
@@ -167,8 +167,9 @@ def test_wildcard_subscribers(ps: pz.Session, zs: zenoh.Session, prefix: str) ->
 def test_delete_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     q, cb = zqueue()
     zsub = zs.declare_subscriber(f"{prefix}/**", cb)
+    routed(ps, f"{prefix}/gone")
     psub = ps.declare_subscriber(f"{prefix}/**")
-    settle()
+    settle()  # for zs's delete below: zs subscribes itself, so routed() cannot tell
     ps.delete(f"{prefix}/gone", attachment=b"why")
     s = q.get(timeout=WAIT)
     assert s.kind == zenoh.SampleKind.DELETE and str(s.key_expr) == f"{prefix}/gone"
@@ -200,8 +201,8 @@ def test_payload_sizes_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str,
 def test_encodings_intact(ps: pz.Session, zs: zenoh.Session, prefix: str, encoding: str) -> None:
     q, cb = zqueue()
     zsub = zs.declare_subscriber(f"{prefix}/e", cb)
+    routed(ps, f"{prefix}/e")
     psub = ps.declare_subscriber(f"{prefix}/e")
-    settle()
     ps.put(f"{prefix}/e", b"1", encoding=encoding)
     assert str(q.get(timeout=WAIT).encoding) == encoding
     assert str(psub.recv(timeout=WAIT).encoding) == encoding  # local copy
