@@ -74,8 +74,8 @@ def test_wildcards_delete_and_no_echo(open_session) -> None:  # type: ignore[no-
     got_b, qb = collector()
     got_a, qa = collector()
     b.declare_subscriber("w/*/x", got_b)
+    routed(a, "w/1/x")
     a.declare_subscriber("w/**", got_a)
-    settle()
     a.put("w/1/x", b"1")
     a.put("w/1/y", b"2")  # matches a's own subscriber only (locally), not b's
     a.delete("w/2/x")
@@ -109,8 +109,9 @@ def test_peer_mode_session(open_session) -> None:  # type: ignore[no-untyped-def
     to_peer, qp = collector()
     to_client, qc = collector()
     peer.declare_subscriber("pm/**", to_peer)
+    routed(client, "pm/from-client")
     client.declare_subscriber("pm/**", to_client)
-    settle()
+    settle()  # for the peer's put: it subscribes itself, so routed() cannot tell
     client.put("pm/from-client", b"c")
     peer.put("pm/from-peer", b"p")
     # Each session sees its own put locally at once, the other's through the router.
