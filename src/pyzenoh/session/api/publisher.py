@@ -29,6 +29,7 @@ from pyzenoh.session.api.arguments import (
     ts_stack_of,
 )
 from pyzenoh.session.api.entities import Entity, MatchingListener
+from pyzenoh.session.core import SessionCore
 from pyzenoh.session.handlers import make_sink
 from pyzenoh.session.runtime import Runtime
 from pyzenoh.session.runtime.handoff import Joinable
@@ -73,7 +74,7 @@ class PublisherState:
         self.reliable = reliability is not t.Reliability.BEST_EFFORT
         self.local = 0
         self.prefix = b""
-        self.core: Any = None  # the session's core, once declared
+        self.core: SessionCore | None = None  # the session's, once declared
 
     def bind(self, local: int, expr_id: int) -> None:
         """Precompute the PUSH bytes up to the payload length, for the declared expr id."""
@@ -97,6 +98,7 @@ class PublisherState:
     def put_run(self, payloads: list[bytes]) -> None:
         """In the loop: the plain puts of ``payloads`` (drained together), in order, as
         one run of PUSHes."""
+        assert self.core is not None, "puts are handed over only once declared"
         self.core.put_encoded_run(self.key, [self.encode(p) for p in payloads], payloads, self.wire_encoding,
                                   priority=self.priority, block=self.block, express=self.express,
                                   reliable=self.reliable, destination=self.destination)  # fmt: skip
