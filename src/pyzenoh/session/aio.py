@@ -152,9 +152,7 @@ class AsyncPublisher(PublisherSettings, _AsyncEntity):
         if not await rt.await_room(st.block):
             return
         if encoding is None and attachment is None and timestamp is None:
-            data = t.to_payload(payload)
-            rt.core.put_encoded_run(st.key, [st.encode(data)], [data], st.wire_encoding, priority=st.priority,
-                                    block=st.block, express=st.express, reliable=st.reliable)  # fmt: skip
+            st.put_run([t.to_payload(payload)])
         else:
             body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp)
             rt.core.put(st.key, body, priority=st.priority, block=st.block, express=st.express,
