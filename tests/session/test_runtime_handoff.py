@@ -93,11 +93,13 @@ def test_joinable_operations_run_as_runs_of_their_group(kinds: list[str]) -> Non
     assert all(kinds[i] == kind for kind, items in calls for i in items)
     # a turn ends after DRAIN_BATCH operations (the flush between turns): no run crosses
     # a turn, and a run ends only where the group changes or the turn does
-    turns = [sum(1 for t in trace[:k] if t == "flush") for k in range(len(trace))]
-    turn_of = {}
-    for k, t in enumerate(trace):
-        if t.startswith("call"):
-            turn_of[int(t[4:])] = turns[k]
+    turn_of = {}  # call number -> the number of flushes before it
+    turn = 0
+    for t in trace:
+        if t == "flush":
+            turn += 1
+        elif t.startswith("call"):
+            turn_of[int(t[4:])] = turn
     per_turn = collections.Counter(turn_of[c] for c, (_, items) in enumerate(calls) for _ in items)
     assert max(per_turn.values(), default=0) <= DRAIN_BATCH
     for c, ((k1, _), (k2, _)) in enumerate(itertools.pairwise(calls)):
