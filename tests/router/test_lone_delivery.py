@@ -28,12 +28,12 @@ from pyzenoh.codec import (
     encode_network_message,
 )
 from pyzenoh.codec.network import QOS_BLOCK, QOS_EXPRESS
+from pyzenoh.dataplane import scan_lone
 from pyzenoh.recording import NetRecord, Recorder, read_records
 from pyzenoh.router import delivery
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.daemon import RouterDaemon
 from pyzenoh.routing import Send
-from pyzenoh.transport.fastpath import scan_lone
 from pyzenoh.transport.link import Established, LinkClosed, Received, ReceivedPush
 
 EXPRESS_BLOCK = 5 | QOS_EXPRESS | QOS_BLOCK

@@ -428,7 +428,7 @@ def test_no_listener_without_a_recorder() -> None:
 @pytest.mark.parametrize("accept", [True, False], ids=["delivered", "dropped"])
 def test_a_run_is_recorded_as_its_messages_one_by_one(tmp_path: Path, recorder_cls: type, accept: bool) -> None:
     from pyzenoh.codec import Frame
-    from pyzenoh.transport.fastpath import PushRun, decode_batch
+    from pyzenoh.dataplane import PushRun, decode_batch
     from pyzenoh.transport.link import ReceivedRun
 
     msgs = [Push(WireExpr(7, "", True), Put(b"%05d" % i)) for i in range(40)]

@@ -58,7 +58,7 @@ def test_issued_timestamps_strictly_increase(steps: list[tuple[float, bool]]) ->
 @ROUNDTRIP
 @given(st.integers(0, 2**64 - 1), st.integers(1, 2**128 - 1))
 def test_encode_timestamp_is_the_codecs_encoding(time: int, zid: int) -> None:
-    from pyzenoh.routing.hlc import encode_timestamp
+    from pyzenoh.dataplane.splice import encode_timestamp
 
     ts = Timestamp(time, ZenohId(zid))
     out = bytearray()
@@ -72,7 +72,7 @@ def test_encode_timestamp_is_the_codecs_encoding(time: int, zid: int) -> None:
 def test_new_encoded_is_the_encoded_new_timestamp(steps: list[tuple[float, bool]], zid: int) -> None:
     """Two clocks given the same observations: one issues Timestamps, the other their
     encodings (what the lone-PUSH lane splices in)."""
-    from pyzenoh.routing.hlc import encode_timestamp
+    from pyzenoh.dataplane.splice import encode_timestamp
 
     objects, encoded = Hlc(ZenohId(zid)), Hlc(ZenohId(zid))
     for now, observe in steps:

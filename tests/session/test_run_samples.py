@@ -97,10 +97,10 @@ def test_a_run_sample_is_a_sample() -> None:
         ZenohId,
         encode_network_message,
     )
+    from pyzenoh.dataplane import decode_batch
     from pyzenoh.session import types as t
     from pyzenoh.session.core import _PRIORITIES
     from pyzenoh.session.samples import run_samples
-    from pyzenoh.transport.fastpath import decode_batch
 
     out = bytearray()
     Frame(True, 1, (), 5).write_header(out)

@@ -2,7 +2,7 @@
 
 Publications dominate recorded traffic, and decoding each distinct one in Python
 (:func:`pyzenoh.pipeline.rows.decode_template`) was most of the source's cost. This reads
-the shape :func:`pyzenoh.transport.fastpath.scan_push` accepts, one field at a time
+the shape :func:`pyzenoh.dataplane.scan_push` accepts, one field at a time
 across all messages: each step gathers one byte per message and advances every
 message's position. A message takes this path only if every check holds; any other
 (another message, another shape, a 1-8 byte timestamp, anything malformed) is left to
@@ -21,13 +21,15 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
-from pyzenoh.codec.primitives import Encoding, ZenohId
+from pyzenoh.codec.network.header import EXT_QOS as NET_QOS_EXT
+from pyzenoh.codec.network.qos import QOS_DEFAULT
+from pyzenoh.codec.primitives import VLE_MAX_BYTES, ZID_MAX_LEN, Encoding, ZenohId
+from pyzenoh.dataplane import ID_DEL, ID_PUSH, ID_PUT
 from pyzenoh.pipeline import rows as R
 from pyzenoh.pipeline.gather import byte_ranges, with_nulls
-from pyzenoh.transport.fastpath import ID_DEL, ID_PUSH, ID_PUT, NET_QOS_EXT, ZID_MAX_LEN
 
-_DEFAULT_QOS = 5
-_TIME_BYTES = 9  # a current NTP64 time as z64: eight continued bytes and a ninth
+_DEFAULT_QOS = QOS_DEFAULT
+_TIME_BYTES = VLE_MAX_BYTES  # a current NTP64 time as z64: eight continued bytes and a ninth
 _MAX_Z32_BYTES = 5
 _SHIFTS = np.arange(0, 56, 7, dtype=np.uint64)
 _PUT_DEL = pa.array(["del", "put"], pa.string())

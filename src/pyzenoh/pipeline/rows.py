@@ -35,8 +35,8 @@ from pyzenoh.codec.network import (
     decode_network_message,
 )
 from pyzenoh.codec.primitives import Encoding, Timestamp, WireExpr
+from pyzenoh.dataplane import ID_DEL, ID_PUSH, scan_push
 from pyzenoh.errors import DecodeError
-from pyzenoh.transport.fastpath import ID_DEL, ID_PUSH, scan_push
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]

@@ -122,6 +122,10 @@ class RouterConfig:
     enforce_budget: bool = False
     gossip: bool = True
     adminspace: bool = True
+    #: The run and lone lanes (routing/lanes.py). Off, every PUSH takes the message lane:
+    #: the reference the equivalence tests hold the lanes to, and a way to rule them out
+    #: when a delivery looks wrong (``PYZENOH_FAST_LANES=0`` in the environment).
+    fast_lanes: bool = field(default_factory=lambda: os.environ.get("PYZENOH_FAST_LANES", "1") != "0")
     scouting: ScoutingSettings = field(default_factory=ScoutingSettings)
     metadata: Any = None
     retry_period_init_ms: int = 1_000

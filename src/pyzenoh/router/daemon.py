@@ -114,11 +114,12 @@ class RouterDaemon(Delivery, RecordedRouting):
             qos=config.qos,
             handshake_timeout_s=config.accept_timeout_ms / 1000.0,
             max_message_size=config.max_fragmented_message,
-            # Runs of PUSHes are routed as units (routing/runs.py), stamped ones too (a
-            # router neighbour's, which keep their timestamps).
-            push_runs=True,
-            stamped_runs=True,
-            lone_pushes=True,  # a lone PUSH is forwarded from its bytes (routing/lone.py)
+            # Runs of PUSHes are routed as units, stamped ones too (a router neighbour's,
+            # which keep their timestamps); a lone PUSH is forwarded from its bytes
+            # (routing/lanes.py).
+            push_runs=config.fast_lanes,
+            stamped_runs=config.fast_lanes,
+            lone_pushes=config.fast_lanes,
             reassembly_timeout_s=config.reassembly_timeout_ms / 1000.0,
             usrpwd=config.usrpwd,
         )

@@ -23,9 +23,9 @@ from pyzenoh.codec import (
     encode_network_message,
 )
 from pyzenoh.codec.network import QOS_BLOCK, QOS_EXPRESS
+from pyzenoh.dataplane import PushRun, split_pushes
 from pyzenoh.errors import CloseReason, PeerError
 from pyzenoh.routing import Send
-from pyzenoh.transport.fastpath import PushRun, split_pushes
 from pyzenoh.transport.link import ReceivedPush
 from pyzenoh.transport.tcp import TcpLink
 

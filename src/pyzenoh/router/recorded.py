@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pyzenoh.codec import NetworkMessage, Push, Request, encode_network_message
+from pyzenoh.dataplane import PushRun
 from pyzenoh.errors import PeerError, UsageError
 from pyzenoh.routing import Send
 from pyzenoh.routing.access_control import (
@@ -26,7 +27,6 @@ from pyzenoh.routing.access_control import (
     Denial,
     FaceSubject,
 )
-from pyzenoh.transport.fastpath import PushRun
 
 if TYPE_CHECKING:
     from pyzenoh.router.state import Daemon

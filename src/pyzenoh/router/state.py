@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pyzenoh.codec import NetworkMessage, Push, Request, WhatAmI, ZenohId
+from pyzenoh.dataplane import PushRun
 from pyzenoh.errors import PeerError
 from pyzenoh.router.backpressure import BlockBackPressure
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.routing import RoutingCore, Send
 from pyzenoh.routing.access_control import AccessControl, Denial, FaceSubject
-from pyzenoh.transport.fastpath import PushRun
 from pyzenoh.transport.tcp import TcpLink
 
 LocalSink = Callable[[Send], None]

@@ -52,6 +52,7 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.codec.network import OAM_LINKSTATE
+from pyzenoh.dataplane.runs import PushRun
 from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExprTree
 from pyzenoh.routing.access_control import INGRESS, AccessControl, FaceAcl, FaceSubject
@@ -59,7 +60,7 @@ from pyzenoh.routing.declared import QueryableInfo
 from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
 from pyzenoh.routing.hlc import Hlc
 from pyzenoh.routing.interests import Interests
-from pyzenoh.routing.lone import LonePushes
+from pyzenoh.routing.lanes import PushLanes
 from pyzenoh.routing.peers import PeerRegion
 from pyzenoh.routing.queries import (
     EMPTY_WIRE_EXPR,
@@ -76,12 +77,11 @@ from pyzenoh.routing.types import (
     Send,
     UnsupportedFace,
 )
-from pyzenoh.transport.fastpath import PushRun
 
 DEFAULT_CONFIG = RoutingConfig()
 
 
-class RoutingCore(RouterRegion, PeerRegion, LonePushes, Queries, Tokens, Interests):
+class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interests):
     """Routing tables and decisions of a Zenoh router, with no I/O and no clock."""
 
     def __init__(
@@ -117,8 +117,7 @@ class RoutingCore(RouterRegion, PeerRegion, LonePushes, Queries, Tokens, Interes
         self._data_routes = {}
         self._push_heads = {}
         self._query_routes = {}
-        self._lone_routes = {}
-        self._route_caches = (self._data_routes, self._query_routes, self._lone_routes)  # type: ignore[assignment]
+        self._route_caches = (self._data_routes, self._query_routes)  # type: ignore[assignment]
         self._timers = []
         self._timers_compact_at = MIN_TIMER_COMPACTION
         self._seq = itertools.count()

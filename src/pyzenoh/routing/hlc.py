@@ -12,7 +12,8 @@ The clock reads no time itself: every call gets ``now`` (wall-clock seconds, a f
 from __future__ import annotations
 
 from pyzenoh.codec import Timestamp, ZenohId
-from pyzenoh.codec.primitives import write_vle
+from pyzenoh.dataplane.splice import encode_time
+from pyzenoh.dataplane.splice import id_parts as _id_parts_of
 
 #: Low bits of the NTP64 fraction used as a logical counter (uhlc's CMASK).
 COUNTER_BITS = 4
@@ -49,7 +50,7 @@ class Hlc:
         return Timestamp(self._tick(now), self.hlc_id)
 
     def new_encoded(self, now: float) -> bytes:
-        """:meth:`new_timestamp`, encoded (as :func:`encode_timestamp`), without building
+        """:meth:`new_timestamp`, encoded (as :func:`~pyzenoh.dataplane.splice.encode_timestamp`), without building
         the Timestamp: what a router splices into every message it forwards."""
         # (_tick and ntp64, inlined: this runs for every forwarded message)
         physical = min(int(now * (1 << 32)), _U64_MAX) & ~_COUNTER_MASK if now > 0.0 else 0
@@ -57,8 +58,8 @@ class Hlc:
         last = self._last = physical if physical > (last & ~_COUNTER_MASK) else min(last + 1, _U64_MAX)
         id_parts = self._id_parts
         if id_parts is None:
-            id_parts = self._id_parts = _id_parts(self.hlc_id)
-        return _encode_time(last) + id_parts
+            id_parts = self._id_parts = _id_parts_of(self.hlc_id)
+        return encode_time(last) + id_parts
 
     def _tick(self, now: float) -> int:
         """The NTP64 time of a new timestamp, issued."""
@@ -68,6 +69,11 @@ class Hlc:
         else:
             self._last = min(self._last + 1, _U64_MAX)
         return self._last
+
+    def peek(self, now: float) -> int:
+        """The NTP64 time :meth:`new_timestamp` would issue at ``now``, not issued."""
+        physical = ntp64(now) & ~_COUNTER_MASK
+        return physical if physical > (self._last & ~_COUNTER_MASK) else min(self._last + 1, _U64_MAX)
 
     def reserve(self, now: float, n: int) -> int:
         """Issue ``n`` consecutive times at once (a run of messages stamped together) and
@@ -86,41 +92,3 @@ class Hlc:
             return False
         self._last = max(self._last, ts.time)
         return True
-
-
-#: An id's encoding (length and bytes), per HLC id's value (an int hashes without a call).
-_ZID_PARTS: dict[int, bytes] = {}
-#: Ids whose encoding is kept (normally a handful of routers).
-MAX_CACHED_IDS = 64
-
-
-def _id_parts(zid: ZenohId) -> bytes:
-    """The id as a timestamp carries it: its length, then its bytes."""
-    out = bytearray()
-    Timestamp(0, zid).write(out)
-    return bytes(out[1:])
-
-
-def encode_timestamp(ts: Timestamp) -> bytes:
-    """``ts`` encoded as :meth:`Timestamp.write` does (VLE time, then the id)."""
-    zid = _ZID_PARTS.get(ts.id.value)
-    if zid is None:
-        if len(_ZID_PARTS) >= MAX_CACHED_IDS:
-            _ZID_PARTS.clear()
-        zid = _ZID_PARTS[ts.id.value] = _id_parts(ts.id)
-    return _encode_time(ts.time) + zid
-
-
-def _encode_time(t: int) -> bytes:
-    """The VLE encoding of an NTP64 time, faster for the times every current clock gives
-    (2**56 <= time < 2**63: nine bytes): the 56 low bits are spread into eight 7-bit
-    groups with a few integer operations."""
-    if not (1 << 56) <= t < (1 << 63):
-        out = bytearray()
-        write_vle(out, t)
-        return bytes(out)
-    x = t & 0x00FF_FFFF_FFFF_FFFF
-    x = (x & 0x0FFF_FFFF) | ((x & 0x00FF_FFFF_F000_0000) << 4)
-    x = (x & 0x0000_3FFF_0000_3FFF) | ((x & 0x0FFF_C000_0FFF_C000) << 2)
-    x = (x & 0x007F_007F_007F_007F) | ((x & 0x3F80_3F80_3F80_3F80) << 1)
-    return (x | 0x8080_8080_8080_8080).to_bytes(8, "little") + bytes((t >> 56,))

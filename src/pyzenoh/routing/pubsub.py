@@ -1,15 +1,23 @@
 """Publish/subscribe: subscriber declarations (who hears of them) and PUSH routing.
 
 A PUSH goes to every face holding an intersecting subscriber that may see the source
-(:meth:`RoutingTables._sees`), written with the key each destination knows best. Routes
-are cached per (face, wire expression) and dropped whenever key tables or subscribers
-change. Bytes are forwarded unchanged when nothing about them changes; a router
-timestamp is spliced into the received bytes rather than re-encoding the message.
+(:meth:`RoutingTables._sees`), written with the key each destination knows best. That
+decision is made once per (face, key representation, NodeId) as a :class:`DataRoute`,
+cached until key tables or subscribers change: its destinations, what restricts it
+(access control, an observer), whether the fast lanes may execute it, and the head each
+destination gets. The timestamp policy (:meth:`PubSub._stamping`) and the counting
+(:meth:`PubSub._count_routed`) are defined here once too. Three lanes execute a route:
+the message lane here (:meth:`PubSub._on_push`: every case, the reference), and the run
+and lone lanes of :mod:`.lanes`, which cover the unrestricted routes and hand anything
+else to the message lane. Bytes are forwarded unchanged when nothing about them
+changes; a router timestamp is spliced into the received bytes rather than re-encoding
+the message (:mod:`pyzenoh.dataplane.splice`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
+from enum import IntEnum
 
 from pyzenoh.codec import (
     Declare,
@@ -22,7 +30,7 @@ from pyzenoh.codec import (
     UndeclareSubscriber,
     WireExpr,
 )
-from pyzenoh.codec.data import FLAG_T as PUT_FLAG_T
+from pyzenoh.dataplane.splice import encode_timestamp, stamp_body
 from pyzenoh.routing.access_control import DELETE, EGRESS, INGRESS, PUT, Denial, FaceAcl
 from pyzenoh.routing.faces import (
     MAX_ROUTE_CACHE,
@@ -30,7 +38,6 @@ from pyzenoh.routing.faces import (
     Face,
     RoutingTables,
 )
-from pyzenoh.routing.hlc import encode_timestamp
 from pyzenoh.routing.types import PushRouted, make_send
 
 _S = InterestOptions.SUBSCRIBERS
@@ -59,8 +66,16 @@ class AclPush:
     delete: AclDecision | None
 
 
+#: One destination as the fast lanes write to it: the face, the head it gets (None: the
+#: received one, when it knows the key as the source wrote it), the key and the NodeId.
+LaneDest = tuple[int, bytes | None, WireExpr, int | None]
+
+
 @dataclass(frozen=True, slots=True)
 class DataRoute:
+    """The forwarding decision for one (face, key representation, NodeId): made once,
+    cached with the route, executed by every lane."""
+
     key: str | None  # None: the message is dropped for ``reason``
     dests: Dests = ()
     reason: str = ""
@@ -68,6 +83,28 @@ class DataRoute:
     #: None when access control lets everything on this route through (always when it
     #: is off): an allowed PUSH on a warm route pays one attribute check for it.
     acl: AclPush | None = None
+    #: Whether the run and lone lanes may execute this route: it has a key, and nothing
+    #: restricts it per message (access control, an observer wanting one event each).
+    lanes: bool = False
+    #: The lanes' destinations per QoS (the head encodes it), filled on first use.
+    heads: dict[int, tuple[LaneDest, ...]] = field(default_factory=dict)
+
+
+class Stamping(IntEnum):
+    """What the timestamp policy does to a routed message (:meth:`PubSub._stamping`)."""
+
+    AS_IS = 0  # not a PUT forwarded with timestamping on: the body goes as it came
+    STAMP = 1  # no timestamp: the router's HLC gives it one
+    KEEP = 2  # stamped already (by a router neighbour), and the clock took note of it
+    FUTURE = 3  # stamped too far ahead of the clock: re-stamped or dropped (the message lane)
+
+
+class Lane(IntEnum):
+    """The lane that routed PUSHes, for :meth:`PubSub._count_routed`."""
+
+    MESSAGE = 0
+    RUN = 1
+    LONE = 2
 
 
 class PubSub(RoutingTables):
@@ -102,27 +139,26 @@ class PubSub(RoutingTables):
                 d = self._faces[fid]
                 if fid not in dests and self._sees(d, f):
                     dests[fid] = (self._best_key(d, key), None)
-            route = DataRoute(key, tuple((fid, we, node) for fid, (we, node) in sorted(dests.items())),
-                              faces=frozenset(dests))  # fmt: skip
-            if self._acl is not None:
-                route = self._acl_data_route(f, route)
+            routed = tuple((fid, we, node) for fid, (we, node) in sorted(dests.items()))
+            acl = None if self._acl is None else self._acl_push(f, key, routed)
+            route = DataRoute(key, routed, faces=frozenset(dests), acl=acl,
+                              lanes=acl is None and self.observer is None)  # fmt: skip
         if len(self._data_routes) >= MAX_ROUTE_CACHE:
             self._data_routes.clear()
         self._data_routes[cache_key] = route
         return route
 
-    def _acl_data_route(self, f: Face, route: DataRoute) -> DataRoute:
-        """``route`` with access control's decisions for it (unchanged when it allows all)."""
-        put, delete = self._acl_decision(f, route, PUT), self._acl_decision(f, route, DELETE)
+    def _acl_push(self, f: Face, key: str, dests: Dests) -> AclPush | None:
+        """Access control's decisions for a data route (None when it allows all)."""
+        put, delete = self._acl_decision(f, key, dests, PUT), self._acl_decision(f, key, dests, DELETE)
         if put is None and delete is None:
-            return route
-        return replace(route, acl=AclPush(put, delete))
+            return None
+        return AclPush(put, delete)
 
-    def _acl_decision(self, f: Face, route: DataRoute, message: int) -> AclDecision | None:
-        key = route.key
+    def _acl_decision(self, f: Face, key: str, dests: Dests, message: int) -> AclDecision | None:
         ingress = None if f.acl is None else f.acl.check(INGRESS, message, key)
         kept, denied = [], []
-        for dest in route.dests:
+        for dest in dests:
             acl = self._faces[dest[0]].acl
             denial = None if acl is None else acl.check(EGRESS, message, key)
             if acl is None or denial is None:
@@ -134,7 +170,7 @@ class PubSub(RoutingTables):
         return AclDecision(message, ingress, tuple(kept), tuple(denied))
 
     @staticmethod
-    def _acl_push(f: Face, key: str | None, acl: AclDecision) -> Dests | None:
+    def _acl_dests(f: Face, key: str | None, acl: AclDecision) -> Dests | None:
         """The destinations of a message on a route access control restricts for its kind
         (None: denied on the way in); every denial is counted. Denied data is dropped
         silently."""
@@ -156,23 +192,22 @@ class PubSub(RoutingTables):
         if acl is not None:  # access control restricts this route (never when it is off)
             decision = acl.put if msg.body.__class__ is Put else acl.delete
             if decision is not None:
-                acl_dests = self._acl_push(f, route.key, decision)
+                acl_dests = self._acl_dests(f, route.key, decision)
                 if acl_dests is None:
                     return
                 dests = acl_dests
         body = msg.body
         stamped = False
-        if dests and self.config.timestamping and isinstance(body, Put):
-            if body.timestamp is None:
+        if dests:
+            stamping = self._stamping(body.__class__ is Put, body.timestamp)
+            if stamping is Stamping.FUTURE and self.config.drop_future_timestamp:
+                self._drop(f.fid, "timestamp too far in the future", msg)
+                return
+            if stamping is Stamping.STAMP or stamping is Stamping.FUTURE:
+                assert isinstance(body, Put)
                 body = body.with_timestamp(self._hlc.new_timestamp(self._wall))
                 stamped = True
-            elif not self._hlc.update(body.timestamp, self._wall):
-                if self.config.drop_future_timestamp:
-                    self._drop(f.fid, "timestamp too far in the future", msg)
-                    return
-                body = body.with_timestamp(self._hlc.new_timestamp(self._wall))
-                stamped = True
-        self.stats.pushes_routed += 1
+        self._count_routed(Lane.MESSAGE)
         if dests:
             # Real routers drop the network-level timestamp when fanning out.
             net_ts = msg.timestamp if len(dests) == 1 else None
@@ -197,6 +232,53 @@ class PubSub(RoutingTables):
             faces = route.faces if dests is route.dests else frozenset(d[0] for d in dests)
             self.observer(PushRouted(f.fid, route.key, faces, msg, stamped))
 
+    def _stamping(self, put: bool, ts: Timestamp | None) -> Stamping:
+        """The timestamp policy of a message that goes somewhere, one rule for every lane:
+        with timestamping on, a PUT without a timestamp gets the router's; one with a
+        timestamp is noted by the clock, unless it is too far ahead (FUTURE: the message
+        lane re-stamps or drops it as ``drop_future_timestamp`` says; the other lanes
+        hand such messages to it). For a run, ``ts`` is its latest timestamp."""
+        if not put or not self.config.timestamping:
+            return Stamping.AS_IS
+        if ts is None:
+            return Stamping.STAMP
+        return Stamping.KEEP if self._hlc.update(ts, self._wall) else Stamping.FUTURE
+
+    def _count_routed(self, lane: Lane, n: int = 1) -> None:
+        """Count ``n`` PUSHes routed by ``lane``: the stats every lane keeps alike."""
+        stats = self.stats
+        stats.pushes_routed += n
+        if lane is Lane.RUN:
+            stats.push_runs_routed += 1
+            stats.pushes_in_runs += n
+        elif lane is Lane.LONE:
+            stats.lone_pushes_routed += 1
+
+    def _route_of(self, fid: int, scope: int, suffix: str, mapping: bool, node_id: int | None) -> DataRoute | None:
+        """The data route for a key representation as scanned (no WireExpr built on a
+        warm route); None for an unknown face or the north face (handle() says so)."""
+        route = self._data_routes.get((fid, scope, suffix, mapping, node_id))
+        if route is not None:
+            self.stats.data_route_hits += 1
+            return route
+        f = self._faces.get(fid)
+        if f is None or fid == NORTH:
+            return None
+        return self._data_route(f, WireExpr(scope, suffix, mapping), node_id)
+
+    def _lane_heads(self, route: DataRoute, rx: WireExpr, rx_node: int | None, qos: int) -> tuple[LaneDest, ...]:
+        """The route's destinations with the head each gets for ``qos`` (None: the received
+        head, ``rx`` with ``rx_node``), made once per route and QoS."""
+        heads = route.heads.get(qos)
+        if heads is None:
+            out: list[LaneDest] = []
+            for fid, we, node in route.dests:
+                same = node == rx_node and we.scope == rx.scope and we.suffix == rx.suffix \
+                    and we.mapping_sender == rx.mapping_sender  # fmt: skip
+                out.append((fid, None if same else self._push_head(Push(we, Put(b""), qos, None, node)), we, node))
+            heads = route.heads[qos] = tuple(out)
+        return heads
+
     @staticmethod
     def _body_bytes(msg: Push, raw: bytes | None, body: Put | Del) -> bytes | None:
         """The outgoing body's bytes taken from the received ones, or None: encode it.
@@ -213,7 +295,7 @@ class PubSub(RoutingTables):
             return raw[off:]
         if isinstance(body, Put) and isinstance(msg.body, Put) and msg.body.timestamp is None \
                 and body.timestamp is not None:  # fmt: skip
-            return bytes((raw[off] | PUT_FLAG_T,)) + encode_timestamp(body.timestamp) + raw[off + 1 :]
+            return stamp_body(raw[off:], encode_timestamp(body.timestamp))
         return None
 
     def _push_head(self, msg: Push) -> bytes:

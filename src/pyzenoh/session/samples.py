@@ -5,7 +5,7 @@
 
 :func:`run_samples` makes those of a run of PUSHes in one pass. A router forwards a
 publisher's stream in FRAMEs of hundreds of PUSHes on one key
-(:class:`~pyzenoh.transport.fastpath.PushRun`). Their samples share everything but the
+(:class:`~pyzenoh.dataplane.PushRun`). Their samples share everything but the
 payload and the timestamp's time, so each is a small :class:`RunSample`: a
 :class:`~pyzenoh.session.types.Sample` whose shared fields live once in a
 :class:`RunShape` and whose payload and timestamp objects are made when read. A sample
@@ -19,8 +19,8 @@ from typing import Any
 
 from pyzenoh import codec as _p
 from pyzenoh.codec.network import qos_value
+from pyzenoh.dataplane import PushRun
 from pyzenoh.session import types as t
-from pyzenoh.transport.fastpath import PushRun
 
 #: Wire priority -> Priority
 PRIORITIES = {p.value: p for p in t.Priority}

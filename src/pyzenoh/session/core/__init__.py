@@ -37,6 +37,7 @@ region builds on those it uses; all share the fields of :class:`.state.CoreState
 
 from __future__ import annotations
 
+from pyzenoh.codec.transport import PRIORITY_DATA as PRIORITY_DATA
 from pyzenoh.session.core.dispatch import Dispatch
 from pyzenoh.session.core.faces import Faces
 from pyzenoh.session.core.state import (
@@ -44,7 +45,6 @@ from pyzenoh.session.core.state import (
     LOCAL_AND_REMOTE,
     MAX_CACHE_KEYS,
     PRIORITY_CONTROL,
-    PRIORITY_DATA,
     REMOTE_ONLY,
     SESSION_LOCAL,
     TIMEOUT_PAYLOAD,

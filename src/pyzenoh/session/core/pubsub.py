@@ -28,13 +28,14 @@ from pyzenoh.codec import (
 )
 from pyzenoh.codec import primitives as _p
 from pyzenoh.codec.network import QOS_DECLARE, qos_value
+from pyzenoh.codec.transport import PRIORITY_DATA
+from pyzenoh.dataplane import PushRun
 from pyzenoh.keyexpr import KeyExpr
 from pyzenoh.session import instrumentation as ins
 from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.state import (
     END,
     LOCAL_AND_REMOTE,
-    PRIORITY_DATA,
     REMOTE_ONLY,
     SESSION_LOCAL,
     EncodedRun,
@@ -43,7 +44,6 @@ from pyzenoh.session.core.state import (
     SampleBatch,
 )
 from pyzenoh.session.samples import PRIORITIES, local_sample, run_samples, wire_sample
-from pyzenoh.transport.fastpath import PushRun
 
 
 class PubSub(Matching):

@@ -37,6 +37,7 @@ from pyzenoh.codec import (
 )
 from pyzenoh.codec import primitives as _p
 from pyzenoh.codec.network import QOS_DECLARE, QOS_REQUEST, qos_value
+from pyzenoh.codec.transport import PRIORITY_DATA
 from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.session import instrumentation as ins
 from pyzenoh.session import types as t
@@ -44,7 +45,6 @@ from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.state import (
     END,
     LOCAL_AND_REMOTE,
-    PRIORITY_DATA,
     REMOTE_ONLY,
     SESSION_LOCAL,
     TIMEOUT_PAYLOAD,

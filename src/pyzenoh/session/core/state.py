@@ -38,7 +38,6 @@ END: Any = object()
 #: Bounds of the per-key caches (match results, validated key objects).
 MAX_CACHE_KEYS = 4096
 PRIORITY_CONTROL = 0
-PRIORITY_DATA = 5
 TIMEOUT_PAYLOAD = b"Timeout"
 
 

@@ -30,20 +30,20 @@ share the fields of :class:`.state.LinkBase`:
 
 from __future__ import annotations
 
+from pyzenoh.codec.batch import LENGTH_PREFIX as LENGTH_PREFIX
+from pyzenoh.codec.transport import DEFAULT_RESOLUTION as DEFAULT_RESOLUTION
+from pyzenoh.codec.transport import PRIORITY_DATA as PRIORITY_DATA
 from pyzenoh.errors import CloseReason
 from pyzenoh.transport.link.config import (
     DEFAULT_HANDSHAKE_TIMEOUT_S,
     DEFAULT_LEASE_MS,
     DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_REASSEMBLY_TIMEOUT_S,
-    DEFAULT_RESOLUTION,
     KEEPALIVES_PER_LEASE,
-    LENGTH_PREFIX,
     MAX_BATCH_SIZE,
     MIN_BATCH_SIZE,
     NUM_PRIORITIES,
     PATCH_LEVEL,
-    PRIORITY_DATA,
     LinkConfig,
     Role,
     sn_mask,

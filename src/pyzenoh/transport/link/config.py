@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from pyzenoh.codec import WhatAmI, ZenohId
+from pyzenoh.codec.transport import (
+    DEFAULT_RESOLUTION,
+    PRIORITY_DATA,  # noqa: F401 (re-exported)
+)
 from pyzenoh.errors import UsageError
 from pyzenoh.security.usrpwd import UsrPwd
 
@@ -18,16 +22,13 @@ KEEPALIVES_PER_LEASE = 4
 DEFAULT_HANDSHAKE_TIMEOUT_S = 10.0
 #: Largest batch a TCP link can carry, the 2-byte length prefix included.
 MAX_BATCH_SIZE = 0xFFFF
-LENGTH_PREFIX = 2
 #: Reassembled messages larger than this are discarded (1.10.2 max_message_size).
 DEFAULT_MAX_MESSAGE_SIZE = 1 << 30
 #: An unfinished fragmented message that gets no fragment for this long is dropped.
 DEFAULT_REASSEMBLY_TIMEOUT_S = 10.0
 #: The smallest batch size we accept from a peer: a FRAME header plus a few bytes.
 MIN_BATCH_SIZE = 64
-DEFAULT_RESOLUTION = 0x0A
 PATCH_LEVEL = 1
-PRIORITY_DATA = 5
 NUM_PRIORITIES = 8
 
 # Resolution code (2 bits) -> SN mask; the SN must fit a bounded number of VLE bytes.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyzenoh.codec import NetworkMessage, WhatAmI, ZenohId
-from pyzenoh.transport.fastpath import PushFields, PushRun, push_of
+from pyzenoh.dataplane import PushFields, PushRun, push_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ class Received:
 @dataclass(slots=True)
 class ReceivedRun:
     """Several PUSHes from the peer that differ only in their payload (see
-    :class:`~pyzenoh.transport.fastpath.PushRun`), in one FRAME; only with
+    :class:`~pyzenoh.dataplane.PushRun`), in one FRAME; only with
     :attr:`LinkConfig.push_runs`."""
 
     run: PushRun
@@ -57,7 +57,7 @@ class ReceivedRun:
 class ReceivedPush:
     """A batch that was one FRAME holding one common-shape PUSH, not decoded (only with
     :attr:`LinkConfig.lone_pushes`): the batch, where the PUSH starts in it, and its fields
-    as :func:`~pyzenoh.transport.fastpath.scan_push` found them (offsets into ``batch``).
+    as :func:`~pyzenoh.dataplane.scan_push` found them (offsets into ``batch``).
     A router forwards it from these bytes; :meth:`received` is what the link reports
     without ``lone_pushes``."""
 

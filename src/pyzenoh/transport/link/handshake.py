@@ -11,11 +11,11 @@ import hashlib
 import hmac
 
 from pyzenoh.codec import InitAck, InitSyn, OpenAck, OpenSyn, WhatAmI, ZenohId
+from pyzenoh.codec.batch import LENGTH_PREFIX
 from pyzenoh.codec.transport import PROTOCOL_VERSION
 from pyzenoh.errors import CloseReason, DecodeError
 from pyzenoh.security.usrpwd import NONCE_LEN, AcceptorAuth
 from pyzenoh.transport.link.config import (
-    LENGTH_PREFIX,
     MAX_BATCH_SIZE,
     MIN_BATCH_SIZE,
     NUM_PRIORITIES,

@@ -22,13 +22,12 @@ from pyzenoh.codec import (
     OpenSyn,
     decode_network_message,
 )
-from pyzenoh.codec.transport import FLAG_R
+from pyzenoh.codec.transport import FLAG_R, PRIORITY_DATA
+from pyzenoh.dataplane import PushRun, push_of, scan_lone
+from pyzenoh.dataplane.batch import decode_batch as fast_decode_batch
+from pyzenoh.dataplane.joining import MIN_JOIN, Joined, aligned, join
 from pyzenoh.errors import CloseReason, DecodeError, PeerError
 from pyzenoh.security.usrpwd import AuthError
-from pyzenoh.transport.fastpath import PushRun, push_of, scan_lone
-from pyzenoh.transport.fastpath import decode_batch as fast_decode_batch
-from pyzenoh.transport.joining import MIN_JOIN, Joined, aligned, join
-from pyzenoh.transport.link.config import PRIORITY_DATA
 from pyzenoh.transport.link.events import Event, Received, ReceivedPush, ReceivedRun
 from pyzenoh.transport.link.handshake import Handshake
 from pyzenoh.transport.link.state import State, _channel

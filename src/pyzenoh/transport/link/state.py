@@ -25,10 +25,10 @@ from pyzenoh.codec import (
     WhatAmI,
     ZenohId,
 )
+from pyzenoh.codec.batch import LENGTH_PREFIX
 from pyzenoh.errors import CloseReason, UsageError
 from pyzenoh.security.usrpwd import AcceptorAuth, OpenerAuth
 from pyzenoh.transport.link.config import (
-    LENGTH_PREFIX,
     MAX_BATCH_SIZE,
     NUM_PRIORITIES,
     LinkConfig,

@@ -11,8 +11,12 @@ import bisect
 from collections.abc import Sequence
 
 from pyzenoh.codec import Fragment, Frame, NetworkMessage, encode_network_message
+from pyzenoh.codec.batch import LENGTH_PREFIX
+from pyzenoh.codec.transport import PRIORITY_DATA
 from pyzenoh.errors import UsageError
-from pyzenoh.transport.link.config import LENGTH_PREFIX, NUM_PRIORITIES, PRIORITY_DATA
+from pyzenoh.transport.link.config import (
+    NUM_PRIORITIES,
+)
 from pyzenoh.transport.link.state import LinkBase, State, _channel, close_batch
 
 #: The longest FRAME header: header byte, a five-byte SN, a two-byte priority extension.

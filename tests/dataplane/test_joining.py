@@ -20,8 +20,8 @@ from pyzenoh.codec import (
     encode_batch,
     frame_batch,
 )
-from pyzenoh.transport.fastpath import PushRun
-from pyzenoh.transport.joining import MIN_JOIN, Joined, join
+from pyzenoh.dataplane import PushRun
+from pyzenoh.dataplane.joining import MIN_JOIN, Joined, join
 from pyzenoh.transport.link import (
     Event,
     Link,

@@ -6,7 +6,7 @@ batch by batch costs it several microseconds per message, so it falls behind exa
 its publisher is quickest. Consecutive batches that each hold one FRAME of the same
 channel (same header and priority, SNs following each other) say nothing more than one
 FRAME holding all their messages would: joined, they decode into runs of same-shape
-PUSHes (:mod:`.fastpath`) and are routed as such.
+PUSHes (:mod:`.runs`) and are routed as such.
 
 Joining must never change what a stream means, bad input included: the joined FRAME is
 used only when it decodes into one FRAME whose messages end exactly where each batch
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from pyzenoh.codec import Frame
 from pyzenoh.codec.transport import FLAG_R
-from pyzenoh.transport.fastpath import ID_FRAME, PushRun, frame_head
+from pyzenoh.dataplane.runs import PushRun
+from pyzenoh.dataplane.scan import ID_FRAME, frame_head
 
 #: Fewest consecutive batches worth joining: below, they are decoded one by one.
 MIN_JOIN = 4

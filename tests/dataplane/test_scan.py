@@ -23,8 +23,9 @@ from pyzenoh.codec import (
 )
 from pyzenoh.codec.network import encode_network_message
 from pyzenoh.codec.transport import FLAG_R
+from pyzenoh.dataplane import batch as fast_batch
+from pyzenoh.dataplane import scan as fastpath
 from pyzenoh.errors import DecodeError
-from pyzenoh.transport import fastpath
 from tests.codec import strategies as cs
 from tests.hyp import FUZZ, ROUNDTRIP
 
@@ -83,7 +84,7 @@ def both(payload: bytes) -> tuple[object, object]:
     except DecodeError:
         want = DecodeError
     try:
-        got: object = fastpath.decode_batch(payload, keep_raw=True)
+        got: object = fast_batch.decode_batch(payload, keep_raw=True)
     except DecodeError:
         got = DecodeError
     return want, got
@@ -105,7 +106,7 @@ def check_lone(payload: bytes) -> None:
     if lone is None:
         return
     push, sn, priority, at = lone
-    assert fastpath.decode_batch(payload, keep_raw=True) == decode_batch(payload, keep_raw=True) == [
+    assert fast_batch.decode_batch(payload, keep_raw=True) == decode_batch(payload, keep_raw=True) == [
         Frame(bool(payload[0] & FLAG_R), sn, (push,), priority, (), (payload[at:],))
     ]
 
@@ -164,7 +165,7 @@ def test_a_lone_push_is_found(push: Push, reliable: bool, sn: int, priority: int
 def test_captured_router_push() -> None:
     # zenoh-wire.md A.6: a router-stamped PUSH using the client's expr id
     payload = bytes.fromhex("25a1bcd96b3d01022f6121a0e4a094d3a0e4806b08a8a7a6a5a4a3a2a10568656c6c6f")
-    [frame] = fastpath.decode_batch(payload)
+    [frame] = fast_batch.decode_batch(payload)
     assert isinstance(frame, Frame)
     [push] = frame.messages
     ts = Timestamp(0x6B01910532883220, ZenohId.from_str("a1a2a3a4a5a6a7a8"))
@@ -206,7 +207,7 @@ def test_key_representations_are_kept_within_bounds() -> None:
     never kept and the cache never grows past MAX_CACHED_KEYS."""
     def push_on(key: str) -> Push:
         payload = encode_batch([Frame(True, 1, (Push(WireExpr(0, key), Put(b"v")),))])
-        frame = fastpath.decode_batch(payload)[0]
+        frame = fast_batch.decode_batch(payload)[0]
         assert isinstance(frame, Frame)
         msg = frame.messages[0]
         assert isinstance(msg, Push)
