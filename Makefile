@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test bench lint clean
+.PHONY: setup run test bench lint docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: $(STAMP)
 	$(BIN)/pip install -q ruff mypy
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+
+# The documentation site (docs/, mkdocs.yml) into site/; strict: a broken link fails it.
+docs: $(STAMP)
+	$(BIN)/python -m mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
