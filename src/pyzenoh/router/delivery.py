@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pyzenoh.codec import (
@@ -99,62 +100,60 @@ class Delivery:
             rx = ev.received()
             self._on_message(face_id, rx.message, rx.raw, ev.reliable)
             return
-        stats = self.stats
-        stats.messages_in += 1
+        self.stats.messages_in += 1
         if not out:
             return
-        qos = ev.fields[4]
+        qos = ev.fields.qos
         priority, express, block = qos & 0x07, bool(qos & QOS_EXPRESS), bool(qos & QOS_BLOCK)  # as make_send
         reliable = ev.reliable
-        faces = self._faces
-        hard_cap = self.config.send_queue_max_bytes * HARD_CAP_FACTOR  # see _over_hard_cap
         self._ingress = face_id  # Block back-pressure pauses this face
         try:
             for fid, data in out:
-                face = faces.get(fid)
-                if face is None:
-                    continue
-                if face.sink is not None:  # a local face takes message objects
-                    face.sink(Send(fid, decode_network_message(data), data, priority, reliable, express, block))
-                    continue
-                link = face.link
-                assert link is not None
-                if link.queued_bytes > hard_cap:
-                    self._close_slow(fid, link)
-                # (as _deliver hands a Send to a link)
-                elif link.send(data, reliable=reliable, priority=priority, drop_if_full=not block, express=express):
-                    stats.messages_out += 1
-                    if block and link.is_full:
-                        self._block(fid, link)
-                else:
-                    stats.dropped += 1
+                self._to_face(fid, data, None, None, priority, reliable, express, block)
         finally:
             self._ingress = -1
 
     def _send_run(self: Daemon, send: Send) -> bool | None:
-        """Queue a Send holding several messages (a routed run) to its face: True when
-        queued, False when dropped (queue full, congestion control Drop), None when the
-        face is gone or was closed for not reading."""
+        """Queue a Send holding several messages (a routed run) to its face (see _to_face)."""
         assert send.raw is not None and send.ends is not None
-        face = self._faces.get(send.face)
+        return self._to_face(send.face, send.raw, send.ends, send.message, send.priority, send.reliable,
+                             send.express, send.block)  # fmt: skip
+
+    def _to_face(self: Daemon, fid: int, data: bytes, ends: Sequence[int] | None, message: NetworkMessage | None,
+                 priority: int, reliable: bool, express: bool, block: bool) -> bool | None:  # fmt: skip
+        """The one way routed bytes reach a face, whatever lane made them: ``data`` is one
+        message (``ends`` None; ``message`` is it decoded, when at hand) or several back to
+        back (``ends``: where each ends). True when queued; False when dropped (a full
+        queue and congestion control Drop); None when the face is gone or was just closed
+        for not reading (its queue past the hard cap). A local face takes messages."""
+        face = self._faces.get(fid)
         if face is None:
             return None
-        if face.sink is not None:  # a local face takes messages one by one
-            for message, raw in split_pushes(send.raw, send.ends):
-                face.sink(Send(send.face, message, raw, send.priority, send.reliable, send.express, send.block))
+        if face.sink is not None:
+            if ends is None:
+                msg = message if message is not None else decode_network_message(data)
+                face.sink(Send(fid, msg, data, priority, reliable, express, block))
+            else:
+                for msg, raw in split_pushes(data, ends):
+                    face.sink(Send(fid, msg, raw, priority, reliable, express, block))
             return True
         link = face.link
         assert link is not None
         if self._over_hard_cap(link):
-            self._close_slow(send.face, link)
+            self._close_slow(fid, link)
             return None
-        if link.send_run(send.raw, send.ends, reliable=send.reliable, priority=send.priority,
-                         drop_if_full=not send.block):  # fmt: skip
-            self.stats.messages_out += len(send.ends)
-            if send.block and link.is_full:
-                self._block(send.face, link)
+        if ends is None:
+            n = 1
+            sent = link.send(data, reliable=reliable, priority=priority, drop_if_full=not block, express=express)
+        else:
+            n = len(ends)
+            sent = link.send_run(data, ends, reliable=reliable, priority=priority, drop_if_full=not block)
+        if sent:
+            self.stats.messages_out += n
+            if block and link.is_full:
+                self._block(fid, link)
             return True
-        self.stats.dropped += len(send.ends)
+        self.stats.dropped += n
         return False
 
     def _over_hard_cap(self: Daemon, link: TcpLink) -> bool:
@@ -203,7 +202,6 @@ class Delivery:
         if rec is not None and rx_raw is None and self._denials:
             self._record_denials(_time_ns(), -1)  # not while routing a received message
         route_recorded = False
-        hard_cap = self.config.send_queue_max_bytes * HARD_CAP_FACTOR  # see _over_hard_cap
         for send in sends:
             if send.ends is not None:  # several messages (a routed run)
                 self._send_run(send)
@@ -225,23 +223,20 @@ class Delivery:
                 continue
             link = face.link
             assert link is not None
-            if link.queued_bytes > hard_cap:
-                if pending:  # the rx record comes before the close it causes
-                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
-                    pending = False
-                self._close_slow(send.face, link)
-                continue
+            if pending and self._over_hard_cap(link):  # _to_face closes it:
+                cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)  # the rx record first
+                pending = False
             data = send.raw
             if data is None:
                 msg_id = id(send.message)
                 data = encoded.get(msg_id)
                 if data is None:
                     data = encoded[msg_id] = encode_network_message(send.message)
-            if link.send(data, reliable=send.reliable, priority=send.priority,
-                         drop_if_full=not send.block, express=send.express):  # fmt: skip
-                self.stats.messages_out += 1
-                if send.block and link.is_full:
-                    self._block(send.face, link)
+            sent = self._to_face(send.face, data, None, send.message, send.priority, send.reliable, send.express,
+                                 send.block)  # fmt: skip
+            if sent is None:
+                continue
+            if sent:
                 if rec is not None:
                     if send.message.__class__ is copy_kind:
                         # A forwarded PUSH/REQUEST keeps its key.
@@ -251,8 +246,7 @@ class Delivery:
                             cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
                             pending = False
                         self._record_tx(send, data, cause)
-            else:
-                self.stats.dropped += 1
+            else:  # dropped (counted by _to_face)
                 if (
                     rec is not None
                     and copy_kind is Push
