@@ -7,11 +7,11 @@ A router with a TLS endpoint runs on asyncio's loop unless uvloop is asked for b
 uvloop's ``start_tls`` (0.23) hands a paused connection's ClientHello to the plaintext
 protocol instead of the TLS layer, so server-side handshakes never finish on it.
 
-Chosen by measurement (README, Performance): on this project's 2-core machine, ping-pong
+Chosen by measurement (docs/performance.md): on this project's 2-core machine, ping-pong
 through the router is about 10% faster on uvloop and its p99 much lower (a C loop: no
 Python ``_run_once``/selector calls per wake-up); throughput at 8-byte PUTs is the same
 within the machine's noise since a read's small batches are joined into runs
-(transport/joining.py), and at 1 KiB PUTs about 7% higher since a whole batch is written
+(dataplane/joining.py), and at 1 KiB PUTs about 7% higher since a whole batch is written
 at once (tcp.py), with a peak RSS of 47 against 44 MiB.
 """
 

@@ -65,7 +65,7 @@ class Delivery:
             self._ingress = -1
 
     def _on_push_run(self: Daemon, face_id: int, run: PushRun, reliable: bool) -> None:
-        """A run of same-shape PUSHes, routed as one unit (routing/runs.py)."""
+        """A run of same-shape PUSHes, routed as one unit (routing/lanes.py)."""
         if self.recorder is not None and self.access_control is not None:
             # Access control's denials are recorded with the message they stopped.
             for message, raw in run.messages():
@@ -88,7 +88,7 @@ class Delivery:
 
     def _on_lone_push(self: Daemon, face_id: int, ev: ReceivedPush) -> None:
         """A lone PUSH, forwarded from its bytes when the core's lane covers it
-        (routing/lone.py: not when recording), else decoded and routed as any message."""
+        (routing/lanes.py: not when recording), else decoded and routed as any message."""
         out = None
         if self.recorder is None:
             try:

@@ -98,7 +98,7 @@ class RecordedRouting:
             self._deliver([])
             return
         if any(send.ends is None for send in sends):
-            # The core routed the run message by message (routing/runs.py says when):
+            # The core routed the run message by message (routing/lanes.py says when):
             # its copies are recorded without their cause.
             rec.routed_run(rx_ns, face_id, key, run.data, run.ends, [])
             self._deliver(sends)

@@ -129,9 +129,9 @@ class RoutingStats:
     qabl_index_lookups: int = 0
     data_route_hits: int = 0
     pushes_routed: int = 0
-    push_runs_routed: int = 0  # runs of same-shape PUSHes routed as one unit (runs.py)
+    push_runs_routed: int = 0  # runs of same-shape PUSHes routed as one unit (routing/lanes.py)
     pushes_in_runs: int = 0  # the PUSHes they held (counted in pushes_routed too)
-    lone_pushes_routed: int = 0  # lone PUSHes forwarded from their bytes (lone.py; in pushes_routed too)
+    lone_pushes_routed: int = 0  # lone PUSHes forwarded from their bytes (routing/lanes.py; in pushes_routed too)
     requests_routed: int = 0
     query_timeouts: int = 0
     linkstates_received: int = 0

@@ -114,7 +114,7 @@ class Receiving(Handshake):
             # JOIN and transport OAM mean nothing on a unicast link: ignored.
 
     def _on_joined(self, joined: Joined, events: list[Event]) -> bool:
-        """Handle batches joined into one FRAME (see :mod:`..joining`) when that means the
+        """Handle batches joined into one FRAME (see :mod:`pyzenoh.dataplane.joining`) when that means the
         same as handling them one by one: their first SN is the next one expected, and the
         joined FRAME decodes into exactly their messages. False: nothing was done."""
         if not self._qos and joined.priority != PRIORITY_DATA:
@@ -155,7 +155,7 @@ class Receiving(Handshake):
         raws = frame.raw
         rel = frame.reliable
         prio = frame.priority
-        # With push_runs a FRAME's messages include PushRun items (see fastpath).
+        # With push_runs a FRAME's messages include PushRun items (see pyzenoh.dataplane.runs).
         messages: tuple[NetworkMessage | PushRun, ...] = frame.messages
         for i, msg in enumerate(messages):
             if isinstance(msg, PushRun):
