@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from pyzenoh.codec import WhatAmI, ZenohId
+from pyzenoh.recording.protocol import RouterRecorder
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.daemon import RouterDaemon
 from pyzenoh.routing import Send
@@ -28,7 +29,7 @@ RECORDER_TICK_S = 1.0
 class RouterApp:
     def __init__(self, config: RouterConfig) -> None:
         self.config = config
-        self.recorder: Any = None
+        self.recorder: RouterRecorder | None = None
         if config.record.dir:
             # Recording runs in a process of its own: the router only queues its calls.
             from pyzenoh.recording.process import RecorderProcess
@@ -54,9 +55,11 @@ class RouterApp:
 
     async def _tick_recorder(self) -> None:
         """Flush and rotate segments when traffic is idle, so a kill -9 loses at most ~1 s."""
+        recorder = self.recorder
+        assert recorder is not None
         while True:
             await asyncio.sleep(RECORDER_TICK_S)
-            self.recorder.tick(time.time_ns())
+            recorder.tick(time.time_ns())
 
     async def _start_msgq(self) -> None:
         from pyzenoh.msgq import MsgqDaemon

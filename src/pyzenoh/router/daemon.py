@@ -17,7 +17,6 @@ import ipaddress
 import logging
 import os
 import time
-from typing import Any
 
 from pyzenoh.codec import (
     NetworkMessage,
@@ -25,6 +24,7 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.errors import CloseReason, PeerError, UsageError
+from pyzenoh.recording.protocol import RouterRecorder
 from pyzenoh.router.admin import AdminSpace
 from pyzenoh.router.admission import Admission
 from pyzenoh.router.backpressure import BLOCK_WAIT_SHARE, BlockBackPressure
@@ -79,7 +79,7 @@ _time_ns = time.time_ns
 class RouterDaemon(Delivery, RecordedRouting):
     """Runs a :class:`RoutingCore` over TCP listeners and connectors."""
 
-    def __init__(self, config: RouterConfig, *, recorder: Any = None) -> None:
+    def __init__(self, config: RouterConfig, *, recorder: RouterRecorder | None = None) -> None:
         self.config = config
         self.zid = ZenohId.from_str(config.id) if config.id else ZenohId.random(os.urandom(16))
         self.stats = RouterStats()

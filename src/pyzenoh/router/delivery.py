@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pyzenoh.codec import (
     NetworkMessage,
@@ -31,6 +31,7 @@ from pyzenoh.transport.link import ReceivedPush
 from pyzenoh.transport.tcp import TcpLink
 
 if TYPE_CHECKING:
+    from pyzenoh.recording.protocol import RouterRecorder
     from pyzenoh.router.state import Daemon
 
 log = logging.getLogger(__name__)
@@ -194,6 +195,9 @@ class Delivery:
         """
         faces = self._faces
         rec = self.recorder
+        # Used only where rec is not None (mypy cannot follow `pending`): no check per send.
+        r = cast("RouterRecorder", rec)
+        rx_bytes = rx_raw or b""
         encoded: dict[int, bytes] = {}  # one encoding per message object, however many faces
         copies: list[tuple[int, bytes]] = []
         # The rx record is not written yet:
@@ -211,7 +215,7 @@ class Delivery:
                 continue
             if face.sink is not None:
                 if pending:
-                    cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                    cause = r.message(rx_ns, rx_face, "rx", rx_key, rx_bytes)
                     pending = False
                 face.sink(send)
                 if rec is not None:
@@ -224,7 +228,7 @@ class Delivery:
             link = face.link
             assert link is not None
             if pending and self._over_hard_cap(link):  # _to_face closes it:
-                cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)  # the rx record first
+                cause = r.message(rx_ns, rx_face, "rx", rx_key, rx_bytes)  # the rx record first
                 pending = False
             data = send.raw
             if data is None:
@@ -243,7 +247,7 @@ class Delivery:
                         copies.append((send.face, data))
                     else:
                         if pending:
-                            cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                            cause = r.message(rx_ns, rx_face, "rx", rx_key, rx_bytes)
                             pending = False
                         self._record_tx(send, data, cause)
             else:  # dropped (counted by _to_face)
@@ -257,17 +261,17 @@ class Delivery:
                     # subscriber, i.e. every send) is only worth a record when a send is
                     # dropped. One route record per routed message.
                     if pending:
-                        cause = rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                        cause = r.message(rx_ns, rx_face, "rx", rx_key, rx_bytes)
                         pending = False
-                    rec.route(rx_ns, cause, rx_key, sorted({s.face for s in sends}))
+                    r.route(rx_ns, cause, rx_key, sorted({s.face for s in sends}))
                     route_recorded = True
         if pending:
             if copy_kind is None:
-                rec.message(rx_ns, rx_face, "rx", rx_key, rx_raw)
+                r.message(rx_ns, rx_face, "rx", rx_key, rx_bytes)
             else:
-                rec.routed(rx_ns, rx_face, rx_key, rx_raw, copies)
+                r.routed(rx_ns, rx_face, rx_key, rx_bytes, copies)
         elif copies:
-            rec.messages(rx_ns, "tx", rx_key, copies, cause)
+            r.messages(rx_ns, "tx", rx_key, copies, cause)
         self._rearm()
 
     def _block(self: Daemon, dest: int, dest_link: TcpLink) -> None:

@@ -46,6 +46,7 @@ class RecordedRouting:
     def _route_recorded(self: Daemon, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool) -> None:
         """Route one message and record it (rx), what it caused (tx) and any denial."""
         rec = self.recorder
+        assert rec is not None
         # Recording: one wall-clock read gives the rx record's time and the HLC's time.
         # The rx record is written by _deliver, with the copies of a routed PUSH/REQUEST
         # (one recorder call).
@@ -88,6 +89,7 @@ class RecordedRouting:
         """Route a run and hand the recorder the run and its copies in one call (it
         writes each message's records, as for messages routed one by one)."""
         rec = self.recorder
+        assert rec is not None
         rx_ns = _time_ns()
         key = self._rx_key(face_id, run.first)
         try:
@@ -147,6 +149,7 @@ class RecordedRouting:
         denials = self._denials[:]
         self._denials.clear()
         rec = self.recorder
+        assert rec is not None
         for face_id, flow, message, key, denial in denials:
             try:
                 rec.access_denied(now_ns, cause, face_id, FLOWS[flow], MESSAGES[message], key,
@@ -156,6 +159,7 @@ class RecordedRouting:
 
     def _record_tx(self: Daemon, send: Send, data: bytes, cause: int) -> None:
         key = self.core.key_of(send.face, send.message, incoming=False)
+        assert self.recorder is not None
         self.recorder.message(time.time_ns(), send.face, "tx", key, data, cause)
 
 

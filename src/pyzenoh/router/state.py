@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from pyzenoh.codec import NetworkMessage, Push, Request, WhatAmI, ZenohId
 from pyzenoh.dataplane import PushRun
 from pyzenoh.errors import PeerError
+from pyzenoh.recording.protocol import RouterRecorder
 from pyzenoh.router.backpressure import BlockBackPressure
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.routing import RoutingCore, Send
@@ -58,7 +59,7 @@ class Daemon(Protocol):
     config: RouterConfig
     core: RoutingCore
     stats: RouterStats
-    recorder: Any
+    recorder: RouterRecorder | None
     access_control: AccessControl | None
     backpressure: BlockBackPressure
     _faces: dict[int, DaemonFace]
