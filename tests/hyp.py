@@ -23,3 +23,6 @@ def examples(ci: int, local: int) -> settings:
 # CI (500 locally).
 FUZZ = examples(2_000, 500)
 ROUNDTRIP = examples(400, 100)
+#: Whole streams through two links and two routing cores per example (the data plane's
+#: equivalence harness): each example is a scenario, not a message.
+STREAMS = examples(120, 40)

@@ -31,7 +31,7 @@ from pyzenoh.routing.access_control import (
 )
 from pyzenoh.routing.hlc import ntp64
 from tests.dataplane.harness import SOURCE, Pair
-from tests.hyp import ROUNDTRIP
+from tests.hyp import STREAMS
 from tests.routing.support import (
     CAPTURE_EPOCH,
     ROUTER_ZID,
@@ -83,7 +83,7 @@ def batches(draw: st.DrawFn, wall: float) -> list[NetworkMessage]:
     if shape == "lone":
         return [draw(push(key, qos, wall, stamp, node))]
     if shape == "run":
-        n = draw(st.integers(4, 40))
+        n = draw(st.integers(4, 24))
         return [draw(push(key, qos, wall, stamp, node)) for _ in range(n)]
     return [draw(push(draw(st.sampled_from(KEYS)), draw(st.sampled_from(QOS)), wall, stamp, node))
             for _ in range(draw(st.integers(1, 12)))]  # fmt: skip
@@ -95,13 +95,13 @@ def streams(draw: st.DrawFn) -> tuple[list[tuple[list[NetworkMessage], int, bool
     bytes are split into reads."""
     wall = CAPTURE_EPOCH
     out = []
-    for _ in range(draw(st.integers(1, 25))):
+    for _ in range(draw(st.integers(1, 16))):
         out.append((draw(batches(wall)), draw(st.sampled_from([5, 5, 5, 2])), draw(st.booleans()),
                     draw(st.integers(0, 8))))  # fmt: skip
     return out, draw(st.lists(st.integers(1, 400), max_size=6))
 
 
-@ROUNDTRIP
+@STREAMS
 @given(streams(), st.booleans(), st.booleans(), st.booleans())
 def test_every_lane_routes_as_the_message_lane(stream: tuple[list, list[int]], stamping: bool, drop_future: bool,  # type: ignore[type-arg]
                                                dest_ids: bool) -> None:  # fmt: skip
@@ -137,7 +137,7 @@ def neighbour_batches(draw: st.DrawFn) -> list[NetworkMessage]:
     size = draw(st.integers(0, 200))
     equal = draw(st.booleans())
     out: list[NetworkMessage] = []
-    for i in range(draw(st.integers(1, 30))):
+    for i in range(draw(st.integers(1, 20))):
         ts = Timestamp(t0 + i * draw(st.sampled_from([1, 1, 200])), zid) if draw(st.integers(0, 19)) else None
         if draw(st.integers(0, 14)) == 0:
             body: Put | Del = Del(ts)
@@ -149,7 +149,7 @@ def neighbour_batches(draw: st.DrawFn) -> list[NetworkMessage]:
     return out
 
 
-@ROUNDTRIP
+@STREAMS
 @given(st.lists(neighbour_batches(), min_size=1, max_size=4), st.booleans(), st.booleans(),
        st.sampled_from([0.0, -1.0, 1e6]))  # fmt: skip
 def test_stamped_runs_route_as_the_message_lane(specs: list[list[NetworkMessage]], stamping: bool, dest_ids: bool,
@@ -172,7 +172,7 @@ def deny_puts_to_c2() -> AccessControl:
     }))  # fmt: skip
 
 
-@ROUNDTRIP
+@STREAMS
 @given(st.lists(batches(CAPTURE_EPOCH), min_size=1, max_size=10))
 def test_a_route_access_control_restricts_stays_on_the_message_lane(specs: list[list[NetworkMessage]]) -> None:
     pair = Pair(RoutingConfig(), clients, acl=deny_puts_to_c2)
