@@ -16,14 +16,19 @@ adds Route. Samples received by subscribers do not carry their stack yet.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
 from typing import Self
 
 from pyzenoh.codec.primitives import Reader, WhatAmI, ZenohId, write_vle, write_zbytes
 from pyzenoh.codec.primitives import Timestamp as WireTimestamp
 from pyzenoh.errors import DecodeError, UsageError
 from pyzenoh.session.types import Timestamp
+from pyzenoh.session.types.stack import (
+    InterceptionPoint,
+    TimestampContext,
+    TimestampInstrumentation,
+    TimestampStack,
+    TimestampStackRecord,
+)
 
 __all__ = [
     "InterceptionPoint", "TimestampContext", "TimestampInstrumentation",
@@ -33,52 +38,6 @@ __all__ = [
 #: zenoh's bound on the number of records of one stack
 MAX_STACK_SIZE = 255
 IS_CUSTOM_TS = 0x80
-
-
-class InterceptionPoint(Enum):
-    """Where a record was taken; the values are the wire bits."""
-
-    SEND = 0x01
-    ROUTE = 0x02
-    RECEIVE = 0x04
-
-
-@dataclass(frozen=True, slots=True)
-class TimestampContext:
-    """What a ``timestamp_callback`` is told: the node taking the timestamp."""
-
-    zid: ZenohId
-    whatami: WhatAmI
-
-    def __repr__(self) -> str:
-        return f"TimestampContext {{ zid: {self.zid}, whatami: {self.whatami} }}"
-
-
-class TimestampInstrumentation:
-    """Which interception points record a timestamp (build with the builder)."""
-
-    __slots__ = ("_flags",)
-
-    def __init__(self, conf_flags: int) -> None:
-        if not 0 < conf_flags <= 0x07:
-            raise UsageError("Invalid instrumentation config: at least one point must be active")
-        self._flags = conf_flags
-
-    @property
-    def conf_flags(self) -> int:
-        return self._flags
-
-    def is_instrumented(self, point: InterceptionPoint) -> bool:
-        return bool(self._flags & point.value)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TimestampInstrumentation) and self._flags == other._flags
-
-    def __hash__(self) -> int:
-        return self._flags
-
-    def __repr__(self) -> str:
-        return f"TimestampInstrumentation {{ conf_flags: {self._flags} }}"
 
 
 class TimestampInstrumentationBuilder:
@@ -105,35 +64,6 @@ class TimestampInstrumentationBuilder:
     def build(self) -> TimestampInstrumentation:
         """The instrumentation; UsageError (a ZError) when no point is enabled."""
         return TimestampInstrumentation(self._flags)
-
-
-@dataclass(frozen=True, slots=True)
-class TimestampStackRecord:
-    """One interception record: its point and an HLC :class:`Timestamp` (or custom bytes)."""
-
-    point: InterceptionPoint
-    _value: Timestamp | bytes
-
-    @property
-    def is_custom(self) -> bool:
-        return isinstance(self._value, bytes)
-
-    def timestamp(self) -> Timestamp | bytes:
-        return self._value
-
-    def __repr__(self) -> str:
-        return f"TimestampStackRecord {{ point: {self.point.name}, timestamp: {self._value!r} }}"
-
-
-@dataclass(frozen=True, slots=True)
-class TimestampStack:
-    """A received message's instrumentation and its records, in path order."""
-
-    instrumentation: TimestampInstrumentation
-    records: list[TimestampStackRecord]
-
-    def __repr__(self) -> str:
-        return f"TimestampStack {{ instrumentation: {self.instrumentation!r}, records: {self.records!r} }}"
 
 
 # --- the wire extension ---------------------------------------------------------------------

@@ -5,8 +5,8 @@ through the session that delivered it.
 
 The modules: :mod:`.enums`, :mod:`.payload` (ZBytes, Encoding), :mod:`.timestamp`
 (NTP64, TimestampId, Timestamp), :mod:`.selector` (Parameters, Selector),
-:mod:`.sample` (Sample, SourceInfo, Reply, MatchingStatus ...) and :mod:`.query`
-(QueryConsolidation, Query).
+:mod:`.sample` (Sample, SourceInfo, Reply, MatchingStatus ...), :mod:`.query`
+(QueryConsolidation, Query) and :mod:`.stack` (TimestampStack and its records, InterceptionPoint, TimestampInstrumentation).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from pyzenoh.session.types.selector import Parameters, Selector, to_key_expr
 from pyzenoh.session.types.timestamp import Timestamp
 
 if TYPE_CHECKING:
-    from pyzenoh.session.instrumentation import TimestampStack
+    from pyzenoh.session.types.stack import TimestampStack
 
 
 class QueryConsolidation:

@@ -19,7 +19,7 @@ from pyzenoh.session.types.payload import DEFAULT_ENCODING, Encoding, ZBytes
 from pyzenoh.session.types.timestamp import Timestamp
 
 if TYPE_CHECKING:
-    from pyzenoh.session.instrumentation import TimestampStack
+    from pyzenoh.session.types.stack import TimestampStack
 
 EntityId = int
 SourceSn = int
