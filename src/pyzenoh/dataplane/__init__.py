@@ -8,6 +8,8 @@ nothing here decides where a message goes (that is :mod:`pyzenoh.routing.pubsub`
 - :mod:`.runs`: runs of same-shape PUSHes (:class:`PushRun`), found column by column.
 - :mod:`.batch`: a batch decoded as the codec would, faster on publication traffic.
 - :mod:`.joining`: a read's small one-FRAME batches joined back into one FRAME.
+- :mod:`.columns`: many common-shape PUSHes read at once, field by field, as numpy
+  columns (the pipeline's decoder of recordings).
 - :mod:`.splice`: routed bytes written from received ones: heads swapped, timestamps
   (and columns of them, with numpy) spliced in.
 """

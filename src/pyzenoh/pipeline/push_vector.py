@@ -1,16 +1,11 @@
-"""Common-shape PUSH(PUT/DEL) messages decoded many at a time, with numpy.
+"""Common-shape PUSH(PUT/DEL) messages decoded many at a time, as Arrow columns.
 
 Publications dominate recorded traffic, and decoding each distinct one in Python
-(:func:`pyzenoh.pipeline.rows.decode_template`) was most of the source's cost. This reads
-the shape :func:`pyzenoh.dataplane.scan_push` accepts, one field at a time
-across all messages: each step gathers one byte per message and advances every
-message's position. A message takes this path only if every check holds; any other
-(another message, another shape, a 1-8 byte timestamp, anything malformed) is left to
-the per-message code, so the codec stays the one definition of the format. Tests check
-that both give the same columns.
-
-Every gather is clipped to the buffer and every read is checked against the message's
-end before its value counts, so no input can index outside the data.
+(:func:`pyzenoh.pipeline.rows.decode_template`) was most of the source's cost. The data
+plane reads their fields as numpy columns (:func:`pyzenoh.dataplane.columns.scan_push_columns`);
+here they become the template's Arrow columns. Messages of another shape are left to the
+per-message code, so the codec stays the one definition of the format. Tests check that
+both give the same columns.
 """
 
 from __future__ import annotations
@@ -21,17 +16,11 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
-from pyzenoh.codec.network.header import EXT_QOS as NET_QOS_EXT
-from pyzenoh.codec.network.qos import QOS_DEFAULT
-from pyzenoh.codec.primitives import VLE_MAX_BYTES, ZID_MAX_LEN, Encoding, ZenohId
-from pyzenoh.dataplane import ID_DEL, ID_PUSH, ID_PUT
+from pyzenoh.codec.primitives import Encoding, ZenohId
+from pyzenoh.dataplane.columns import scan_push_columns
 from pyzenoh.pipeline import rows as R
 from pyzenoh.pipeline.gather import byte_ranges, with_nulls
 
-_DEFAULT_QOS = QOS_DEFAULT
-_TIME_BYTES = VLE_MAX_BYTES  # a current NTP64 time as z64: eight continued bytes and a ninth
-_MAX_Z32_BYTES = 5
-_SHIFTS = np.arange(0, 56, 7, dtype=np.uint64)
 _PUT_DEL = pa.array(["del", "put"], pa.string())
 
 
@@ -59,79 +48,12 @@ def push_columns(messages: pa.Array) -> tuple[np.ndarray, dict[int, pa.Array]]:
     )
     if len(data) == 0:
         data = np.zeros(1, np.uint8)
-    last = len(data) - 1
     start = value_offsets[:-1]
     end = value_offsets[1:]
-
-    def at(p: np.ndarray) -> np.ndarray:
-        byte: np.ndarray = data[np.minimum(p, last)].astype(np.int64)
-        return byte
-
-    ok = end - start >= 3
-    h = at(start)
-    ok &= (h & 0x1F) == ID_PUSH
-    p = start + 1
-    scope = at(p)
-    ok &= scope < 0x80
-    p = p + 1
-    # N: a suffix, its length a z16 of one or two bytes.
-    has_suffix = (h & 0x20) != 0
-    n0, n1 = at(p), at(p + 1)
-    two = has_suffix & (n0 >= 0x80)
-    ok &= ~two | (n1 < 0x80)
-    suffix_len = np.where(has_suffix, np.where(two, (n0 & 0x7F) | (n1 << 7), n0), 0)
-    ok &= ~has_suffix | (suffix_len > 0)
-    suffix_at = np.where(has_suffix, p + 1 + two, p)
-    p = suffix_at + suffix_len
-    ok &= p <= end
-    # Extensions: a lone one-byte QoS only.
-    has_ext = (h & 0x80) != 0
-    x0, x1 = at(p), at(p + 1)
-    ok &= ~has_ext | ((x0 == NET_QOS_EXT) & (x1 < 0x80) & (p + 2 <= end))
-    qos = np.where(has_ext, x1, _DEFAULT_QOS)
-    p = p + np.where(has_ext, 2, 0)
-    # The PUT or DEL, without extensions.
-    ok &= p < end
-    bh = at(p)
-    p = p + 1
-    kind = bh & 0x1F
-    ok &= ((bh & 0x80) == 0) & ((kind == ID_PUT) | (kind == ID_DEL))
-    # T: time (nine-byte z64 only here), then the id as length + bytes.
-    has_ts = (bh & 0x20) != 0
-    time_bytes = data[np.minimum(p[:, None] + np.arange(_TIME_BYTES), last)]
-    ok &= ~has_ts | (
-        np.all(time_bytes[:, :8] >= 0x80, axis=1) & (p + _TIME_BYTES < end)
-    )
-    low = (time_bytes[:, :8] & 0x7F).astype(np.uint64) << _SHIFTS
-    ntp = np.bitwise_or.reduce(low, axis=1) | (
-        time_bytes[:, 8].astype(np.uint64) << np.uint64(56)
-    )
-    zid_len = at(p + _TIME_BYTES)
-    zid_at = p + _TIME_BYTES + 1
-    ok &= ~has_ts | (
-        (zid_len >= 1) & (zid_len <= ZID_MAX_LEN) & (zid_at + zid_len <= end)
-    )
-    p = np.where(has_ts, zid_at + zid_len, p)
-    # E: a one-byte encoding without schema (never on a DEL).
-    is_put = kind == ID_PUT
-    has_enc = (bh & 0x40) != 0
-    ok &= ~has_enc | is_put
-    e = at(p)
-    ok &= ~has_enc | ((p < end) & (e < 0x80) & ((e & 1) == 0))
-    enc_id = np.where(has_enc, e >> 1, 0)
-    p = p + has_enc
-    # A PUT's payload: z32 length, then the bytes.
-    payload_len = np.zeros(count, dtype=np.int64)
-    more = is_put.copy()
-    for i in range(_MAX_Z32_BYTES):
-        b = at(p)
-        ok &= ~more | (p < end)
-        payload_len |= np.where(more, (b & 0x7F) << (7 * i), 0)
-        p = p + more
-        more &= b >= 0x80
-    ok &= ~more & (payload_len <= 0xFFFF_FFFF)
-    payload_at = p
-    ok &= p + payload_len == end
+    c = scan_push_columns(start, end, data)
+    ok, h, scope, suffix_at, suffix_len, qos = c.ok, c.header, c.scope, c.suffix_at, c.suffix_len, c.qos
+    is_put, has_ts, ntp, zid_at, zid_len, enc_id = c.is_put, c.has_ts, c.ntp, c.zid_at, c.zid_len, c.enc_id
+    payload_at, payload_len = c.payload_at, c.payload_len
 
     # Timestamp ids: a handful of distinct ones, named once each. A zero id is left to
     # the codec.
