@@ -3,9 +3,46 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-ROUTED_WAIT = 15.0  # generous bound: a declaration crosses one or two routers well within it
+T = TypeVar("T")
+
+#: The one bound for anything that should happen "soon" (a declaration crossing routers, a
+#: mesh converging, a link closing): generous, since CI machines are loaded, and paid only
+#: when a test fails.
+WAIT = 20.0
+ROUTED_WAIT = WAIT
+#: How often a condition is checked while waiting.
+STEP = 0.02
+
+
+def until(cond: Callable[[], object], timeout: float = WAIT, step: float = STEP) -> bool:
+    """Wait until ``cond()`` is true, at most ``timeout`` seconds; whether it became true
+    (checked once more at the deadline). The suite's one bounded wait."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return bool(cond())
+
+
+def expect(cond: Callable[[], object], what: str, timeout: float = WAIT) -> None:
+    """:func:`until`, failing the test with ``what`` when the deadline passes."""
+    assert until(cond, timeout), f"not within {timeout} s: {what}"
+
+
+def value_of(what: Callable[[], T | None], timeout: float = WAIT, step: float = STEP) -> T:
+    """The first true value ``what()`` returns within ``timeout`` seconds (else the test
+    fails)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = what()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"no value within {timeout} s"
+        time.sleep(step)
 
 
 def routed(session: Any, key: str, *, query: bool = False, wait: float = ROUTED_WAIT, **kw: Any) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import zenoh
@@ -11,15 +10,6 @@ import zenoh
 import pyzenoh
 
 WAIT = 5.0
-
-
-def until(cond: Callable[[], bool], timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
 
 
 def settle(seconds: float = 0.3) -> None:

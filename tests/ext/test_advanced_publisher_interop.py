@@ -25,10 +25,9 @@ from tests.ext.advanced_helpers import (
     sns,
     texts,
     tokens,
-    until,
 )
 from tests.interop.zenoh_procs import Proc, pyzenoh_config
-from tests.waits import routed
+from tests.waits import routed, until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 

@@ -25,9 +25,9 @@ from tests.ext.advanced_helpers import (
     sns,
     texts,
     tokens,
-    until,
 )
 from tests.interop.zenoh_procs import Proc, zenoh_config
+from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 

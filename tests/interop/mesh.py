@@ -195,11 +195,3 @@ def get_all(session: Any, selector: str, timeout: float = 5.0, **kw: Any) -> tup
             errs.append(reply.err.payload.to_string())
     return sorted(oks), errs
 
-
-def until(pred: Callable[[], bool], timeout: float = CONVERGE_S, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()

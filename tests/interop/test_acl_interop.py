@@ -39,6 +39,7 @@ import pytest
 from pyzenoh.localnet import free_port
 from tests.interop.zenoh_procs import pyzenoh_router_process
 from tests.security.certs import Pki
+from tests.waits import expect
 
 zenoh = pytest.importorskip("zenoh")
 
@@ -275,13 +276,6 @@ def get_keys(session: Any, key: str, *, liveliness: bool = False) -> tuple[list[
     return sorted(ok), err, time.monotonic() - start
 
 
-def until(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def assert_denied_get(session: Any, key: str, *, liveliness: bool = False) -> None:
     """A denied get ends at once: no reply, no error, long before its own timeout."""
     ok, err, took = get_keys(session, key, liveliness=liveliness)
@@ -325,22 +319,22 @@ def check_ingress(kind: str, a: Any, b: Any, p: str) -> None:
             allowed_then_denied(lambda m: b.put(f"{yes}/k", m), lambda m: b.put(f"{no}/k", m), inbox)
     elif kind == "query":
         with declared(b.declare_queryable(f"{p}/**", replier(lambda q: [str(q.key_expr)]))):
-            until(lambda: get_keys(a, f"{yes}/k")[0] == [f"{yes}/k"], "allowed get never answered")
+            expect(lambda: get_keys(a, f"{yes}/k")[0] == [f"{yes}/k"], "allowed get never answered")
             assert_denied_get(a, f"{no}/k")
     elif kind == "declare_queryable":
         handler = replier(lambda q: [str(q.key_expr)])
         with declared(a.declare_queryable(f"{no}/k", handler), a.declare_queryable(f"{yes}/k", handler)):
-            until(lambda: get_keys(b, f"{yes}/k")[0] == [f"{yes}/k"], "allowed queryable never answered")
+            expect(lambda: get_keys(b, f"{yes}/k")[0] == [f"{yes}/k"], "allowed queryable never answered")
             ok, err, _ = get_keys(b, f"{no}/k")
             assert ok == [] and err == []
     elif kind == "reply":
         with declared(a.declare_queryable(f"{p}/**", replier(lambda q: [f"{no}/k", f"{yes}/k"]))):
-            until(lambda: get_keys(b, f"{p}/**")[0] != [], "no reply at all")
+            expect(lambda: get_keys(b, f"{p}/**")[0] != [], "no reply at all")
             assert get_keys(b, f"{p}/**")[:2] == ([f"{yes}/k"], [])
     elif kind == "liveliness_token":
         lv = a.liveliness()
         with declared(lv.declare_token(f"{no}/t"), lv.declare_token(f"{yes}/t")):
-            until(lambda: get_keys(b, f"{p}/**", liveliness=True)[0] != [], "no token at all")
+            expect(lambda: get_keys(b, f"{p}/**", liveliness=True)[0] != [], "no token at all")
             assert get_keys(b, f"{p}/**", liveliness=True)[:2] == ([f"{yes}/t"], [])
     elif kind == "declare_liveliness_subscriber":
         lv = a.liveliness()
@@ -356,7 +350,7 @@ def check_ingress(kind: str, a: Any, b: Any, p: str) -> None:
     else:
         assert kind == "liveliness_query"
         with declared(b.liveliness().declare_token(f"{yes}/t"), b.liveliness().declare_token(f"{no}/t")):
-            until(lambda: get_keys(a, f"{yes}/**", liveliness=True)[0] == [f"{yes}/t"], "no token at all")
+            expect(lambda: get_keys(a, f"{yes}/**", liveliness=True)[0] == [f"{yes}/t"], "no token at all")
             assert_denied_get(a, f"{no}/**", liveliness=True)
 
 
@@ -378,33 +372,33 @@ def check_egress(kind: str, a: Any, b: Any, p: str, other: Any) -> None:
             allowed_then_denied(lambda m: b.put(f"{yes}/k", m), lambda m: None, inbox)
             pub_no, pub_yes = b.declare_publisher(f"{no}/k"), b.declare_publisher(f"{yes}/k")
             with declared(pub_no, pub_yes):
-                until(lambda: pub_yes.matching_status.matching, "the allowed subscriber never matched")
+                expect(lambda: pub_yes.matching_status.matching, "the allowed subscriber never matched")
                 assert not pub_no.matching_status.matching
                 allowed_then_denied(lambda m: pub_yes.put(m), lambda m: pub_no.put(m), inbox)
                 other.put(f"{no}/k", "other")
                 assert inbox.wait(lambda item: item == (f"{no}/k", "other"), WAIT)
     elif kind == "query":
         with declared(b.declare_queryable(f"{p}/**", replier(lambda q: [str(q.key_expr)]))):
-            until(lambda: get_keys(a, f"{yes}/k")[0] == [f"{yes}/k"], "allowed get never answered")
+            expect(lambda: get_keys(a, f"{yes}/k")[0] == [f"{yes}/k"], "allowed get never answered")
             assert_denied_get(a, f"{no}/k")
     elif kind == "declare_queryable":
         handler = replier(lambda q: [str(q.key_expr)])
         with declared(a.declare_queryable(f"{no}/k", handler), a.declare_queryable(f"{yes}/k", handler)):
-            until(lambda: get_keys(b, f"{yes}/k")[0] == [f"{yes}/k"], "allowed queryable never answered")
+            expect(lambda: get_keys(b, f"{yes}/k")[0] == [f"{yes}/k"], "allowed queryable never answered")
             q_no, q_yes = b.declare_querier(f"{no}/k"), b.declare_querier(f"{yes}/k")
             with declared(q_no, q_yes):
-                until(lambda: q_yes.matching_status.matching, "the allowed queryable never matched")
+                expect(lambda: q_yes.matching_status.matching, "the allowed queryable never matched")
                 assert not q_no.matching_status.matching
                 # only the declaration is hidden: the queryable stands (another's get reaches it)
                 assert get_keys(other, f"{no}/k")[:2] == ([f"{no}/k"], [])
     elif kind == "reply":
         with declared(a.declare_queryable(f"{p}/**", replier(lambda q: [f"{no}/k", f"{yes}/k"]))):
-            until(lambda: get_keys(b, f"{p}/**")[0] != [], "no reply at all")
+            expect(lambda: get_keys(b, f"{p}/**")[0] != [], "no reply at all")
             assert get_keys(b, f"{p}/**")[:2] == ([f"{yes}/k"], [])
     elif kind == "liveliness_token":
         lv = a.liveliness()
         with declared(lv.declare_token(f"{no}/t"), lv.declare_token(f"{yes}/t")):
-            until(lambda: get_keys(b, f"{p}/**", liveliness=True)[0] != [], "no token at all")
+            expect(lambda: get_keys(b, f"{p}/**", liveliness=True)[0] != [], "no token at all")
             assert get_keys(b, f"{p}/**", liveliness=True)[:2] == ([f"{yes}/t"], [])
             with declared(b.liveliness().declare_subscriber(f"{p}/**", inbox.sample, history=True)):
                 assert inbox.wait(lambda item: item[0] == f"{yes}/t", WAIT)
@@ -418,7 +412,7 @@ def check_egress(kind: str, a: Any, b: Any, p: str, other: Any) -> None:
         # on a client link (b's own liveliness subscriber and get still work).
         assert kind in ("declare_liveliness_subscriber", "liveliness_query")
         with declared(a.liveliness().declare_token(f"{no}/t")):
-            until(lambda: get_keys(b, f"{no}/**", liveliness=True)[0] == [f"{no}/t"], "liveliness get failed")
+            expect(lambda: get_keys(b, f"{no}/**", liveliness=True)[0] == [f"{no}/t"], "liveliness get failed")
             with declared(b.liveliness().declare_subscriber(f"{no}/**", inbox.sample, history=True)):
                 assert inbox.wait(lambda item: item[0] == f"{no}/t", WAIT)
 
@@ -461,7 +455,7 @@ def test_identities(net: Net, key: str) -> None:
     allowed_put = IDENTITY_CASES[key] | {"root"}
     with declared(root.declare_subscriber("id/**", inbox.sample)):
         # the subscription stands once a put of another client comes through
-        until(lambda: bool(net["bob"].put("id/lo/warm", "w")) or inbox.wait(lambda i: i[0] == "id/lo/warm", 0.3),
+        expect(lambda: bool(net["bob"].put("id/lo/warm", "w")) or inbox.wait(lambda i: i[0] == "id/lo/warm", 0.3),
               "root's subscription never took")  # fmt: skip
         for name in USERS:
             s = net[name]
@@ -499,7 +493,7 @@ def test_denials_are_counted_and_logged_once(net: Net) -> None:
 
     for _ in range(3):
         alice.put("id/denied/x", "x")
-    until(lambda: json.loads(admin("access_control"))["denied"].get("id-denied", 0) >= 3, "denials not counted")
+    expect(lambda: json.loads(admin("access_control"))["denied"].get("id-denied", 0) >= 3, "denials not counted")
     info = json.loads(admin("access_control"))
     assert info["enabled"] is True and info["default_permission"] == "deny"
     assert {"rule": "id-denied", "flow": "ingress", "message": "put", "count": info["denied"]["id-denied"]} \
@@ -516,6 +510,6 @@ def test_denials_are_counted_and_logged_once(net: Net) -> None:
     assert int(counts["id-denied"]) >= 3 and int(counts["<default_permission>"]) > 0
     # logged once per (subject, rule), with the reason
     assert net.log is not None
-    until(lambda: "rule 'id-denied'" in net.log.read_text(), "denial not logged")  # type: ignore[union-attr]
+    expect(lambda: "rule 'id-denied'" in net.log.read_text(), "denial not logged")  # type: ignore[union-attr]
     lines = [ln for ln in net.log.read_text().splitlines() if "rule 'id-denied' (subject 'alice') denies it" in ln]
     assert len(lines) == 1 and "user 'alice'" in lines[0] and "ingress put on 'id/denied/" in lines[0], lines

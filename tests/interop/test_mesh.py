@@ -19,9 +19,9 @@ from tests.interop.mesh import (
     get_all,
     mesh,
     send_and_count,
-    until,
     wait_route,
 )
+from tests.waits import until
 
 zenoh = pytest.importorskip("zenoh")
 

@@ -48,8 +48,9 @@ from pyzenoh.codec import (
 )
 from pyzenoh.codec.network import OAM_LINKSTATE
 from pyzenoh.routing.linkstate import LinkState, decode_linkstates
-from tests.interop.mesh import Mesh, mesh, until
+from tests.interop.mesh import Mesh, mesh
 from tests.routing.test_wire_differential import RecordingProxy
+from tests.waits import until
 
 zenoh = pytest.importorskip("zenoh")
 

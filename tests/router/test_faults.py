@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from pyzenoh.localnet import free_port, wait_listening
 from pyzenoh.transport.link import Link, LinkClosed, LinkConfig, Received, Role
 from tests.interop.zenoh_procs import Proc, _start
 from tests.router.conftest import STARTUP_TIMEOUT, RouterProc, run_router, zenoh
+from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -66,16 +67,6 @@ _ids = itertools.count()
 @pytest.fixture
 def prefix() -> str:
     return f"flt{next(_ids)}x{time.monotonic_ns() % 100000}"
-
-
-def until(cond: Callable[[], bool], timeout: float = WAIT, step: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while True:
-        if cond():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(step)
 
 
 def client_conf(endpoint: str, lease_ms: int | None = None) -> dict[str, Any]:

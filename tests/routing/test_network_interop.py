@@ -10,7 +10,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,6 +21,7 @@ from pyzenoh.codec.primitives import WhatAmI
 from pyzenoh.codec.transport import Frame
 from pyzenoh.routing.network import Network
 from tests.routing.network_helpers import P, R, Z, check_trees, states
+from tests.waits import value_of
 
 INTEROP_TIMEOUT = 15.0
 
@@ -170,17 +171,6 @@ def admin(session: Any, selector: str, timeout: float = 3.0) -> dict[str, bytes]
     return out
 
 
-def wait_for(what: Callable[[], Any], timeout: float = INTEROP_TIMEOUT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = what()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.05)
-
-
 DOT_NODE = re.compile(r'^    (\d+) \[ label = "([0-9a-f]+)" \]$')
 DOT_EDGE = re.compile(r'^    (\d+) -- (\d+) \[ label = "([0-9.]+)" \]$')
 
@@ -246,14 +236,14 @@ def test_real_triangle_weights_trees_and_messages() -> None:
         # c3 -> b2 waits until c3 -> a1 is up, so that every router numbers alike each run
         relays["bc"] = Relay(ports["b2"], hold=True)
         opened.append(relays["bc"])
-        wait_for(lambda: exchanged(rab, 2))
+        value_of(lambda: exchanged(rab, 2))
         time.sleep(0.2)  # nothing else is sent between two routers alone
         pair_phase = list(rab.records)
         opened.append(open_listening(zenoh, ports, "c3", "router", [relays["ac"].port, relays["bc"].port]))
-        wait_for(lambda: exchanged(relays["ac"], 2))
+        value_of(lambda: exchanged(relays["ac"], 2))
         time.sleep(0.2)
         relays["bc"].release()
-        wait_for(lambda: exchanged(relays["bc"], 1))
+        value_of(lambda: exchanged(relays["bc"], 1))
         # one client per router, reading that router's own admin space
         clients = {}
         for z, port in ports.items():
@@ -275,7 +265,7 @@ def test_real_triangle_weights_trees_and_messages() -> None:
                 seen.update(succ)
             return seen
 
-        wait_for(converged)
+        value_of(converged)
         # zenohd recomputes its trees in a worker, 100 ms after a change: let it run
         time.sleep(0.5)
         seen = converged()
@@ -342,7 +332,7 @@ def test_real_router_gossip_with_peers() -> None:
         r1, r2 = Relay(ports["a1"]), Relay(ports["a1"])
         opened += [r1, r2]
         opened.append(open_listening(zenoh, ports, "d4", "peer", [r1.port]))
-        wait_for(lambda: len(r1.oams("a->b", list(r1.records))) >= 1)
+        value_of(lambda: len(r1.oams("a->b", list(r1.records))) >= 1)
         opened.append(open_listening(zenoh, ports, "e5", "peer", [r2.port]))
 
         def settled() -> dict[str, bytes] | None:
@@ -353,7 +343,7 @@ def test_real_router_gossip_with_peers() -> None:
                 return None
             return admin(router, "@/a1/router/linkstate/**") or None
 
-        texts = wait_for(settled)
+        texts = value_of(settled)
         time.sleep(0.2)  # let any last gossip land
         texts = admin(router, "@/a1/router/linkstate/**")
         info = json.loads(admin(router, "@/a1/router")["@/a1/router"])

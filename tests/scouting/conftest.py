@@ -11,7 +11,6 @@ import contextlib
 import functools
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -144,11 +143,3 @@ def py_router(settings: ScoutingSettings, listen: str = "tcp/127.0.0.1:0") -> It
 async def _close(responder: Responder) -> None:
     responder.close()
 
-
-def wait_for(predicate: Callable[[], bool], timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()

@@ -37,9 +37,9 @@ from tests.scouting.conftest import (
     WAIT,
     py_router,
     real_router,
-    wait_for,
     zenoh_scouting_config,
 )
+from tests.waits import until
 
 zenoh = pytest.importorskip("zenoh")
 pytestmark = pytest.mark.interop
@@ -95,7 +95,7 @@ def test_real_client_without_endpoints_connects_to_pyzenoh_router(mcast_port: in
                         got.append(item.payload.to_string())
                     return bool(got)
 
-                assert wait_for(delivered)
+                assert until(delivered)
                 assert got[0] == "via-scouting"
         finally:
             client.close()
@@ -146,7 +146,7 @@ def test_dropping_a_scout_stops_it(mcast_port: int) -> None:
     assert scout_threads() == before + 1
     del sc
     gc.collect()
-    assert wait_for(lambda: scout_threads() == before)
+    assert until(lambda: scout_threads() == before)
 
 
 def test_pyzenoh_client_without_endpoints_connects_to_real_router(mcast_port: int) -> None:
@@ -163,7 +163,7 @@ def test_pyzenoh_client_without_endpoints_connects_to_real_router(mcast_port: in
                     got.append(item.payload.to_string())
                 return bool(got)
 
-            assert wait_for(delivered)
+            assert until(delivered)
             assert got[0] == "found-by-scouting"
         sub.undeclare()
 

@@ -9,7 +9,7 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ import zenoh
 import pyzenoh
 from tests.interop.zenoh_procs import Proc, pyzenoh_config, zenoh_session
 from tests.interop.zenoh_procs import router as zenoh_router
+from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -49,15 +50,6 @@ def ps(router: Proc) -> Iterator[pyzenoh.Session]:
 @pytest.fixture
 def prefix() -> str:
     return f"compat/{next(_ids)}"
-
-
-def until(cond: Callable[[], bool], timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
 
 
 def replies(handler: Any) -> list[Any]:

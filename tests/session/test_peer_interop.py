@@ -21,6 +21,7 @@ import pyzenoh.session as pz
 from pyzenoh.localnet import free_port
 from pyzenoh.session import ChannelClosedError
 from tests.interop.zenoh_procs import opened
+from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -39,15 +40,6 @@ def z_peer(listen: list[str] | None = None, connect: list[str] | None = None) ->
     c.insert_json5("connect/endpoints", json.dumps(connect or []))
     c.insert_json5("scouting/multicast/enabled", "false")
     return zenoh.open(c)
-
-
-def until(cond: Callable[[], bool], timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
 
 
 def delivered(put: Callable[[], None], get: Callable[[float], Any]) -> Any:

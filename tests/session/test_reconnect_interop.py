@@ -14,7 +14,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,6 +30,7 @@ from tests.interop.zenoh_procs import (
     start_router,
     zenoh_config,
 )
+from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -47,15 +48,6 @@ def zenoh_fast(endpoint: str) -> zenoh.Config:
     c = zenoh_config(endpoint)
     c.insert_json5("connect/retry", json.dumps(RETRY))
     return c
-
-
-def until(cond: Callable[[], bool], timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
 
 
 def items(ch: Any, n: int) -> list[Any]:
