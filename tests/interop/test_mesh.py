@@ -25,7 +25,7 @@ from tests.waits import until
 
 zenoh = pytest.importorskip("zenoh")
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
 
 def _queryable(session: object, key: str, value: str, complete: bool = True) -> object:

@@ -293,22 +293,23 @@ class RouterDaemon(Delivery, RecordedRouting):
     # --- links -------------------------------------------------------------------------
 
     def _on_event(self, link: TcpLink, ev: Event) -> None:
-        if ev.__class__ is ReceivedPush:  # every ping-pong message: checked first
-            face_id = self._face_of_link.get(id(link))
-            if face_id is not None:
-                self._on_lone_push(face_id, ev)
-        elif isinstance(ev, Received):
-            face_id = self._face_of_link.get(id(link))
-            if face_id is not None:
-                self._on_message(face_id, ev.message, ev.raw, ev.reliable)
-        elif isinstance(ev, ReceivedRun):
-            face_id = self._face_of_link.get(id(link))
-            if face_id is not None:
-                self._on_push_run(face_id, ev.run, ev.reliable)
-        elif isinstance(ev, Established):
-            self._on_established(link, ev)
-        elif isinstance(ev, LinkClosed):
-            self._on_closed(link, ev)
+        match ev:
+            case ReceivedPush():  # every ping-pong message: checked first
+                face_id = self._face_of_link.get(id(link))
+                if face_id is not None:
+                    self._on_lone_push(face_id, ev)
+            case Received():
+                face_id = self._face_of_link.get(id(link))
+                if face_id is not None:
+                    self._on_message(face_id, ev.message, ev.raw, ev.reliable)
+            case ReceivedRun():
+                face_id = self._face_of_link.get(id(link))
+                if face_id is not None:
+                    self._on_push_run(face_id, ev.run, ev.reliable)
+            case Established():
+                self._on_established(link, ev)
+            case LinkClosed():
+                self._on_closed(link, ev)
 
     # --- admission -----------------------------------------------------------------------
 

@@ -68,10 +68,9 @@ class RecordedRouting:
             self._deliver([])
             return
         copy_kind: type | None = None
-        kind = type(message)
-        if kind is Push or kind is Request:
-            key = self._rx_key(face_id, message)  # type: ignore[arg-type]
-            copy_kind = kind
+        if isinstance(message, (Push, Request)):
+            key = self._rx_key(face_id, message)
+            copy_kind = type(message)
         else:
             self._rx_keys.clear()  # key tables may have changed
             key = core.key_of(face_id, message, incoming=True)

@@ -226,25 +226,26 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         self._now = now
         self._wall = now if wall is None else wall
         out = self._out = []
-        if isinstance(msg, Push):
-            self._on_push(f, msg, raw, reliable)
-        elif isinstance(msg, Declare):
-            if f.is_router:
-                self._on_router_declare(f, msg)
-            else:
-                self._on_declare(f, msg)
-        elif isinstance(msg, Interest):
-            self._on_interest(f, msg)
-        elif isinstance(msg, Request):
-            self._on_request(f, msg)
-        elif isinstance(msg, Response):
-            self._on_response(f, msg, raw)
-        elif isinstance(msg, ResponseFinal):
-            self._on_response_final(f, msg)
-        elif isinstance(msg, NetworkOam):
-            self._on_oam(f, msg)
-        else:
-            raise UsageError(f"not a network message: {type(msg).__name__}")
+        match msg:
+            case Push():
+                self._on_push(f, msg, raw, reliable)
+            case Declare():
+                if f.is_router:
+                    self._on_router_declare(f, msg)
+                else:
+                    self._on_declare(f, msg)
+            case Interest():
+                self._on_interest(f, msg)
+            case Request():
+                self._on_request(f, msg)
+            case Response():
+                self._on_response(f, msg, raw)
+            case ResponseFinal():
+                self._on_response_final(f, msg)
+            case NetworkOam():
+                self._on_oam(f, msg)
+            case _:
+                raise UsageError(f"not a network message: {type(msg).__name__}")
         self._out = []
         return out
 

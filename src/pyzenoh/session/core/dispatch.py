@@ -49,81 +49,81 @@ class Dispatch(PubSub, Queries, Liveliness):
     def on_message(self, msg: NetworkMessage, now: float) -> None:
         if self.closed:
             return
-        kind = type(msg)
-        if kind is Push:
-            self._on_push(msg)  # type: ignore[arg-type]
-        elif kind is Declare:
-            self._on_declare(msg)  # type: ignore[arg-type]
-        elif kind is Response:
-            self._on_response(msg)  # type: ignore[arg-type]
-        elif kind is ResponseFinal:
-            g = self._gets.get(msg.request_id)  # type: ignore[union-attr]
-            if g is not None:
-                g.remote_pending.discard(self._face_id)
-                self._maybe_finish(g)
-        elif kind is Request:
-            self._on_request(msg, now)  # type: ignore[arg-type]
-        elif kind is Interest:
-            self._on_interest(msg)  # type: ignore[arg-type]
+        match msg:
+            case Push():
+                self._on_push(msg)
+            case Declare():
+                self._on_declare(msg)
+            case Response():
+                self._on_response(msg)
+            case ResponseFinal():
+                g = self._gets.get(msg.request_id)
+                if g is not None:
+                    g.remote_pending.discard(self._face_id)
+                    self._maybe_finish(g)
+            case Request():
+                self._on_request(msg, now)
+            case Interest():
+                self._on_interest(msg)
         # OAM (link state) is informational
 
     # --- a face's declarations and interests -------------------------------------------------
 
     def _on_declare(self, msg: Declare) -> None:
         body = msg.body
-        kind = type(body)
-        if kind is DeclareKeyExpr:
-            key = self._resolve(WireExpr(body.wire_expr.scope, body.wire_expr.suffix, True))  # type: ignore[union-attr]
-            if key is not None:
-                self._remote_exprs[body.expr_id] = key  # type: ignore[union-attr]
-        elif kind is UndeclareKeyExpr:
-            self._remote_exprs.pop(body.expr_id, None)  # type: ignore[union-attr]
-        elif kind is DeclareSubscriber:
-            key = self._resolve(body.wire_expr)  # type: ignore[union-attr]
-            if key is not None and self._ke(key) is not None:
-                self._remote_subs[(self._face_id, body.entity_id)] = key  # type: ignore[union-attr]
-                self._allow_changed()
-                self._update_matching()
-        elif kind is UndeclareSubscriber:
-            if self._remote_subs.pop((self._face_id, body.entity_id), None) is not None:  # type: ignore[union-attr]
-                self._allow_changed()
-                self._update_matching()
-        elif kind is DeclareQueryable:
-            key = self._resolve(body.wire_expr)  # type: ignore[union-attr]
-            if key is not None and self._ke(key) is not None:
-                qid = (self._face_id, body.entity_id)  # type: ignore[union-attr]
-                self._remote_qabls[qid] = key
-                if body.complete:  # type: ignore[union-attr]
-                    self._remote_qabl_complete.add(qid)
-                else:
-                    self._remote_qabl_complete.discard(qid)
-                self._update_querier_matching()
-        elif kind is UndeclareQueryable:
-            qid = (self._face_id, body.entity_id)  # type: ignore[union-attr]
-            self._remote_qabl_complete.discard(qid)
-            if self._remote_qabls.pop(qid, None) is not None:
-                self._update_querier_matching()
-        elif kind is DeclareToken:
-            self._on_token(msg.interest_id, body)  # type: ignore[arg-type]
-        elif kind is UndeclareToken:
-            self._on_untoken(body)  # type: ignore[arg-type]
-        elif kind is DeclareFinal:
-            iid = msg.interest_id
-            if iid is None:
-                return
-            if iid == 0:
-                f = self._faces.get(self._face_id)
-                if f is not None and not f.routerish:
-                    f.declared = True  # a peer's initial declarations are all in
+        match body:
+            case DeclareKeyExpr():
+                key = self._resolve(WireExpr(body.wire_expr.scope, body.wire_expr.suffix, True))
+                if key is not None:
+                    self._remote_exprs[body.expr_id] = key
+            case UndeclareKeyExpr():
+                self._remote_exprs.pop(body.expr_id, None)
+            case DeclareSubscriber():
+                key = self._resolve(body.wire_expr)
+                if key is not None and self._ke(key) is not None:
+                    self._remote_subs[(self._face_id, body.entity_id)] = key
                     self._allow_changed()
-                return
-            lg = self._lgets.pop(iid, None)
-            if lg is not None:
-                self.deliveries.append((lg.sink, END))
-            elif iid in self._pub_interests:
-                self._finalized.add(iid)
-                self._allow_changed()
-                self._update_matching()
+                    self._update_matching()
+            case UndeclareSubscriber():
+                if self._remote_subs.pop((self._face_id, body.entity_id), None) is not None:
+                    self._allow_changed()
+                    self._update_matching()
+            case DeclareQueryable():
+                key = self._resolve(body.wire_expr)
+                if key is not None and self._ke(key) is not None:
+                    qid = (self._face_id, body.entity_id)
+                    self._remote_qabls[qid] = key
+                    if body.complete:
+                        self._remote_qabl_complete.add(qid)
+                    else:
+                        self._remote_qabl_complete.discard(qid)
+                    self._update_querier_matching()
+            case UndeclareQueryable():
+                qid = (self._face_id, body.entity_id)
+                self._remote_qabl_complete.discard(qid)
+                if self._remote_qabls.pop(qid, None) is not None:
+                    self._update_querier_matching()
+            case DeclareToken():
+                self._on_token(msg.interest_id, body)
+            case UndeclareToken():
+                self._on_untoken(body)
+            case DeclareFinal():
+                iid = msg.interest_id
+                if iid is None:
+                    return
+                if iid == 0:
+                    f = self._faces.get(self._face_id)
+                    if f is not None and not f.routerish:
+                        f.declared = True  # a peer's initial declarations are all in
+                        self._allow_changed()
+                    return
+                lg = self._lgets.pop(iid, None)
+                if lg is not None:
+                    self.deliveries.append((lg.sink, END))
+                elif iid in self._pub_interests:
+                    self._finalized.add(iid)
+                    self._allow_changed()
+                    self._update_matching()
 
     def _on_interest(self, msg: Interest) -> None:
         """An interest from a client (or a peer) connected to this peer: our current
