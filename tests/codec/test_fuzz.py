@@ -68,6 +68,7 @@ def test_arbitrary_bytes(name: str, data: bytes) -> None:
     _only_decode_errors(DECODERS[name], data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["batch", "network"])
 @FUZZ
 @given(seed=st.data(), ops=mutations)

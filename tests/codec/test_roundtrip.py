@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -66,6 +67,7 @@ def test_primitive_roundtrip(ts, enc) -> None:  # type: ignore[no-untyped-def]
     assert r.at_end()
 
 
+@pytest.mark.slow
 @ROUNDTRIP
 @given(st.lists(s.batches, min_size=1, max_size=4), st.data())
 def test_stream_whole_and_split_give_the_same_batches(batch_list, data) -> None:  # type: ignore[no-untyped-def]

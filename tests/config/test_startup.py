@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pyzenoh.localnet import free_port
 from tests.config.trees import zenoh_default_tree
 from tests.router.conftest import run_router
@@ -65,6 +67,7 @@ def _refusals(tmp: Path) -> list[tuple[str, str | dict[str, Any], list[str]]]:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_refused_configs_stop_the_router_naming_the_key(tmp_path: Path) -> None:
     cases = _refusals(tmp_path)
     procs = []

@@ -101,6 +101,7 @@ def streams(draw: st.DrawFn) -> tuple[list[tuple[list[NetworkMessage], int, bool
     return out, draw(st.lists(st.integers(1, 400), max_size=6))
 
 
+@pytest.mark.slow
 @STREAMS
 @given(streams(), st.booleans(), st.booleans(), st.booleans())
 def test_every_lane_routes_as_the_message_lane(stream: tuple[list, list[int]], stamping: bool, drop_future: bool,  # type: ignore[type-arg]
@@ -149,6 +150,7 @@ def neighbour_batches(draw: st.DrawFn) -> list[NetworkMessage]:
     return out
 
 
+@pytest.mark.slow
 @STREAMS
 @given(st.lists(neighbour_batches(), min_size=1, max_size=4), st.booleans(), st.booleans(),
        st.sampled_from([0.0, -1.0, 1e6]))  # fmt: skip
@@ -172,6 +174,7 @@ def deny_puts_to_c2() -> AccessControl:
     }))  # fmt: skip
 
 
+@pytest.mark.slow
 @STREAMS
 @given(st.lists(batches(CAPTURE_EPOCH), min_size=1, max_size=10))
 def test_a_route_access_control_restricts_stays_on_the_message_lane(specs: list[list[NetworkMessage]]) -> None:

@@ -185,6 +185,7 @@ def build(stream: list[Spec], sn: int, mask: int) -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 @ROUNDTRIP
 @given(streams(), st.booleans(), st.sampled_from([0x00, 0x0A, 0x0B]))
 def test_joining_means_what_the_batches_mean(stream: list[Spec], qos: bool, resolution: int) -> None:
@@ -194,6 +195,7 @@ def test_joining_means_what_the_batches_mean(stream: list[Spec], qos: bool, reso
     assert flat(whole) == flat(one)
 
 
+@pytest.mark.slow
 @ROUNDTRIP
 @given(streams(), st.booleans(), st.sampled_from([0x00, 0x0A, 0x0B]))
 def test_lone_pushes_mean_what_decoded_frames_mean(stream: list[Spec], qos: bool, resolution: int) -> None:
@@ -210,6 +212,7 @@ def test_lone_pushes_mean_what_decoded_frames_mean(stream: list[Spec], qos: bool
     assert flat(with_lane) == flat(undecoded) == flat(without)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.integers(MIN_JOIN, 40), st.data())
 def test_joining_survives_mutations(count: int, data: st.DataObject) -> None:

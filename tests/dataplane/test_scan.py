@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -125,6 +126,7 @@ def test_agrees_with_codec(msgs: list[object]) -> None:
     check_lone(payload)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(seed_batches, st.data())
 def test_agrees_with_codec_on_mutations(seed: bytes, data: st.DataObject) -> None:

@@ -77,12 +77,14 @@ def _compare(tree: Tree, data: bytes) -> tuple[str, Any]:
     return mine
 
 
+@pytest.mark.slow
 @FUZZ
 @given(trees, st.binary(max_size=40))
 def test_random_bytes_only_raise_zdeserializeerror(tree: Tree, data: bytes) -> None:
     _compare(tree, data)
 
 
+@pytest.mark.slow
 @FUZZ_VALUES
 @given(typed_values(), st.data())
 def test_truncated_input_matches_zenoh(tv: tuple[Tree, Any], data: st.DataObject) -> None:
@@ -96,6 +98,7 @@ def test_truncated_input_matches_zenoh(tv: tuple[Tree, Any], data: st.DataObject
     assert mine[0] == "ok" or mine[1] == "ZDeserializeError"
 
 
+@pytest.mark.slow
 @FUZZ_VALUES
 @given(typed_values(), st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1 << 16), st.integers(0, 255)), min_size=1, max_size=4))
 def test_mutated_input_matches_zenoh(tv: tuple[Tree, Any], ops: list[tuple[int, int, int]]) -> None:

@@ -96,6 +96,7 @@ async def _explain_problems(router: Router, report: Report) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 def test_router_survives_mutated_inputs(fuzz_router: Router, capsys: pytest.CaptureFixture[str]) -> None:
     router = fuzz_router
     pid = router.proc.pid

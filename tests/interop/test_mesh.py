@@ -72,6 +72,7 @@ def test_pair_pubsub_queries_liveliness(tmp_path: Path, kinds: tuple[str, str]) 
         assert until(lambda: list(ca.liveliness().get("lv/**", timeout=1)) == [])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kinds", [("zenoh", "pyzenoh", "zenoh"), ("pyzenoh", "zenoh", "pyzenoh"),
                                    ("pyzenoh", "pyzenoh", "pyzenoh")],
                          ids=["pyzenoh-transit", "pyzenoh-edges", "pyzenoh-only"])  # fmt: skip
@@ -107,6 +108,7 @@ def test_line_of_three(tmp_path: Path, kinds: tuple[str, str, str]) -> None:
             holder.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kinds", [("zenoh", "pyzenoh", "pyzenoh"), ("pyzenoh", "pyzenoh", "pyzenoh"),
                                    ("pyzenoh", "zenoh", "zenoh")],
                          ids=["one-zenoh", "pyzenoh-only", "two-zenoh"])  # fmt: skip
@@ -169,6 +171,7 @@ def test_middle_router_killed_and_restarted(tmp_path: Path, kinds: tuple[str, st
         token.undeclare()
 
 
+@pytest.mark.slow
 def test_refused_router_link_is_retried_with_backoff(tmp_path: Path) -> None:
     """A pyzenoh router whose peer router refuses it (same zid twice) does not hot-loop."""
     with mesh(tmp_path) as m:

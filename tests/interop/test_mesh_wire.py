@@ -390,6 +390,7 @@ def counts(rec: Recording) -> dict[str, list[int]]:
     return out
 
 
+@pytest.mark.slow
 def test_router_sends_its_router_neighbours_what_a_real_router_sends(tmp_path: Path) -> None:
     expected = record("zenoh", None, tmp_path / "zenoh-0")
     assert sum(len(msgs) for _, _, msgs in expected) > 50

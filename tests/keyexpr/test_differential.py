@@ -148,6 +148,7 @@ def test_validity_and_canon_soup(strings: list[str]) -> None:
         _check_canon(s)
 
 
+@pytest.mark.slow
 @examples(ci=200, local=40)
 @given(st.lists(raw_keyexprs(max_chunks=6), min_size=40, max_size=40))
 def test_validity_and_canon_chunks(strings: list[str]) -> None:

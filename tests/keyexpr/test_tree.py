@@ -68,6 +68,7 @@ def run_sequence(rng: random.Random, n_ops: int, max_chunks: int) -> None:
     assert tree._root.is_empty()
 
 
+@pytest.mark.slow
 @examples(ci=300, local=50)
 @given(st.randoms(use_true_random=False), st.sampled_from([3, 5, 8]))
 def test_random_sequences_match_brute_force(
@@ -213,3 +214,4 @@ def test_lookup_does_not_visit_unrelated_subtrees() -> None:
     root = tree._root
     root.lit = Exploding(root.lit)  # type: ignore[assignment]
     assert sorted(v for _, v in tree.intersecting("site7/dev/temp")) == [-1, 7]
+TestTreeMachine.pytestmark = [pytest.mark.slow]

@@ -447,6 +447,7 @@ def test_fuzz_core_input(chunks: list[bytes]) -> None:
     assert set(net.send(bystander, "g", {})) <= {victim}
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.dictionaries(st.sampled_from(["type", "group", "instance", "to", "from", "seq", "reply", "subtype", "want_answer"]),
                        st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5), st.binary(max_size=5),

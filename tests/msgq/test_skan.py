@@ -37,6 +37,7 @@ VECTOR_BYTES = [
 # -- round trips --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @ROUNDTRIP
 @given(s.messages())
 def test_bind10_round_trip(value: dict[str, Any]) -> None:
@@ -47,6 +48,7 @@ def test_bind10_round_trip(value: dict[str, Any]) -> None:
     assert encode(decode(data)) == data
 
 
+@pytest.mark.slow
 @ROUNDTRIP
 @given(s.messages(s.seed_keys))
 def test_seed_round_trip(value: dict[str, Any]) -> None:
@@ -233,6 +235,7 @@ def test_fuzz_after_magic(data: bytes) -> None:
     _only_skan_errors(skan.MAGIC + data, max_depth=2, allow_empty=False)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.sampled_from(VECTOR_BYTES), st.data())
 def test_fuzz_mutated_vectors(base: bytes, data: st.DataObject) -> None:
@@ -251,6 +254,7 @@ def test_fuzz_mutated_vectors(base: bytes, data: st.DataObject) -> None:
     _only_skan_errors(bytes(buf))
 
 
+@pytest.mark.slow
 @ROUNDTRIP
 @given(s.messages())
 def test_fuzz_truncations_of_valid_messages(value: dict[str, Any]) -> None:

@@ -70,6 +70,7 @@ def _record_real_traffic(rec_dir: Path) -> int:
     return len(got.matching("demo/probe"))
 
 
+@pytest.mark.slow
 def test_real_router_recording_through_the_pipeline(spark: Any, tmp_path: Path) -> None:
     from pyzenoh.pipeline.jobs import run_pipeline
 

@@ -29,6 +29,7 @@ def _assert_same_table(spark: Any, exported: Path, recording: Path, table: str) 
         b.unpersist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("table", ["messages", "links", "routes"])
 def test_scenario_tables_equal_the_source(
     spark: Any, tmp_path: Path, table: str
@@ -44,6 +45,7 @@ def test_scenario_tables_equal_the_source(
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [table]  # no staging
 
 
+@pytest.mark.slow
 def test_generated_recording_with_a_torn_segment(spark: Any, tmp_path: Path) -> None:
     from pyzenoh.pipeline.export import export_table
 

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.spark
 MS = 1_000_000
 
 
+@pytest.mark.slow
 def test_a_recording_without_data_still_reports(spark: Any, tmp_path: Path) -> None:
     from pyzenoh.pipeline.jobs import run_pipeline
     from pyzenoh.recording import Recorder
@@ -116,6 +117,7 @@ def test_audit_buckets_find_the_same_subscribers_as_the_plain_join(
     assert sum(1 for v in audit.values() if v) > 1_000
 
 
+@pytest.mark.slow
 def test_audit_knows_access_control(spark: Any, tmp_path: Path) -> None:
     """The same traffic audits clean when its denials are recorded, and shows false
     differences when they are not (a recorder that does not know access control). The two

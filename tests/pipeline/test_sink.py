@@ -76,6 +76,7 @@ def subscriber(router: str) -> Iterator[Collector]:
         session.close()
 
 
+@pytest.mark.slow
 def test_batch_write_publishes_every_row(
     spark: Any, router: str, subscriber: Collector
 ) -> None:
@@ -120,6 +121,7 @@ def test_missing_options_are_reported(spark: Any, router: str) -> None:
         ).save()
 
 
+@pytest.mark.slow
 def test_stream_replays_a_recording_onto_the_bus(
     spark: Any, router: str, subscriber: Collector, tmp_path: Path
 ) -> None:

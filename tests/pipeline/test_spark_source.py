@@ -57,6 +57,7 @@ def test_batch_read(spark: Any, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_stream_max_records_and_available_now(spark: Any, tmp_path: Path) -> None:
     rec_dir = tmp_path / "rec"
     with Recorder(rec_dir, max_segment_bytes=8_000) as rec:
@@ -80,6 +81,7 @@ def test_stream_max_records_and_available_now(spark: Any, tmp_path: Path) -> Non
     assert (got["n"], got["d"]) == (450, 450)
 
 
+@pytest.mark.slow
 def test_stream_restarts_exactly_once_into_parquet(spark: Any, tmp_path: Path) -> None:
     rec_dir, out, ck = tmp_path / "rec", tmp_path / "out", tmp_path / "ck"
 

@@ -253,6 +253,7 @@ def test_every_truncation_reads_a_prefix(tmp_path: Path) -> None:
         assert got == full[: len(got)]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.data())
 def test_corrupted_segment_raises_only_decode_error(
@@ -419,6 +420,7 @@ _LINK_FIELDS = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(obj=_LINK_FIELDS, junk=st.binary(max_size=8), mode=st.integers(0, 2))
 def test_parse_link_raises_only_decode_error(

@@ -179,6 +179,7 @@ def _gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
+@pytest.mark.slow
 def test_router_killed_the_recorder_process_closes_the_segment(tmp_path: Path) -> None:
     rec_dir = tmp_path / "rec"
     proc = start_child("tests.recording._killme_proc", rec_dir)

@@ -488,6 +488,7 @@ def stalled_shutdown(tmp: Path, prefix: str) -> Iterator[tuple[RouterProc, WireC
     no_traceback(r.log)
 
 
+@pytest.mark.slow
 def test_sigterm_with_a_stalled_subscriber_exits_within_bound(tmp_path: Path, prefix: str) -> None:
     """SIGTERM: the router exits 0 within the bound although a subscriber does not read,
     the reading one gets its CLOSE, the stalled one's connection is dropped; and while it

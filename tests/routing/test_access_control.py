@@ -373,6 +373,7 @@ faces = st.builds(
 )  # fmt: skip
 
 
+@pytest.mark.slow
 @examples(1_000, 200)
 @given(configs(), faces, st.sampled_from(FLOWS), st.sampled_from(MESSAGES[:4]), st.sampled_from(KEYS))
 def test_decisions_match_zenohds_algorithm(tree: dict[str, Any], face: FaceSubject, flow: str, message: str,

@@ -225,6 +225,7 @@ def linkstates(draw: st.DrawFn) -> LinkState:
     )
 
 
+@pytest.mark.slow
 @ROUNDTRIP
 @given(st.lists(linkstates(), max_size=5))
 def test_round_trip(states: list[LinkState]) -> None:
@@ -243,6 +244,7 @@ def test_arbitrary_bytes_raise_only_the_typed_error(data: bytes) -> None:
     assert isinstance(states, list)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.data())
 def test_mutated_captures_raise_only_the_typed_error(data: st.DataObject) -> None:

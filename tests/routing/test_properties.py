@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -403,6 +404,7 @@ class Model:
         assert self.core.is_empty()
 
 
+@pytest.mark.slow
 @examples(ci=400, local=120)
 @given(st.lists(ops, min_size=20, max_size=80), st.integers(2, 12))
 def test_random_sequences_keep_every_face_view_right(steps: list[tuple[Any, ...]], cap: int) -> None:

@@ -268,6 +268,7 @@ CASES = [(declarations, "client"), (declarations, "peer"), (tokens_and_queries, 
          (tokens_and_queries, "peer"), (departures, "client"), (departures, "peer")]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario,mode", CASES, ids=[f"{s.__name__}-{m}" for s, m in CASES])
 def test_router_sends_what_a_real_router_sends(
     scenario: Scenario, mode: str, zenoh_router_port: int, pyzenoh_router_port: int

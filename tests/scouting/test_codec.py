@@ -153,6 +153,7 @@ def test_arbitrary_bytes_raise_only_the_typed_error(data: bytes) -> None:
     assert isinstance(msg, Scout | Hello)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.sampled_from([g[1] for g in GOLDEN]),
        st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1 << 16), st.integers(0, 255)), max_size=6))  # fmt: skip
