@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.waits import expect, value_of
+
 zenoh = pytest.importorskip("zenoh")
 
 pytestmark = pytest.mark.interop
@@ -52,32 +54,48 @@ class Sessions:
 
 
 def liveliness(z: Sessions, mode: str) -> list[Any]:
+    """Each step waits for what a's subscriber (or a get) can observe of it, not a time:
+    under load a fixed settling time was once too short (CI with parallel workers)."""
     a, b = z.open(mode), z.open()
     tb = b.liveliness().declare_token("lv/b")
     ta = a.liveliness().declare_token("lv/a")
-    time.sleep(SETTLE)
+    expect(lambda: "lv/b" in tokens(a), "a never saw b's token")
     with_history: list[tuple[str, str]] = []
     without: list[tuple[str, str]] = []
     a.liveliness().declare_subscriber(
         "lv/**", lambda s: with_history.append((str(s.key_expr), str(s.kind))), history=True)
     a.liveliness().declare_subscriber(
         "lv/**", lambda s: without.append((str(s.key_expr), str(s.kind))), history=False)
-    time.sleep(SETTLE)
+    # the subscribers stand once they see a probe token of b's come and go
+    probe = b.liveliness().declare_token("lv/probe")
+    expect(lambda: ("lv/probe", "SampleKind.PUT") in without, "a's subscriber never saw b's probe")
+    probe.undeclare()
+    expect(lambda: ("lv/probe", "SampleKind.DELETE") in without, "a's subscriber never saw the probe go")
     tc = b.liveliness().declare_token("lv/c")
-    time.sleep(SETTLE)
-    got = sorted(str(r.ok.key_expr) for r in a.liveliness().get("lv/**", timeout=2) if r.ok)
+    expect(lambda: ("lv/c", "SampleKind.PUT") in without, "a's subscriber never saw lv/c")
+    # (a get can come back empty under load, through the real router too: the first
+    # answer that names tokens is the one compared)
+    got = value_of(lambda: tokens(a))
     for token in (tb, tc, ta):
         token.undeclare()
-    time.sleep(SETTLE)
+    expect(lambda: {("lv/b", "SampleKind.DELETE"), ("lv/c", "SampleKind.DELETE")} <= set(without),
+           "a's subscriber never saw b's tokens go")  # fmt: skip
     d = z.open()
     d.liveliness().declare_token("lv/d")
-    time.sleep(SETTLE)
+    expect(lambda: ("lv/d", "SampleKind.PUT") in without, "a's subscriber never saw lv/d")
     d.close()  # its token goes with the session
-    time.sleep(SETTLE)
+    expect(lambda: ("lv/d", "SampleKind.DELETE") in without, "a's subscriber never saw lv/d go")
     # Once in a while the session sees its own token twice through the real router (its
     # local PUT and the router's answer to the history interest): duplicates are not
     # what is compared.
-    return [sorted(set(with_history)), sorted(set(without)), got]
+    def seen(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return sorted({i for i in items if i[0] != "lv/probe"})
+
+    return [seen(with_history), seen(without), got]
+
+
+def tokens(session: Any) -> list[str]:
+    return sorted(str(r.ok.key_expr) for r in session.liveliness().get("lv/**", timeout=2) if r.ok)
 
 
 def matching(z: Sessions, mode: str) -> list[Any]:
