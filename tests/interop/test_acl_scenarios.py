@@ -13,7 +13,7 @@ status, liveliness tokens. Each expectation was measured on the real router firs
   without history) and gets.
 * pub/sub: rules *include* keys, so a wildcard subscription is not denied by a narrower
   rule; publisher matching with the subscriber declared before and after the publisher;
-  a put on a wildcard key (where pyzenoh deliberately differs, see that test).
+  a put on a wildcard key (judged on its own key, as zenohd does).
 * subjects: combinations of properties (cartesian), identical combinations of two
   subjects, a subject no policy names (default ``allow``: any allow wins).
 * a neighbour router as a subject (by zid), on the links between routers.
@@ -339,16 +339,15 @@ def test_rules_include_keys_wildcard_subscriptions_are_not_denied_by_narrower_on
 
 def test_a_put_on_a_wildcard_key(start: Callable[..., Site], impl: str) -> None:
     """a may not put on p/b. zenohd lets a put on p/* through to b's subscriber on p/b (the
-    rule does not include p/*): a narrow deny rule is bypassed by a wildcard put.
-    pyzenoh's routing core never routes a PUSH on a wildcard key, access control or not
-    (``tests/routing/test_data.py``), so nothing gets through: deliberately different."""
+    rule does not include p/*): a narrow deny rule is bypassed by a wildcard put. pyzenoh
+    routes a put on a wildcard key as zenohd does, access control included."""
     site = start(tree([rule("no-put", ["put"], ["p/b"], ["ingress"])], [(["no-put"], ["a"])]))
     a, b = site["a"], site["b"]
     inbox = Inbox()
     with declared(b.declare_subscriber("p/**", inbox.sample)):
         assert delivered_in_order(lambda m: a.put("p/b", m), lambda m: a.put("p/s", m), inbox) == []
         got = delivered_in_order(lambda m: a.put("p/*", m), lambda m: a.put("p/s", m), inbox)
-        assert got == (["p/*"] if impl == "zenohd" else [])
+        assert got == ["p/*"]
 
 
 def test_publisher_matching_with_the_subscriber_declared_before_and_after(start: Callable[..., Site]) -> None:

@@ -295,7 +295,7 @@ class Model:
 
     def push_destinations(self, src: int, msg: Push) -> list[int]:
         key = self.key_of(src, msg.wire_expr)
-        if not is_canonical(key) or "*" in key:
+        if not is_canonical(key):
             return []
         # Like zenohd, nothing goes from a peer to a peer (they meet through gossip).
         source_peer = self.faces[src].peer

@@ -156,11 +156,8 @@ def write_vle(out: bytearray, value: int) -> None:
 
 
 def vle_len(value: int) -> int:
-    n = 1
-    while value >= 0x80 and n < VLE_MAX_BYTES:
-        value >>= 7
-        n += 1
-    return n
+    """Bytes of ``value`` as :func:`write_vle` writes it: 7 bits a byte, the ninth holding 8."""
+    return min(max(1, (value.bit_length() + 6) // 7), VLE_MAX_BYTES)
 
 
 def write_zbytes(out: bytearray, data: bytes) -> None:

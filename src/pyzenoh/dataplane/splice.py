@@ -28,20 +28,20 @@ MAX_CACHED_IDS = 64
 
 
 def id_parts(zid: ZenohId) -> bytes:
-    """The id as a timestamp carries it: its length, then its bytes."""
-    out = bytearray()
-    Timestamp(0, zid).write(out)
-    return bytes(out[vle_len(0) :])
+    """The id as a timestamp carries it: its length, then its bytes (cached per id)."""
+    parts = _ZID_PARTS.get(zid.value)
+    if parts is None:
+        out = bytearray()
+        Timestamp(0, zid).write(out)
+        if len(_ZID_PARTS) >= MAX_CACHED_IDS:
+            _ZID_PARTS.clear()
+        parts = _ZID_PARTS[zid.value] = bytes(out[vle_len(0) :])
+    return parts
 
 
 def encode_timestamp(ts: Timestamp) -> bytes:
     """``ts`` encoded as :meth:`Timestamp.write` does (VLE time, then the id)."""
-    zid = _ZID_PARTS.get(ts.id.value)
-    if zid is None:
-        if len(_ZID_PARTS) >= MAX_CACHED_IDS:
-            _ZID_PARTS.clear()
-        zid = _ZID_PARTS[ts.id.value] = id_parts(ts.id)
-    return encode_time(ts.time) + zid
+    return encode_time(ts.time) + id_parts(ts.id)
 
 
 def encode_time(t: int) -> bytes:
@@ -69,11 +69,7 @@ def stamp_body(body: bytes, stamp: bytes) -> bytes:
 #: 8 of the ninth (which has no continuation bit).
 _SHIFTS = [np.arange(0, 7 * w, 7, dtype=np.uint64) for w in range(VLE_MAX_BYTES + 1)]
 _GROUP_MASKS = np.array([0x7F] * (VLE_MAX_BYTES - 1) + [0xFF], np.uint64)
-
-
-def _group(t: int, g: int) -> int:
-    """Byte ``g`` of the z64 of ``t`` without its continuation bit."""
-    return t >> (7 * g) & (0xFF if g == VLE_MAX_BYTES - 1 else 0x7F)
+_LOW7 = np.uint64(0x7F)
 
 
 def timestamp_columns(t0: int, n: int, hlc_id: ZenohId) -> U8 | None:
@@ -87,16 +83,17 @@ def timestamp_columns(t0: int, n: int, hlc_id: ZenohId) -> U8 | None:
     zid = id_parts(hlc_id)
     cols = np.empty((n, width + len(zid)), np.uint8)
     # Consecutive times differ only in their low 7-bit groups (two or three for a run):
-    # those are computed for every row, the rest is one row of bytes for all.
+    # those are computed for every row, the rest is one row of bytes for all (the
+    # encoding of t0 from that group on).
     last = t0 + n - 1
     vary = 1
     while vary < width and t0 >> (7 * vary) != last >> (7 * vary):
         vary += 1
     times = np.arange(t0, t0 + n, dtype=np.uint64)
-    cols[:, :vary] = (times[:, None] >> _SHIFTS[vary]) & _GROUP_MASKS[:vary]
+    mask = _LOW7 if vary < VLE_MAX_BYTES else _GROUP_MASKS
+    cols[:, :vary] = (times[:, None] >> _SHIFTS[vary]) & mask
     cols[:, : min(vary, width - 1)] |= 0x80  # continuation bits on all but the last group
-    same = bytes(_group(t0, g) | (0x80 if g < width - 1 else 0) for g in range(vary, width))
-    cols[:, vary:] = np.frombuffer(same + zid, np.uint8)
+    cols[:, vary:] = np.frombuffer(encode_time(t0)[vary:] + zid, np.uint8)
     return cols
 
 

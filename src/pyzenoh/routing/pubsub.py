@@ -122,9 +122,7 @@ class PubSub(RoutingTables):
         checked = self._routable(f, we, node_id)
         if isinstance(checked, str):
             route = DataRoute(None, reason=checked)
-        elif "*" in checked[0]:
-            route = DataRoute(None, reason="wildcard key in PUSH")
-        else:
+        else:  # a wildcard key too: zenohd routes a put on a/* to a subscriber on a/b
             key, source = checked
             self.stats.sub_index_lookups += 1
             dests: dict[int, tuple[WireExpr, int | None]] = {}
