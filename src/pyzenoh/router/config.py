@@ -136,6 +136,11 @@ class RouterConfig:
     usrpwd: UsrPwd | None = None
     #: access_control (zenohd's schema and checks, see pyzenoh.routing.access_control).
     access_control: AccessControlConfig = field(default_factory=AccessControlConfig)
+    #: adminspace/permissions/write: PUT/DELETE on @/<zid>/router/config/** edit the config.
+    adminspace_write: bool = False
+    #: The whole config tree this was read from (plugins read their sections from it;
+    #: admin-space writes edit it). None: built in code, no plugins.
+    tree: Any = None
 
     def with_overrides(self, **changes: Any) -> RouterConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -242,6 +247,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
         gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
         adminspace=admin_enabled(tree), metadata=tree.get("metadata"),
+        adminspace_write=_get(tree, "adminspace/permissions/write", False) is True, tree=tree,
         scouting=scouting_settings(tree), tls=tls_config(tree),
         usrpwd=usrpwd_from_config(_get(tree, "transport/auth/usrpwd", None)),
         access_control=parse_access_control(tree.get("access_control")),
@@ -267,12 +273,31 @@ def _factor(value: Any) -> float:
 
 
 def load_config(path: str | os.PathLike[str]) -> RouterConfig:
+    return config_from_dict(load_tree(path))
+
+
+def load_tree(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A config file's tree: JSON5, or YAML when the file's name ends in .yaml/.yml (as
+    zenohd, which picks the format by extension)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read config {path}: {exc}") from exc
     try:
-        tree = loads(text)
+        tree = _yaml(text) if str(path).endswith((".yaml", ".yml")) else loads(text)
     except UsageError as exc:
         raise UsageError(f"config {path}: {exc}") from exc
-    return config_from_dict(tree)
+    if not isinstance(tree, dict):
+        raise UsageError(f"config {path}: a router config must be an object")
+    return tree
+
+
+def _yaml(text: str) -> Any:
+    try:
+        import yaml  # type: ignore[import-untyped]
+    except ImportError:
+        raise UsageError("a YAML config needs PyYAML (pip install pyyaml); JSON5 needs nothing") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UsageError(f"invalid YAML: {exc}") from None
