@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from pyzenoh.localnet import free_port, wait_listening
-from tests.router.conftest import STARTUP_TIMEOUT, RouterProc, run_router, zenoh, zenoh_config
+from tests.router.conftest import (
+    STARTUP_TIMEOUT,
+    RouterProc,
+    run_router,
+    zenoh,
+    zenoh_config,
+)
 
 WAIT = 15.0
 

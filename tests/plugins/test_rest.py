@@ -9,12 +9,11 @@ import socket
 import subprocess
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.plugins.conftest import WAIT, PluginRouter, eventually, plugin_router, zget
+from tests.plugins.conftest import WAIT, PluginRouter, eventually, plugin_router
 from tests.router.conftest import zenoh
 from tests.waits import routed
 

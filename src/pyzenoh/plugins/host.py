@@ -201,7 +201,7 @@ class PluginHost:
                         if await reconfigure(config):
                             record.section = merged
                             continue
-                    except Exception as exc:
+                    except Exception as exc:  # noqa: BLE001 - a bad change leaves the plugin running
                         log.error("plugin %s: cannot apply its new configuration: %s", name, exc)
                         continue
                 await self._stop_one(name)

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LocalQuery", "LocalReply", "LocalSample", "LocalSession", "PUT", "DELETE"]
+__all__ = ["DELETE", "PUT", "LocalQuery", "LocalReply", "LocalSample", "LocalSession"]
 
 PUT = "PUT"
 DELETE = "DELETE"
@@ -278,7 +278,7 @@ class LocalSession:
 
 
 class _Get:
-    __slots__ = ("latest", "queue", "held")
+    __slots__ = ("held", "latest", "queue")
 
     def __init__(self, latest: bool) -> None:
         self.latest = latest

@@ -22,7 +22,12 @@ from pyzenoh.config import insert_problems, loads
 from pyzenoh.config.paths import insert_at
 from pyzenoh.errors import UsageError
 from pyzenoh.loop import run as run_loop
-from pyzenoh.router.config import MsgqSettings, RouterConfig, config_from_dict, load_tree
+from pyzenoh.router.config import (
+    MsgqSettings,
+    RouterConfig,
+    config_from_dict,
+    load_tree,
+)
 
 log = logging.getLogger(__name__)
 

@@ -140,7 +140,7 @@ class RestPlugin:
             return await self._query_response(mode, queue)
         except (asyncio.CancelledError, web.HTTPException):
             raise
-        except Exception as exc:  # the error's text, as zenoh's plugin answers
+        except Exception as exc:  # noqa: BLE001 - the error's text, as zenoh's plugin answers
             self.context.count("errors")
             log.warning("REST %s /%s: %s", request.method, key, exc)
             return web.Response(status=500, text=str(exc))

@@ -32,7 +32,7 @@ from pyzenoh.keyexpr.relations import intersects
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PUT", "DELETE", "Stored", "StorageState", "Volume", "ts_order", "is_wild"]
+__all__ = ["DELETE", "PUT", "StorageState", "Stored", "Volume", "is_wild", "ts_order"]
 
 PUT = "PUT"
 DELETE = "DELETE"
@@ -61,7 +61,7 @@ class Volume(Protocol):
     def get(self, key: str | None) -> Stored | None: ...
     def put(self, key: str | None, value: Stored) -> None: ...
     def delete(self, key: str | None, timestamp: Timestamp) -> None: ...
-    def keys(self) -> Iterable[str | None]: ...
+    def stored_keys(self) -> Iterable[str | None]: ...
     def close(self) -> None: ...
 
 
@@ -107,7 +107,7 @@ class StorageState:
 
     def _matching_keys(self, key_expr: str) -> list[str]:
         out = []
-        for stripped in self.volume.keys():
+        for stripped in self.volume.stored_keys():
             full = self.unstrip(stripped)
             if full is not None and intersects(key_expr, full):
                 out.append(full)
@@ -139,7 +139,7 @@ class StorageState:
                     self.volume.put(stripped, value)
                 else:
                     self.volume.delete(stripped, value.timestamp)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a volume's failure is counted, never raised
                 self.errors += 1
                 log.error("storage on %s: %s on %s failed: %s", self.key_expr, apply_kind, k, exc)
                 continue
@@ -191,7 +191,7 @@ class StorageState:
         for key in keys:
             try:
                 value = self.volume.get(self.strip(key))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a volume's failure is counted, never raised
                 self.errors += 1
                 log.warning("storage on %s: cannot read %s: %s", self.key_expr, key, exc)
                 continue
@@ -218,7 +218,7 @@ class MemoryVolume:
     def delete(self, key: str | None, timestamp: Timestamp) -> None:
         self.data.pop(key, None)
 
-    def keys(self) -> Iterable[str | None]:
+    def stored_keys(self) -> Iterable[str | None]:
         return list(self.data)
 
     def close(self) -> None:

@@ -4,8 +4,8 @@ answers) and :mod:`.face` (the local face that receives queries and replies).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyzenoh.router.admin.router_info import admin_root

@@ -157,7 +157,7 @@ class FsVolume:
                 parent = parent.parent
         self.db.delete(str(path).encode())
 
-    def keys(self) -> Iterable[str | None]:
+    def stored_keys(self) -> Iterable[str | None]:
         out: list[str | None] = []
         for dirpath, dirnames, filenames in os.walk(self.base, followlinks=self.follow_links):
             rel_dir = os.path.relpath(dirpath, self.base)
@@ -170,8 +170,7 @@ class FsVolume:
                 if rel == ROOT_KEY:
                     out.append(None)
                     continue
-                if rel.endswith(CONFLICT_SUFFIX):
-                    rel = rel[: -len(CONFLICT_SUFFIX)]
+                rel = rel.removesuffix(CONFLICT_SUFFIX)
                 if rel.startswith("@") or any(c in rel for c in "*$#?"):
                     continue  # not a key this storage could have written
                 out.append(rel)

@@ -56,5 +56,5 @@ def open_rocksdb(path: Path, where: str, *, create: bool, column_families: Seque
         if read_only:
             return Rdict(str(path), options=opts, column_families=families, access_type=AccessType.read_only())
         return Rdict(str(path), options=opts, column_families=families)
-    except Exception as exc:  # rocksdict raises plain Exception
+    except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exception
         raise UsageError(f"{where}: failed to open the database {path}: {exc}") from None

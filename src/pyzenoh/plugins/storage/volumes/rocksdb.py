@@ -23,7 +23,12 @@ from pyzenoh.codec import Timestamp
 from pyzenoh.errors import UsageError
 from pyzenoh.plugins.storage.semantics import Stored
 from pyzenoh.plugins.storage.volumes import datainfo
-from pyzenoh.plugins.storage.volumes.options import bool_option, open_rocksdb, relative_dir, root_dir
+from pyzenoh.plugins.storage.volumes.options import (
+    bool_option,
+    open_rocksdb,
+    relative_dir,
+    root_dir,
+)
 
 __all__ = ["RocksdbVolume"]
 
@@ -92,9 +97,9 @@ class RocksdbVolume:
         batch.delete(k, self.info_handle)
         self.db.write(batch)
 
-    def keys(self) -> Iterable[str | None]:
+    def stored_keys(self) -> Iterable[str | None]:
         out: list[str | None] = []
-        for k in self.db.keys():
+        for k in self.db.keys():  # noqa: SIM118 - an Rdict, not a dict
             raw = bytes(k)
             out.append(None if raw == NONE_KEY else raw.decode("utf-8", "replace"))
         return out
