@@ -28,6 +28,14 @@ def test_connect_and_listen_replace_the_files_endpoints(tmp_path: Path) -> None:
     assert t["listen"]["endpoints"] == ["tcp/127.0.0.1:3"]
 
 
+def test_a_yaml_config_file(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    conf = tmp_path / "c.yaml"
+    conf.write_text("mode: router\nconnect:\n  endpoints: [tcp/10.0.0.1:7447]\nplugins:\n  rest:\n    http_port: 8000\n")
+    assert tree("-c", str(conf), "--rest-http-port", "none")["plugins"] == {"rest": {"http_port": 8000}}
+    assert tree("-c", str(conf), "-e", "tcp/127.0.0.1:1")["connect"] == {"endpoints": ["tcp/127.0.0.1:1"]}
+
+
 def test_zenohd_flags_become_config_keys() -> None:
     t = tree("-i", "a1b2", "--no-timestamp", "--no-multicast-scouting", "--rest-http-port", "8000",
              "--adminspace-permissions", "rw", "-P", "storage_manager", "--plugin-search-dir", "/x")  # fmt: skip
