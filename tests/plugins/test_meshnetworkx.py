@@ -42,6 +42,7 @@ G.close()
 
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the router binds (TIME_WAIT is fine)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
