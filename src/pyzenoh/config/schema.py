@@ -388,7 +388,7 @@ OWN_SCHEMA = ObjV({
         "max_request_body_bytes": _positive(16 << 20),
         "max_header_bytes": _positive(8190),
         "max_sse_streams": _positive(1_000),
-        "sse_queue_samples": _positive(1_000),
+        "sse_queue_samples": _positive(10_000),
     }, null=True),
     "scouting": ObjV({
         "unicast": TextV("a socket address IP:PORT", socket_address_why, null=True),

@@ -34,7 +34,7 @@ class RestLimits:
     max_sse_streams: int = 1_000
     #: Samples waiting for one stream's client; a client that falls this far behind is
     #: dropped (its stream closed) so that it never slows routing.
-    sse_queue_samples: int = 1_000
+    sse_queue_samples: int = 10_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,6 +170,10 @@ class RestPlugin:
         task = asyncio.current_task()
         assert task is not None
         queue: asyncio.Queue[LocalSample] = asyncio.Queue(self.limits.sse_queue_samples)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        response.force_close()
+        await response.prepare(request)
+        transport = request.transport
         dropped = False
 
         def on_sample(sample: LocalSample) -> None:
@@ -183,31 +187,33 @@ class RestPlugin:
                 self.context.count("sse_dropped")
                 log.warning("REST: event stream on %s dropped: its client fell %d samples behind",
                             key, queue.maxsize)  # fmt: skip
-                task.cancel()
+                if transport is not None:
+                    transport.abort()  # closed at once (a pending write fails), its buffers dropped
 
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await response.prepare(request)
         self._streams.add(task)
         self.context.count("sse_streams")
         sub = session.declare_subscriber(key, on_sample)
         try:
-            while True:
+            while not dropped:
                 try:
-                    sample = await asyncio.wait_for(queue.get(), SSE_KEEPALIVE_S)
+                    async with asyncio.timeout(SSE_KEEPALIVE_S):
+                        sample = await queue.get()
                 except TimeoutError:
                     await response.write(b": keep-alive\n\n")
                     continue
+                if dropped:
+                    break
                 data = json_sample(sample.key, sample.payload, sample.encoding, sample.timestamp)
                 await response.write(sse_event(sample.kind, data))
                 self.context.count("sse_samples")
         except (asyncio.CancelledError, ConnectionError):
-            pass
+            pass  # the client went away (aiohttp cancels the handler), or was dropped
         finally:
             self._streams.discard(task)
             if self.session is not None:
                 session.undeclare_subscriber(sub)
-            if dropped and request.transport is not None:
-                request.transport.abort()  # a stalled client: do not wait for its buffers
+        if dropped:
+            return response
         with contextlib.suppress(Exception):
             await response.write_eof()
         return response
