@@ -38,8 +38,8 @@ from typing import Any
 
 import aiohttp
 import zenoh
-
 from common import START_S, cpu_model, rss_mb, stop  # type: ignore[import-not-found]
+
 from pyzenoh.localnet import free_port, wait_listening
 
 PUT_TIMEOUT_S = 600.0
@@ -111,29 +111,30 @@ async def sse_load(http: int, port: int, samples: int) -> dict[str, float]:
     got = 0
     first_put = [0.0]
     last = 0.0
-    async with aiohttp.ClientSession() as session:
-        async with session.get(f"http://127.0.0.1:{http}/bench/sse/**", headers={"Accept": "text/event-stream"},
-                               timeout=aiohttp.ClientTimeout(total=120)) as resp:  # fmt: skip
-            publisher = z.declare_publisher("bench/sse/x", congestion_control=zenoh.CongestionControl.BLOCK)
-            deadline = time.monotonic() + 30
-            while not publisher.matching_status.matching:
-                assert time.monotonic() < deadline, "the SSE subscriber never appeared"
-                await asyncio.sleep(0.01)
+    url = f"http://127.0.0.1:{http}/bench/sse/**"
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession() as session, session.get(url, headers={"Accept": "text/event-stream"},
+                                                               timeout=timeout) as resp:  # fmt: skip
+        publisher = z.declare_publisher("bench/sse/x", congestion_control=zenoh.CongestionControl.BLOCK)
+        deadline = time.monotonic() + 30
+        while not publisher.matching_status.matching:
+            assert time.monotonic() < deadline, "the SSE subscriber never appeared"
+            await asyncio.sleep(0.01)
 
-            def publish() -> None:
-                first_put[0] = time.monotonic()
-                for _ in range(samples):
-                    publisher.put(b"s" * 64)
+        def publish() -> None:
+            first_put[0] = time.monotonic()
+            for _ in range(samples):
+                publisher.put(b"s" * 64)
 
-            thread = threading.Thread(target=publish)
-            thread.start()
-            async for line in resp.content:
-                if line.startswith(b"event:"):
-                    got += 1
-                    last = time.monotonic()
-                    if got == samples:
-                        break
-            thread.join()
+        thread = threading.Thread(target=publish)
+        thread.start()
+        async for line in resp.content:
+            if line.startswith(b"event:"):
+                got += 1
+                last = time.monotonic()
+                if got == samples:
+                    break
+        thread.join()
     z.close()
     return {"samples": got, "samples_per_s": got / (last - first_put[0])}
 
