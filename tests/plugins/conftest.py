@@ -49,13 +49,31 @@ class PluginRouter:
 
 
 @contextmanager
-def plugin_router(tmp: Path, *extra: str, rest: bool = True) -> Iterator[PluginRouter]:
+def plugin_router(tmp: Path, *extra: str, rest: bool = True, ready: tuple[str, ...] = ()) -> Iterator[PluginRouter]:
+    """The router, once its zenoh port listens and (plugins start right after) every plugin
+    in ``ready`` (and ``rest``) reports itself started in the admin space."""
     http_port = free_port() if rest else 0
     args = ["--rest-http-port", f"127.0.0.1:{http_port}"] if rest else []
     with run_router(tmp, *args, *extra) as router:
+        r = PluginRouter(router, http_port)
+        wanted = set(ready) | ({"rest"} if rest else set())
+        if wanted:
+            session = r.open()
+            try:
+                eventually(lambda: wanted <= started(session), f"plugins {sorted(wanted)} started")
+            finally:
+                session.close()
         if rest:
             wait_listening(http_port, router.proc, STARTUP_TIMEOUT)
-        yield PluginRouter(router, http_port)
+        yield r
+
+
+def started(session: Any) -> set[str]:
+    out = set()
+    for reply in session.get("@/*/router/plugins/*"):
+        if reply.ok is not None and json.loads(reply.ok.payload.to_bytes()).get("state") == "Started":
+            out.add(str(reply.ok.key_expr).rsplit("/", 1)[1])
+    return out
 
 
 def eventually(check: Callable[[], Any], what: str, wait: float = WAIT) -> Any:

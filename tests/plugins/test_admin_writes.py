@@ -24,7 +24,7 @@ def stored(session: Any, key: str) -> dict[str, bytes]:
 
 def test_a_storage_added_and_removed_through_the_admin_space(tmp_path: Path) -> None:
     with plugin_router(tmp_path, "-i", ZID, "--adminspace-permissions", "rw",
-                       "--cfg", "plugins/storage_manager:{}") as r:  # fmt: skip
+                       "--cfg", "plugins/storage_manager:{}", ready=("storage_manager",)) as r:  # fmt: skip
         s = r.open()
         try:
             s.put(STORAGE_CONFIG, '{key_expr: "live/**", volume: "memory"}')
@@ -49,7 +49,8 @@ def test_a_storage_added_and_removed_through_the_admin_space(tmp_path: Path) -> 
 
 
 def test_writes_without_permission_are_logged_and_change_nothing(tmp_path: Path) -> None:
-    with plugin_router(tmp_path, "-i", ZID, "--cfg", "plugins/storage_manager:{}", rest=False) as r:
+    with plugin_router(tmp_path, "-i", ZID, "--cfg", "plugins/storage_manager:{}", rest=False,
+                       ready=("storage_manager",)) as r:
         s = r.open()
         try:
             s.put(STORAGE_CONFIG, '{key_expr: "live/**", volume: "memory"}')

@@ -54,7 +54,8 @@ def install_plugin(root: Path) -> None:
 def test_a_plugin_from_an_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     install_plugin(tmp_path / "site")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]))
-    with plugin_router(tmp_path, "-P", "hello", "--cfg", 'plugins/hello/greeting:"bonjour"', rest=False) as r:
+    with plugin_router(tmp_path, "-P", "hello", "--cfg", 'plugins/hello/greeting:"bonjour"', rest=False,
+                       ready=("hello",)) as r:
         s = r.open()
         try:
             [reply] = zget(s, "hello/world")

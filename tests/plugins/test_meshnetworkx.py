@@ -64,7 +64,7 @@ def test_meshnetworkx_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (site / "matplotlib" / "pyplot.py").write_text("def show(*a, **k):\n    pass\n")
     monkeypatch.setenv("PYTHONPATH", str(site))
     storage = 'plugins/storage_manager/storages/graph:{key_expr:"graph/**",volume:"memory"}'
-    with plugin_router(tmp_path, "-l", "tcp/127.0.0.1:7447", "--cfg", storage, rest=False):
+    with plugin_router(tmp_path, "-l", "tcp/127.0.0.1:7447", "--cfg", storage, rest=False, ready=("storage_manager",)):
         env = {**os.environ, "PYTHONPATH": str(site)}
 
         def device(code: str) -> str:

@@ -26,7 +26,8 @@ DEMO = 'plugins/storage_manager/storages/demo:{key_expr:"demo/example/**",volume
 
 @pytest.fixture(scope="module")
 def rest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PluginRouter]:
-    with plugin_router(tmp_path_factory.mktemp("rest"), "-i", ZID, "--cfg", DEMO, "--cfg", LIMITS) as r:
+    with plugin_router(tmp_path_factory.mktemp("rest"), "-i", ZID, "--cfg", DEMO, "--cfg", LIMITS,
+                       ready=("storage_manager",)) as r:
         yield r
         assert r.router.proc.poll() is None, r.router.log.read_text()
 
@@ -65,7 +66,7 @@ def test_put_json_and_string_values_and_a_zenoh_client_sees_them(rest: PluginRou
             event.set()
 
     sub = client.declare_subscriber("demo/example/v/**", on_sample)
-    eventually(lambda: _subscribed(rest, "demo/example/v/x"), "the REST face sees the subscriber")
+    eventually(lambda: _subscribed(rest, "demo/example/v/**"), "the router knows the subscriber")
     assert rest.request("PUT", "/demo/example/v/json", b'{"a": [1, 2]}', {"Content-Type": "application/json"})[0] == 200
     assert rest.request("PATCH", "/demo/example/v/text", "héllo".encode(), {"Content-Type": "text/plain"})[0] == 200
     assert rest.request("DELETE", "/demo/example/v/text")[0] == 200
@@ -80,8 +81,8 @@ def test_put_json_and_string_values_and_a_zenoh_client_sees_them(rest: PluginRou
 
 
 def _subscribed(rest: PluginRouter, key: str) -> bool:
-    # the router's own view: a subscriber entity on that key in the admin space
-    return bool(rest.get_json(f"/@/local/router/subscriber/{key}") or rest.get_json("/@/local/router/subscriber/**"))
+    """The router knows a subscriber on exactly ``key`` (its admin space's own view)."""
+    return any(s["key"] == f"@/{ZID}/router/subscriber/{key}" for s in rest.get_json("/@/local/router/subscriber/**"))
 
 
 def test_get_and_post_reach_queryables_with_parameters_and_payload(rest: PluginRouter, client: Any) -> None:

@@ -20,6 +20,8 @@ from tests.router.conftest import zenoh
 
 pytestmark = pytest.mark.interop
 
+SM = ("storage_manager",)
+
 STORAGES = ("plugins/storage_manager:{storages:{"
             'demo:{key_expr:"demo/**",volume:"memory"},'
             'pre:{key_expr:"site/a/**",strip_prefix:"site/a",volume:"memory",complete:true}}}')  # fmt: skip
@@ -27,7 +29,7 @@ STORAGES = ("plugins/storage_manager:{storages:{"
 
 @pytest.fixture(scope="module")
 def storages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PluginRouter]:
-    with plugin_router(tmp_path_factory.mktemp("storage"), "--cfg", STORAGES, rest=False) as r:
+    with plugin_router(tmp_path_factory.mktemp("storage"), "--cfg", STORAGES, rest=False, ready=SM) as r:
         yield r
 
 
@@ -111,7 +113,7 @@ def test_stored_values_survive_sigterm_and_kill_9(tmp_path: Path, monkeypatch: p
     env, section = VOLUMES[backend]
     monkeypatch.setenv(env, str(tmp_path / "root"))
     cfg = f"plugins/storage_manager:{{{section}}}"
-    with plugin_router(tmp_path, "--cfg", cfg, "-i", "abcd", rest=False) as r:
+    with plugin_router(tmp_path, "--cfg", cfg, "-i", "abcd", rest=False, ready=SM) as r:
         s = r.open()
         try:
             s.put("keep/a/b", b"ab", encoding=zenoh.Encoding.TEXT_PLAIN)
@@ -126,7 +128,7 @@ def test_stored_values_survive_sigterm_and_kill_9(tmp_path: Path, monkeypatch: p
             s.close()
         r.router.proc.send_signal(getattr(signal, stop))
         r.router.proc.wait(timeout=WAIT)
-    with plugin_router(tmp_path, "--cfg", cfg, rest=False) as again:
+    with plugin_router(tmp_path, "--cfg", cfg, rest=False, ready=SM) as again:
         s = again.open()
         try:
             samples = eventually(lambda: zget(s, "keep/**") if len(zget(s, "keep/**")) == 3 else None,
@@ -148,7 +150,7 @@ def test_a_damaged_database_is_reported_and_other_storages_serve(tmp_path: Path,
     cfg = ('plugins/storage_manager:{volumes:{rocksdb:{}},storages:{'
            'bad:{key_expr:"bad/**",volume:{id:"rocksdb",dir:"bad"}},'
            'good:{key_expr:"good/**",volume:"memory"}}}')  # fmt: skip
-    with plugin_router(tmp_path, "--cfg", cfg, rest=False) as r:
+    with plugin_router(tmp_path, "--cfg", cfg, rest=False, ready=SM) as r:
         s = r.open()
         try:
             s.put("good/x", b"1")
