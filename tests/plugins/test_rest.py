@@ -132,6 +132,8 @@ def test_bad_requests_get_errors_and_the_router_keeps_serving(rest: PluginRouter
     assert status == 400 and b"a//b" in body and headers["access-control-allow-origin"] == "*"
     assert rest.request("GET", "/")[0] == 400
     assert rest.request("PUT", "/a/$x")[0] == 400
+    status, _, body = rest.request("PUT", "/demo/example/enc", b"1", {"Content-Type": "a/" + "b" * 300})
+    assert status == 500 and body == b"encoding schema longer than 255 bytes"
     status, _, _ = rest.request("PUT", "/demo/example/big", b"x" * 5000)
     assert status == 413
     status, _, _ = rest.request("GET", "/demo/**", headers={"X-Huge": "h" * 4000})

@@ -43,6 +43,8 @@ __all__ = ["RestPlugin"]
 
 CORS = {"Access-Control-Allow-Origin": "*"}
 ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE"
+#: The longest encoding schema the wire carries.
+MAX_SCHEMA = 255
 #: A comment line sent on an idle event stream, so a client that left is noticed.
 SSE_KEEPALIVE_S = 15.0
 
@@ -125,6 +127,9 @@ class RestPlugin:
         content_type = request.headers.get("Content-Type")
         encoding = Encoding.from_str(content_type) if content_type else Encoding.DEFAULT
         try:
+            if encoding.schema is not None and len(encoding.schema) > MAX_SCHEMA:
+                # zenoh cannot encode it either (its put fails): refused before any face gets it
+                raise ValueError(f"encoding schema longer than {MAX_SCHEMA} bytes")
             if request.method in ("PUT", "PATCH"):
                 session.put(key, body, encoding)
                 return web.Response()
