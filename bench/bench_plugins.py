@@ -15,8 +15,11 @@ it from this process; every loop is bounded in count and in time.
    answers - first put); then --gets gets of random single keys (median and p99 latency,
    through the router); the router's RSS at the end (VmRSS).
 
+4. With --direct (instead of 3): the same puts and gets on the storage alone (StorageState and its volume
+   in this process, no router, no wire).
+
 Usage: python bench/bench_plugins.py [--seconds 5] [--connections 8] [--sizes 10000,100000]
-       [--volumes memory,fs,rocksdb] [--json PATH]
+       [--volumes memory,fs,rocksdb] [--direct] [--skip-rest] [--json PATH]
 """
 
 from __future__ import annotations
@@ -179,6 +182,36 @@ def storage_run(tmp: Path, volume: str, size: int, gets: int) -> dict[str, float
         stop(proc)
 
 
+def direct_run(tmp: Path, volume: str, size: int, gets: int) -> dict[str, float]:
+    """The storage alone (StorageState on the volume, no router, no wire): what a sample
+    costs the storage itself."""
+    from pyzenoh.codec import Encoding, ZenohId
+    from pyzenoh.plugins.storage.config import StorageConfig, VolumeConfig
+    from pyzenoh.plugins.storage.plugin import make_volume
+    from pyzenoh.plugins.storage.semantics import PUT, StorageState
+    from pyzenoh.routing.hlc import Hlc
+
+    root = tmp / f"direct-{volume}-{size}"
+    os.environ["ZENOH_BACKEND_FS_ROOT"] = os.environ["ZENOH_BACKEND_ROCKSDB_ROOT"] = str(root)
+    cfg = None if volume == "memory" else {"dir": "d", **({"create_db": True} if volume == "rocksdb" else {})}
+    storage = StorageConfig("s", "bench/**", volume, cfg, "bench")
+    state = StorageState("bench/**", make_volume(storage, VolumeConfig(volume, volume)), "bench")
+    hlc = Hlc(ZenohId(1))
+    enc = Encoding.DEFAULT
+    payload = b"v" * 100
+    start = time.perf_counter()
+    for i in range(size):
+        state.on_sample(PUT, f"bench/k/{i}", payload, enc, hlc.new_timestamp(time.time()))
+    put_s = time.perf_counter() - start
+    lat = []
+    for _ in range(gets):
+        t0 = time.perf_counter()
+        assert len(state.query(f"bench/k/{random.randrange(size)}")) == 1
+        lat.append(time.perf_counter() - t0)
+    state.close()
+    return {"puts_per_s": size / put_s, "get_median_us": statistics.median(lat) * 1e6}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0)
@@ -189,6 +222,7 @@ def main() -> int:
     ap.add_argument("--volumes", default="memory,fs,rocksdb")
     ap.add_argument("--gets", type=int, default=500)
     ap.add_argument("--skip-rest", action="store_true")
+    ap.add_argument("--direct", action="store_true", help="measure the storage alone (no router) instead of through it")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     results: dict[str, Any] = {}
@@ -207,13 +241,20 @@ def main() -> int:
                       flush=True)  # fmt: skip
             finally:
                 stop(proc)
-        for volume in args.volumes.split(","):
+        for volume in args.volumes.split(",") if not args.direct else ():
             for size in (int(s) for s in args.sizes.split(",")):
                 r = storage_run(tmp, volume, size, args.gets)
                 results[f"storage/{volume}/{size}"] = r
                 print(f"storage {volume:8s} {size:>8d} keys: {r['puts_per_s']:.0f} puts/s, get median "
                       f"{r['get_median_us']:.0f} us, p99 {r['get_p99_us']:.0f} us, router RSS {r['rss_mib']:.0f} MiB",
                       flush=True)  # fmt: skip
+        if args.direct:
+            for volume in args.volumes.split(","):
+                for size in (int(s) for s in args.sizes.split(",")):
+                    d = direct_run(tmp, volume, size, args.gets)
+                    results[f"direct/{volume}/{size}"] = d
+                    print(f"storage alone {volume:8s} {size:>8d} keys: {d['puts_per_s']:.0f} puts/s, "
+                          f"get median {d['get_median_us']:.0f} us", flush=True)  # fmt: skip
     print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
           f"load {os.getloadavg()[0]:.2f} at the end")
     if args.json:
