@@ -19,11 +19,12 @@ Callbacks run inside the router's delivery: they must not block, and must not ra
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +96,8 @@ class LocalQuery:
 
 #: A queryable's answer: (key, payload, encoding, timestamp) per reply.
 Answer = tuple[str, bytes, Encoding, Timestamp | None]
+#: What a queryable callback returns: its answers, or an awaitable of them.
+QueryAnswers = Iterable[Answer] | Awaitable[Iterable[Answer]]
 
 
 class LocalSession:
@@ -110,8 +113,9 @@ class LocalSession:
         self._ids = itertools.count(1)
         self._scopes: dict[int, str] = {}
         self._subs: dict[int, tuple[str, Callable[[LocalSample], None]]] = {}
-        self._queryables: dict[int, tuple[str, Callable[[LocalQuery], Iterable[Answer]]]] = {}
+        self._queryables: dict[int, tuple[str, Callable[[LocalQuery], QueryAnswers]]] = {}
         self._gets: dict[int, _Get] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self.callback_errors = 0
 
     # --- life cycle -----------------------------------------------------------------------
@@ -123,6 +127,8 @@ class LocalSession:
 
     def close(self) -> None:
         face, self.face_id = self.face_id, None
+        for task in self._tasks:
+            task.cancel()
         for get in self._gets.values():
             get.finish()
         self._gets.clear()
@@ -148,8 +154,10 @@ class LocalSession:
         if self._subs.pop(eid, None) is not None and self.face_id is not None:
             self._input(Declare(UndeclareSubscriber(eid)))
 
-    def declare_queryable(self, key: str, callback: Callable[[LocalQuery], Iterable[Answer]],
+    def declare_queryable(self, key: str, callback: Callable[[LocalQuery], QueryAnswers],
                           complete: bool = False) -> int:  # fmt: skip
+        """``callback`` returns the answers, or an awaitable of them (replies then follow
+        when it completes; RESPONSE_FINAL waits for it)."""
         eid = next(self._ids)
         self._queryables[eid] = (key, callback)
         self._input(Declare(DeclareQueryable(eid, WireExpr(0, key, True), complete=complete)))
@@ -256,25 +264,57 @@ class LocalSession:
         asyncio.get_running_loop().call_soon(self._answer, msg.request_id, msg.qos, local)
 
     def _answer(self, rid: int, qos: int, query: LocalQuery) -> None:
+        """Run the matching queryables: their answers now, or later for those that return
+        an awaitable (a storage reading a disk in a thread); RESPONSE_FINAL after all."""
         if self.face_id is None:
             return
-        responder = EntityGlobalId(self.daemon.zid, 0)
+        pending: list[tuple[int, Awaitable[Iterable[Answer]]]] = []
         for eid, (qkey, callback) in list(self._queryables.items()):
             if not query.key or not intersects(qkey, query.key):
                 continue
             try:
-                answers = list(callback(query))
-            except Exception as exc:
-                self.callback_errors += 1
-                log.exception("plugin %s: queryable on %s failed", self.name, qkey)
-                err = Err(payload=str(exc).encode(), encoding=Encoding.from_str("text/plain"))
-                self._input(Response(rid, WireExpr(0, query.key, True), err, qos=qos,
-                                     responder=EntityGlobalId(self.daemon.zid, eid)))  # fmt: skip
+                answers = callback(query)
+            except Exception as exc:  # noqa: BLE001 - a plugin's bug becomes an error reply
+                self._error(rid, qos, query, eid, qkey, exc)
                 continue
-            for key, payload, encoding, timestamp in answers:
-                reply = Reply(Put(payload=payload, encoding=encoding, timestamp=timestamp))
-                self._input(Response(rid, WireExpr(0, key, True), reply, qos=qos, responder=responder))
-        self._input(ResponseFinal(rid, qos))
+            if inspect.isawaitable(answers):
+                pending.append((eid, answers))
+            else:
+                self._reply(rid, qos, answers)
+        if not pending:
+            self._input(ResponseFinal(rid, qos))
+            return
+        task = asyncio.get_running_loop().create_task(self._answer_later(rid, qos, query, pending))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer_later(self, rid: int, qos: int, query: LocalQuery,
+                            pending: list[tuple[int, Awaitable[Iterable[Answer]]]]) -> None:  # fmt: skip
+        for eid, awaitable in pending:
+            try:
+                answers = await awaitable
+            except Exception as exc:  # noqa: BLE001 - a plugin's bug becomes an error reply
+                if self.face_id is not None:
+                    self._error(rid, qos, query, eid, "", exc)
+                continue
+            if self.face_id is None:
+                return
+            self._reply(rid, qos, answers)
+        if self.face_id is not None:
+            self._input(ResponseFinal(rid, qos))
+
+    def _reply(self, rid: int, qos: int, answers: Iterable[Answer]) -> None:
+        responder = EntityGlobalId(self.daemon.zid, 0)
+        for key, payload, encoding, timestamp in answers:
+            reply = Reply(Put(payload=payload, encoding=encoding, timestamp=timestamp))
+            self._input(Response(rid, WireExpr(0, key, True), reply, qos=qos, responder=responder))
+
+    def _error(self, rid: int, qos: int, query: LocalQuery, eid: int, qkey: str, exc: Exception) -> None:
+        self.callback_errors += 1
+        log.error("plugin %s: queryable %s failed: %s", self.name, qkey, exc)
+        err = Err(payload=str(exc).encode(), encoding=Encoding.from_str("text/plain"))
+        self._input(Response(rid, WireExpr(0, query.key, True), err, qos=qos,
+                             responder=EntityGlobalId(self.daemon.zid, eid)))  # fmt: skip
 
 
 class _Get:

@@ -9,8 +9,11 @@ database, a directory it cannot write) is logged and reported in the plugin's st
 the others keep serving, as zenohd's manager does. Configuration changes (admin-space
 writes) start, stop or restart exactly the storages whose configuration changed.
 
-Volume calls are synchronous in the router's loop (a memory dict, or one RocksDB batch /
-one file write per sample): a slow disk slows routing, as a backend's lock does zenohd's.
+The memory volume is called in the router's loop (a dict); a persistent volume runs in a
+thread of its own per storage, samples and the queries after them in arrival order, so a
+slow disk delays that storage's replies, never routing. Samples received and not written
+yet are written before the volume closes on a stop (SIGTERM); a kill -9 loses them, and
+only them.
 
 Status keys (``@/<zid>/router/status/plugins/storage_manager/``):
 ``volumes/<name>`` and ``storages/<name>`` (the storage's ``key_expr``, ``strip_prefix``
@@ -22,11 +25,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyzenoh.errors import UsageError
 from pyzenoh.plugins.host import PluginContext
-from pyzenoh.plugins.session import Answer, LocalQuery, LocalSample, LocalSession
+from pyzenoh.plugins.session import (
+    Answer,
+    LocalQuery,
+    LocalSample,
+    LocalSession,
+    QueryAnswers,
+)
 from pyzenoh.plugins.storage.config import (
     BACKENDS,
     ManagerConfig,
@@ -34,7 +45,7 @@ from pyzenoh.plugins.storage.config import (
     VolumeConfig,
     parse_manager_config,
 )
-from pyzenoh.plugins.storage.semantics import MemoryVolume, StorageState, Volume
+from pyzenoh.plugins.storage.semantics import MemoryVolume, StorageState, Stored, Volume
 from pyzenoh.routing.hlc import Hlc
 
 log = logging.getLogger(__name__)
@@ -60,11 +71,21 @@ def make_volume(storage: StorageConfig, volume: VolumeConfig) -> Volume:
 
 
 class _Running:
-    def __init__(self, config: StorageConfig, state: StorageState, session: LocalSession) -> None:
+    """A started storage. A persistent volume's calls run in a thread of its own, one after
+    the other in arrival order (updates, then the queries that follow them), so a disk
+    never blocks the router's loop; the memory volume is called inline."""
+
+    def __init__(self, config: StorageConfig, state: StorageState, session: LocalSession, threaded: bool) -> None:
         self.config = config
         self.state = state
         self.session = session
         self.gc: asyncio.TimerHandle | None = None
+        self.worker = ThreadPoolExecutor(1, thread_name_prefix=f"storage-{config.name}") if threaded else None
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.shutdown(wait=True)  # what was received is written before the volume closes
+        self.state.close()
 
 
 class StorageManagerPlugin:
@@ -132,7 +153,7 @@ class StorageManagerPlugin:
             return
         state = StorageState(config.key_expr, volume, config.strip_prefix, config.gc_lifespan_s)
         session = self.context.session(f"storage/{config.name}")
-        running = _Running(config, state, session)
+        running = _Running(config, state, session, threaded=not isinstance(volume, MemoryVolume))
         self.storages[config.name] = running
         session.declare_subscriber(config.key_expr, lambda sample: self._on_sample(running, sample))
         session.declare_queryable(config.key_expr, lambda query: self._on_query(running, query),
@@ -150,7 +171,7 @@ class StorageManagerPlugin:
         if running.session in self.context.sessions:
             self.context.sessions.remove(running.session)
         try:
-            running.state.close()
+            running.close()
         except Exception:
             log.exception("storage %s: closing its volume failed", name)
         log.info("storage %s stopped", name)
@@ -162,7 +183,10 @@ class StorageManagerPlugin:
             return
 
         def collect() -> None:
-            running.state.collect_garbage(time.time())
+            if running.worker is not None:
+                running.worker.submit(running.state.collect_garbage, time.time())
+            else:
+                running.state.collect_garbage(time.time())
             self._schedule_gc(running)
 
         running.gc = loop.call_later(running.config.gc_period_s, collect)
@@ -170,8 +194,23 @@ class StorageManagerPlugin:
     def _on_sample(self, running: _Running, sample: LocalSample) -> None:
         timestamp = sample.timestamp or self.hlc.new_timestamp(time.time())
         self.context.count("samples")
-        running.state.on_sample(sample.kind, sample.key, sample.payload, sample.encoding, timestamp)
+        args = (sample.kind, sample.key, sample.payload, sample.encoding, timestamp)
+        if running.worker is None:
+            running.state.on_sample(*args)
+            return
+        running.worker.submit(running.state.on_sample, *args)
 
-    def _on_query(self, running: _Running, query: LocalQuery) -> list[Answer]:
+    def _on_query(self, running: _Running, query: LocalQuery) -> QueryAnswers:
         self.context.count("queries")
-        return [(key, v.payload, v.encoding, v.timestamp) for key, v in running.state.query(query.key)]
+        if running.worker is None:
+            return _answers(running.state.query(query.key))
+        loop = asyncio.get_running_loop()
+        return _answers_later(loop.run_in_executor(running.worker, running.state.query, query.key))
+
+
+def _answers(found: list[tuple[str, Stored]]) -> list[Answer]:
+    return [(key, v.payload, v.encoding, v.timestamp) for key, v in found]
+
+
+async def _answers_later(found: Awaitable[list[tuple[str, Stored]]]) -> list[Answer]:
+    return _answers(await found)
