@@ -108,6 +108,9 @@ def test_get_and_post_reach_queryables_with_parameters_and_payload(rest: PluginR
     assert status == 200 and seen[-1][2] == b"question"
     status, headers, body = rest.request("GET", "/q/a?_raw")
     assert status == 200 and body == b"1" and headers["content-type"] == "text/plain"
+    status, headers, body = rest.request("HEAD", "/q/a")
+    assert status == 200 and body == b"" and headers["content-type"].startswith("application/json")
+    assert rest.request("TRACE", "/q/a")[0] == 405
     status, headers, body = rest.request("GET", "/q/**", headers={"Accept": "text/html"})
     assert headers["content-type"].startswith("text/html")
     assert body.decode().startswith("<dl>\n") and "<dt>q/a</dt>\n<dd>1</dd>\n" in body.decode()

@@ -108,7 +108,7 @@ class RestPlugin:
         if request.method == "OPTIONS":  # CORS preflight
             return web.Response(headers={"Access-Control-Allow-Methods": ALLOW_METHODS,
                                          "Access-Control-Allow-Headers": "*"})  # fmt: skip
-        if request.method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+        if request.method not in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):  # HEAD: a GET (axum's)
             return web.Response(status=405, headers={"Allow": ALLOW_METHODS})
         key = key_from_path(request.match_info.get("key_expr", ""), str(self.context.zid))
         try:
