@@ -124,7 +124,9 @@ def test_at_local_is_the_routers_admin_space(rest: PluginRouter) -> None:
     assert info["value"]["plugins"] == {"rest": {"name": "rest", "path": "builtin"},
                                         "storage_manager": {"name": "storage_manager", "path": "builtin"}}  # fmt: skip
     status = {s["key"].split("/status/plugins/")[1]: s["value"] for s in rest.get_json("/@/local/router/status/plugins/**")}
-    assert status["rest/port"] == {"http_port": f"127.0.0.1:{rest.http}"}
+    assert status["rest/port"] == {"http_port": f"127.0.0.1:{rest.http}", "work_thread_num": 2,
+                                   "max_block_thread_num": 50, "__path__": None, "__required__": True,
+                                   "__config__": None, "__plugin__": None}  # fmt: skip
     assert status["storage_manager/storages/demo"] == {"key_expr": "demo/example/**", "volume": "memory"}
     [record] = rest.get_json("/@/local/router/plugins/rest")
     assert record["value"]["state"] == "Started"

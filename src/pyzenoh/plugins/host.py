@@ -65,6 +65,9 @@ class PluginContext:
         self.zid = daemon.zid
         self.timestamping = daemon.config.timestamping
         self.sessions: list[LocalSession] = []
+        #: The plugin's whole section, zenohd's ``__*__`` keys included (the plugin's own
+        #: configuration is the factory's argument).
+        self.section: dict[str, Any] = {}
         #: Counters the router's metrics show as pyzenoh_plugin_<name>_<counter>.
         self.counters: dict[str, int] = {}
 
@@ -149,6 +152,7 @@ class PluginHost:
             if "__path__" in record.section:
                 log.warning("plugins/%s/__path__ is not used: pyzenoh plugins are Python packages", name)
             context = PluginContext(self.daemon, name)
+            context.section = record.section
             config = {k: v for k, v in record.section.items() if k not in RESERVED}
             record.context = context
             try:

@@ -99,7 +99,14 @@ class RestPlugin:
     def status(self) -> dict[str, Any]:
         from pyzenoh import __version__
 
-        return {"version": __version__, "port": {"http_port": self.config.http_port}}
+        host = self.config.host
+        addr = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+        section = self.context.section
+        # zenoh-plugin-rest shows its whole Config, http_port as the socket address it binds
+        port = {"http_port": addr, "work_thread_num": section.get("work_thread_num", 2),
+                "max_block_thread_num": section.get("max_block_thread_num", 50),
+                **{k: section.get(k) for k in ("__path__", "__required__", "__config__", "__plugin__")}}  # fmt: skip
+        return {"version": __version__, "port": port}
 
     # --- requests -------------------------------------------------------------------------
 
