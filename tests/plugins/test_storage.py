@@ -93,7 +93,8 @@ def test_status_keys(client: Any) -> None:
     status = {str(s.key_expr).split("/status/plugins/storage_manager/")[1]: s.payload.to_string()
               for s in zget(client, "@/*/router/status/plugins/storage_manager/**")}  # fmt: skip
     assert status["storages/pre"] == '{"key_expr":"site/a/**","strip_prefix":"site/a","volume":"memory"}'
-    assert status["volumes/memory"] == '{"backend":"memory"}'
+    assert status["volumes/memory"] == '{"__required__":false}'
+    assert set(status) >= {"version", "volumes/memory/__path__", "storages/demo"}
 
 
 # --- persistence ---------------------------------------------------------------------------

@@ -33,9 +33,18 @@ class VolumeConfig:
     name: str
     backend: str
     rest: dict[str, Any] = field(default_factory=dict)
+    required: bool = False
+    paths: list[str] | None = None
 
     def status_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, **self.rest}
+        """As backend-traits' ``VolumeConfig::to_json_value``: its own keys, ``__path__``
+        when given, ``__required__: false`` unless required."""
+        out = dict(self.rest)
+        if self.paths is not None:
+            out["__path__"] = list(self.paths)
+        if not self.required:
+            out["__required__"] = False
+        return out
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,15 @@ def parse_manager_config(section: dict[str, Any]) -> ManagerConfig:
         if not isinstance(backend, str):
             raise UsageError(f"{where}/volumes/{name}/backend: expected a string, got {backend!r}")
         rest = {k: v for k, v in cfg.items() if k not in ("backend", "__path__", "__required__")}
-        volumes[name] = VolumeConfig(name, backend, rest)
+        required = cfg.get("__required__", False)
+        if not isinstance(required, bool):
+            raise UsageError(f"{where}/volumes/{name}/__required__: expected true or false, got {required!r}")
+        paths = cfg.get("__path__")
+        if isinstance(paths, str):
+            paths = [paths]
+        if paths is not None and not (isinstance(paths, list) and all(isinstance(p, str) for p in paths)):
+            raise UsageError(f"{where}/volumes/{name}/__path__: expected a string or a list of strings")
+        volumes[name] = VolumeConfig(name, backend, rest, required, paths)
     storages = {}
     for name, cfg in _object(section.get("storages"), f"{where}/storages").items():
         storages[name] = parse_storage(name, _object(cfg, f"{where}/storages/{name}"))

@@ -108,8 +108,11 @@ class StorageManagerPlugin:
             self._kill(name)
 
     def status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        from pyzenoh import __version__
+
+        out: dict[str, Any] = {"version": __version__}
         for name, volume in self.config.volumes.items():
+            out[f"volumes/{name}/__path__"] = "builtin"
             out[f"volumes/{name}"] = volume.status_json()
         for name, running in self.storages.items():
             out[f"storages/{name}"] = running.config.status_json()
