@@ -60,3 +60,17 @@ def test_writes_without_permission_are_logged_and_change_nothing(tmp_path: Path)
             assert zget(s, STATUS) == []
         finally:
             s.close()
+
+
+def test_write_only_permissions_take_writes_and_answer_no_reads(tmp_path: Path) -> None:
+    with plugin_router(tmp_path, "-i", ZID, "--adminspace-permissions", "w", "--cfg", "plugins/storage_manager:{}",
+                       rest=False) as r:  # fmt: skip
+        s = r.open()
+        try:
+            s.put(STORAGE_CONFIG, '{key_expr: "wo/**", volume: "memory"}')
+            s.put("wo/a", b"1")  # may precede the storage: put again until it answers
+            eventually(lambda: stored(s, "wo/a") or s.put("wo/a", b"1"), "the storage added by a write answers")
+            assert zget(s, f"@/{ZID}/router") == []  # reads refused: RESPONSE_FINAL alone
+        finally:
+            s.close()
+    assert "adminspace.permissions.read=false" in r.router.log.read_text()

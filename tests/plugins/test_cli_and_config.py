@@ -47,7 +47,7 @@ def test_zenohd_flags_become_config_keys() -> None:
     assert t["adminspace"] == {"permissions": {"read": True, "write": True}}
     assert "plugins" not in tree("--rest-http-port", "none")
     config = config_from_args(build_parser().parse_args(["router", "--adminspace-permissions", "w"]))
-    assert config.adminspace_write and not config.adminspace  # no read: zenohd answers nothing
+    assert config.adminspace_write and config.adminspace and not config.adminspace_read  # reads: no answer
 
 
 def test_cfg_pairs_apply_last_and_an_empty_key_is_the_whole_config(tmp_path: Path) -> None:

@@ -62,6 +62,7 @@ from typing import Any
 from pyzenoh.config import check_config, loads
 from pyzenoh.errors import UsageError
 from pyzenoh.router.admin import admin_enabled
+from pyzenoh.router.admin.config import admin_readable
 from pyzenoh.router.scouting import ScoutingSettings, scouting_settings
 from pyzenoh.routing.access_control import AccessControlConfig, parse_access_control
 from pyzenoh.security.tls import TlsConfig, tls_config
@@ -136,6 +137,8 @@ class RouterConfig:
     usrpwd: UsrPwd | None = None
     #: access_control (zenohd's schema and checks, see pyzenoh.routing.access_control).
     access_control: AccessControlConfig = field(default_factory=AccessControlConfig)
+    #: adminspace/permissions/read: queries on the admin space are answered.
+    adminspace_read: bool = True
     #: adminspace/permissions/write: PUT/DELETE on @/<zid>/router/config/** edit the config.
     adminspace_write: bool = False
     #: The whole config tree this was read from (plugins read their sections from it;
@@ -247,6 +250,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
         gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
         adminspace=admin_enabled(tree), metadata=tree.get("metadata"),
+        adminspace_read=admin_readable(tree),
         adminspace_write=_get(tree, "adminspace/permissions/write", False) is True, tree=tree,
         scouting=scouting_settings(tree), tls=tls_config(tree),
         usrpwd=usrpwd_from_config(_get(tree, "transport/auth/usrpwd", None)),

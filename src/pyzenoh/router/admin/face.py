@@ -137,7 +137,9 @@ class AdminSpace(Answers):
         if face not in daemon._faces:
             return  # the face went away; the core finished the query
         replies: list[AdminReply] = []
-        if key is not None and face == self.face_id:
+        if not daemon.config.adminspace_read:  # zenohd: an error log and RESPONSE_FINAL alone
+            log.error("Received GET on '%s' but adminspace.permissions.read=false in configuration", key)
+        elif key is not None and face == self.face_id:
             self.stats.queries += 1
             try:
                 replies = list(self.replies(key, params))
