@@ -43,6 +43,8 @@ __all__ = ["RestPlugin"]
 
 CORS = {"Access-Control-Allow-Origin": "*"}
 ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE"
+#: How long a stopping plugin waits for requests in progress (then they are cut).
+SHUTDOWN_S = 2.0
 #: The longest encoding schema the wire carries.
 MAX_SCHEMA = 255
 #: A comment line sent on an idle event stream, so a client that left is noticed.
@@ -69,7 +71,8 @@ class RestPlugin:
         app.on_response_prepare.append(_cors)
         max_line = self.limits.max_header_bytes
         runner = web.AppRunner(app, handle_signals=False, access_log=None, handler_cancellation=True,
-                               max_line_size=max_line, max_field_size=max_line)  # fmt: skip
+                               shutdown_timeout=SHUTDOWN_S, max_line_size=max_line,
+                               max_field_size=max_line)  # fmt: skip
         await runner.setup()
         # zenoh binds [::]:port dual-stack; asyncio makes "::" IPv6-only, so "all
         # interfaces" is asked for as no host (every family).
