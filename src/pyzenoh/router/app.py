@@ -92,6 +92,8 @@ class RouterApp:
     async def _apply_plugins(self, plugins: Any) -> None:
         assert self._applying is not None
         async with self._applying:  # one change after the other, in the order written
+            if self.plugins is None:
+                return  # stopping
             try:
                 await self.plugins.apply(plugins)
             except Exception:
@@ -129,6 +131,8 @@ class RouterApp:
     async def stop(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
+        for task in self._tasks:
+            task.cancel()  # config changes not applied yet
         if self.plugins is not None:
             plugins, self.plugins = self.plugins, None
             await plugins.stop()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyzenoh.config import loads
+from pyzenoh.config import insert_problems, loads
 from pyzenoh.config.paths import insert_at, remove_at
 from pyzenoh.errors import UsageError
 
@@ -35,4 +35,8 @@ def config_write(tree: dict[str, Any], path: str, payload: bytes | None) -> dict
         text = payload.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"non UTF-8 config value on {path}") from None
-    return insert_at(tree, path, loads(text))
+    value = loads(text)
+    problems = insert_problems(path, value)  # zenoh's insert_json5 checks the value it inserts
+    if problems:
+        raise UsageError("; ".join(p.text for p in problems))
+    return insert_at(tree, path, value)
