@@ -121,3 +121,21 @@ def test_storage_manager_section() -> None:
 def test_a_bad_storage_names_its_key(storage: dict[str, Any], named: str) -> None:
     with pytest.raises(UsageError, match=f"storages/s/{named}"):
         parse_manager_config({"storages": {"s": storage}})
+
+
+def test_admin_space_writes_edit_the_tree_as_zenoh_does() -> None:
+    from pyzenoh.router.admin.writes import config_path, config_write
+
+    root = "@/abc/router"
+    assert config_path(root, f"{root}/config/plugins/storage_manager/storages/s") == "plugins/storage_manager/storages/s"
+    assert config_path(root, f"{root}/config/") is None and config_path(root, "@/other/router/config/x") is None
+    tree = config_write({}, "plugins/storage_manager/storages/s", b'{key_expr: "a/**", volume: "memory"}')
+    assert tree == {"plugins": {"storage_manager": {"storages": {"s": {"key_expr": "a/**", "volume": "memory"}}}}}
+    assert config_write(tree, "plugins/storage_manager/storages/s", None) == {"plugins": {"storage_manager": {"storages": {}}}}
+    tree = config_write({"connect": {"endpoints": ["tcp/127.0.0.1:1"]}}, "connect/endpoints/1", b'"tcp/127.0.0.1:2"')
+    assert tree["connect"]["endpoints"] == ["tcp/127.0.0.1:1", "tcp/127.0.0.1:2"]  # an array item
+    for path, payload in [("transport/unicast/max_sesions", b"5"), ("plugins/x", b"{oops"), ("plugins/x", b"\xff")]:
+        with pytest.raises(UsageError):
+            config_write({}, path, payload)
+    with pytest.raises(UsageError):
+        config_write({}, "plugins/missing", None)

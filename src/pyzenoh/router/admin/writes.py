@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyzenoh.config import insert_problems, loads
-from pyzenoh.config.paths import insert_at, remove_at
+from pyzenoh.config.paths import get_at, insert_at, remove_at
 from pyzenoh.errors import UsageError
 
 __all__ = ["config_path", "config_write"]
@@ -36,7 +36,14 @@ def config_write(tree: dict[str, Any], path: str, payload: bytes | None) -> dict
     except UnicodeDecodeError:
         raise UsageError(f"non UTF-8 config value on {path}") from None
     value = loads(text)
-    problems = insert_problems(path, value)  # zenoh's insert_json5 checks the value it inserts
+    parent, _, last = path.strip("/").rpartition("/")
+    if last.isdigit() and isinstance(get_at(tree, parent), list):
+        # try_insert_json5_array_item: the list with that item must still be valid
+        new = insert_at(tree, path, value)
+        check_path, check_value = parent, get_at(new, parent)
+    else:
+        new, check_path, check_value = {}, path, value
+    problems = insert_problems(check_path, check_value)  # zenoh checks the value it inserts
     if problems:
         raise UsageError("; ".join(p.text for p in problems))
-    return insert_at(tree, path, value)
+    return new if new else insert_at(tree, path, value)
