@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.conftest import eventually, plugin_router, zget
+from pyzenoh.localnet import free_port, wait_listening
+from tests.plugins.conftest import WAIT, eventually, plugin_router, zget
 
 pytestmark = pytest.mark.interop
 
@@ -43,6 +44,13 @@ def test_a_storage_added_and_removed_through_the_admin_space(tmp_path: Path) -> 
             assert stored(s, "live/a") == {}
             [info] = zget(s, f"@/{ZID}/router")
             assert '"storage_manager":{"name":"storage_manager"' in info.payload.to_string()
+            # a plugin whose section changes restarts with it: REST moves to another port
+            moved = free_port()
+            s.put(f"@/{ZID}/router/config/plugins/rest/http_port", f'"127.0.0.1:{moved}"')
+            wait_listening(moved, r.router.proc, WAIT)
+            r.http = moved
+            assert r.request("PUT", "/rest/moved", b"1")[0] == 200
+            assert [x["key"] for x in r.get_json("/rest/moved")] == ["rest/moved"]
         finally:
             s.close()
     assert "config plugins/storage_manager/storages/live set" in r.router.log.read_text()
