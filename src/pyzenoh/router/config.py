@@ -42,8 +42,18 @@ Recognised keys (zenohd 1.x spelling)::
         msgq: { socket_file: null, tcp: [] },
         // Real routers only forward a query's Budget; true also stops replies past it.
         routing: { enforce_budget: false },
+        // The REST plugin's limits (pyzenoh.plugins.rest.config).
+        rest: { max_request_body_bytes: 16777216, max_header_bytes: 8190,
+                max_sse_streams: 1000, sse_queue_samples: 10000 },
       },
+      adminspace: { permissions: { read: true, write: false } },  // write: config edits
+      // zenohd's plugins, in Python (pyzenoh.plugins; docs/zenohd.md)
+      plugins: { rest: { http_port: 8000 },
+                 storage_manager: { storages: { demo: { key_expr: "demo/**", volume: "memory" } } } },
     }
+
+The tree itself is kept (``RouterConfig.tree``): plugins read their sections from it and
+admin-space writes edit it. Files may also be YAML (``.yaml``/``.yml``, with PyYAML).
 
 As zenohd, start-up stops on any key or value outside zenohd 1.10.2's schema (or
 pyzenoh's own section), on security settings pyzenoh does not implement, and on
