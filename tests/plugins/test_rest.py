@@ -146,7 +146,12 @@ def test_bad_requests_get_errors_and_the_router_keeps_serving(rest: PluginRouter
     with socket.create_connection(("127.0.0.1", rest.http), timeout=WAIT) as raw:
         raw.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
         assert b" 400 " in raw.recv(64)
-    assert rest.request("PUT", "/demo/example/after", b"ok")[0] == 200
+    with socket.create_connection(("127.0.0.1", rest.http), timeout=WAIT) as raw:  # more header lines than aiohttp takes (128)
+        raw.sendall(b"GET /demo/** HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(200)))
+        assert b" 400 " in raw.recv(64)
+    with socket.create_connection(("127.0.0.1", rest.http), timeout=WAIT) as idle:
+        idle.sendall(b"GET /demo/** HTTP/1.1\r\n")  # a request that never ends its headers
+        assert rest.request("PUT", "/demo/example/after", b"ok")[0] == 200
     assert [s["key"] for s in rest.get_json("/demo/example/after")] == ["demo/example/after"]
     metrics = rest.request("GET", "/@/local/router/metrics?compression=false;_raw")[2].decode()
     assert "pyzenoh_plugin_rest_bad_requests" in metrics and "pyzenoh_plugin_rest_too_large" in metrics
