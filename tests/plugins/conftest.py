@@ -50,8 +50,9 @@ class PluginRouter:
 
 @contextmanager
 def plugin_router(tmp: Path, *extra: str, rest: bool = True, ready: tuple[str, ...] = ()) -> Iterator[PluginRouter]:
-    """The router, once its zenoh port listens and (plugins start right after) every plugin
-    in ``ready`` (and ``rest``) reports itself started in the admin space."""
+    """The router, once its zenoh port listens and every plugin in ``ready`` (and ``rest``)
+    reports itself started in the admin space (they start before the listeners open; a
+    plugin that failed is not waited for forever: the wait is bounded)."""
     http_port = free_port() if rest else 0
     args = ["--rest-http-port", f"127.0.0.1:{http_port}"] if rest else []
     with run_router(tmp, *args, *extra) as router:

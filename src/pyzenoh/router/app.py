@@ -51,14 +51,16 @@ class RouterApp:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        await self.daemon.start()
+        # Plugins start once the admin space is up and before the listeners open (zenoh's
+        # runtime order): a client that gets in finds the storages there.
+        self.daemon.before_listen = self._start_plugins
+        try:
+            await self.daemon.start()
+        except UsageError:
+            await self.stop()  # e.g. a required plugin failed: the router stops, naming it
+            raise
         if self.config.msgq.enabled:
             await self._start_msgq()
-        try:
-            await self._start_plugins()
-        except UsageError:
-            await self.stop()  # a required plugin failed: the router stops, naming it
-            raise
         if self.recorder is not None:
             log.info("recording into %s", self.config.record.dir)
             self._ticker = asyncio.create_task(self._tick_recorder())
