@@ -140,7 +140,7 @@ def test_every_strictness_tag_has_a_case() -> None:
     ("session", {"connect": {"endpoints": [{"strategy": "allOf", "locators": ["tcp/1.2.3.4:5"]}]}},
      "endpoint groups"),
     ("router", {"transport": {"link": {"protocols": ["tls"]}}}, "does not allow listen/endpoints"),
-    ("router", {"plugins": {"rest": {"__required__": True}}}, "plugins/rest"),
+    ("router", {"plugins": {"nosuch": {"__required__": True}}}, "plugins/nosuch"),
 ])  # fmt: skip
 def test_what_pyzenoh_does_not_implement_stops_start_up(role: str, tree: dict[str, Any], named: str) -> None:
     assert problems(tree) == []  # valid: refused by the policy, not the schema
@@ -159,14 +159,14 @@ def test_harmless_settings_are_named_in_one_warning(caplog: pytest.LogCaptureFix
         "transport": {"unicast": {"max_links": 4, "lowlatency": True}, "link": {"tcp": {"so_sndbuf": 65536}},
                       "shared_memory": {"enabled": False}},  # what pyzenoh does anyway: no warning
         "scouting": {"gossip": {"multihop": True}},
-        "plugins": {"rest": {"http_port": 8000}},
+        "plugins": {"nosuch": {"http_port": 8000}},
         "open": {"return_conditions": {"declares": True}},  # the default: no warning
     }
     with caplog.at_level(logging.WARNING, logger="pyzenoh.config"):
         warned = check_config(tree, "router")
     assert [w.split("=")[0].split(" ")[0] for w in warned] == [
         "transport/unicast/max_links", "transport/unicast/lowlatency", "transport/link/tcp/so_sndbuf",
-        "scouting/gossip/multihop", "plugins/rest"]  # fmt: skip
+        "scouting/gossip/multihop", "plugins/nosuch"]  # fmt: skip
     records = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(records) == 1
     for name in warned:

@@ -49,8 +49,8 @@ def _refusals(tmp: Path) -> list[tuple[str, str | dict[str, Any], list[str]]]:
          ["refusing to start", "quic/127.0.0.1"]),
         ("ws endpoint", {"connect": {"endpoints": {"router": ["ws/127.0.0.1:1"]}}},
          ["refusing to start", "ws/127.0.0.1:1"]),
-        ("required plugin", {"plugins": {"rest": {"__required__": True, "http_port": 8000}}},
-         ["refusing to start", "plugins/rest"]),
+        ("required plugin", {"plugins": {"nosuch": {"__required__": True, "http_port": 8000}}},
+         ["refusing to start", "plugins/nosuch"]),
         ("missing certificate", {**tls_ep, **_tls(listen_certificate=missing, listen_private_key=str(server.key))},
          ["transport/link/tls/listen_certificate", missing]),
         ("missing key", {**tls_ep, **_tls(listen_certificate=str(server.cert), listen_private_key=missing)},
@@ -106,7 +106,7 @@ def test_harmless_unimplemented_settings_warn_once_and_the_router_serves(tmp_pat
       scouting: { multicast: { enabled: false }, gossip: { multihop: true } },
       transport: { unicast: { max_links: 3 }, link: { tcp: { so_sndbuf: 65536 } },
                    shared_memory: { enabled: false } },   // what pyzenoh does anyway: no warning
-      plugins: { rest: { http_port: 8000 } },
+      plugins: { nosuch: { http_port: 8000 } },
       timestamping: { enabled: { router: true, peer: true } },  // peer: not this node's mode
       pyzenoh: { limits: { send_queue_max_bytes: 1048576 } },
     }""")
@@ -116,7 +116,7 @@ def test_harmless_unimplemented_settings_warn_once_and_the_router_serves(tmp_pat
     warnings = [line for line in log.splitlines() if "ignores these settings" in line]
     assert len(warnings) == 1, log
     for name in ("scouting/gossip/multihop", "transport/unicast/max_links", "transport/link/tcp/so_sndbuf",
-                 "plugins/rest"):  # fmt: skip
+                 "plugins/nosuch"):  # fmt: skip
         assert name in warnings[0]
     for quiet in ("shared_memory", "timestamping", "pyzenoh/limits"):
         assert quiet not in warnings[0]

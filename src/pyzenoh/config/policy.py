@@ -44,7 +44,7 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
         "transport/link/tx/queue/congestion_control/block/wait_before_close",
         "transport/link/rx/max_message_size", "transport/link/protocols", TLS_KEY,
         "transport/auth/usrpwd", "access_control", "adminspace/enabled", "adminspace/permissions/read",
-        "pyzenoh",
+        "adminspace/permissions/write", "pyzenoh",
     }),
     "session": frozenset({
         "id", "mode", "connect/endpoints", "connect/timeout_ms", "connect/exit_on_failure", "connect/retry",
@@ -63,7 +63,7 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
 #: Settings pyzenoh honours by lacking the feature (its value when so set: no warning).
 AS_IF: dict[str, Any] = {
     "transport/shared_memory/enabled": False,  # pyzenoh has no shared memory
-    "adminspace/permissions/write": False,  # nor admin space writes
+    "adminspace/permissions/write": False,  # a session has no admin space writes
 }
 
 #: Settings pyzenoh does not implement and must not ignore: set to anything but their
@@ -140,26 +140,38 @@ def endpoints_for(tree: Mapping[str, Any], key: str, mode: str) -> list[Any]:
     return list(value) if isinstance(value, list) else []
 
 
-def _plugin_problems(plugins: Any, refusals: list[str], warnings: list[str]) -> None:
-    """zenohd loads plugins by name; pyzenoh has none. A required one stops start-up (zenohd
-    exits when it cannot load it), malformed entries too (zenohd panics on them)."""
+def _plugin_problems(plugins: Any, role: Role, refusals: list[str], warnings: list[str]) -> None:
+    """zenohd's plugin rules: each ``plugins/<name>`` is an object whose ``__required__`` is
+    a boolean and ``__config__`` a file name. A router starts the ones it has (built in or
+    a ``pyzenoh.plugins`` entry point, :mod:`pyzenoh.plugins.registry`); a required one it
+    does not have stops start-up (zenohd exits when it cannot load it), another is named
+    in the warning. A session loads no plugin (zenohd's plugins run in routers)."""
     if plugins is None:
         return
     if not isinstance(plugins, dict):
         refusals.append(f"plugins: expected an object of plugin configurations, got {show(plugins)}")
         return
+    from pyzenoh.plugins.registry import known
+
     for name, conf in plugins.items():
         path = f"plugins/{name}"
         if not isinstance(conf, dict):
             refusals.append(f"{path}: a plugin's configuration must be an object, got {show(conf)}")
             continue
         required = conf.get("__required__", False)
+        extra = conf.get("__config__")
+        if extra is not None and not isinstance(extra, str):
+            refusals.append(f"{path}/__config__: expected a file name, got {show(extra)}")
         if not isinstance(required, bool):
             refusals.append(f"{path}/__required__: expected true or false, got {show(required)}")
+        elif role == "router" and known(name):
+            continue
         elif required:
-            refusals.append(f"{path}: plugin '{name}' is required (__required__: true) but pyzenoh has no plugins")
+            why = ("a session loads no plugins" if role == "session" else
+                   "no built-in plugin or 'pyzenoh.plugins' entry point has that name")
+            refusals.append(f"{path}: plugin '{name}' is required (__required__: true) but {why}")
         else:
-            warnings.append(f"{path} (pyzenoh has no plugins)")
+            warnings.append(f"{path} (no such plugin)" if role == "router" else f"{path} (a session loads no plugins)")
 
 
 def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals: list[str]) -> None:
@@ -217,7 +229,7 @@ def check_config(tree: Any, role: Role, mode: str | None = None) -> list[str]:
             refusals.append(f"{path}: {why}")
         else:
             warnings.append(f"{path}={json.dumps(value, separators=(',', ':'))[:60]}")
-    _plugin_problems(tree.get("plugins"), refusals, warnings)
+    _plugin_problems(tree.get("plugins"), role, refusals, warnings)
     _endpoint_problems(tree, role, mode, refusals)
     if refusals:
         raise UsageError("refusing to start: " + "; ".join(refusals))

@@ -382,6 +382,14 @@ OWN_SCHEMA = ObjV({
         "enabled": _bool(False, null=True),
     }, null=True),
     "routing": ObjV({"enforce_budget": _bool(False, null=True)}, null=True),
+    # The REST plugin's limits (pyzenoh.plugins.rest.config; zenoh's plugins/rest takes
+    # only its own keys, so pyzenoh's go here).
+    "rest": ObjV({
+        "max_request_body_bytes": _positive(16 << 20),
+        "max_header_bytes": _positive(8190),
+        "max_sse_streams": _positive(1_000),
+        "sse_queue_samples": _positive(10_000),
+    }, null=True),
     "scouting": ObjV({
         "unicast": TextV("a socket address IP:PORT", socket_address_why, null=True),
     }, null=True),

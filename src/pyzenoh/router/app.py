@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from pyzenoh.codec import WhatAmI, ZenohId
+from pyzenoh.errors import UsageError
 from pyzenoh.recording.protocol import RouterRecorder
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.daemon import RouterDaemon
@@ -44,14 +45,62 @@ class RouterApp:
         self.msgq: Any = None
         self.bridge: Any = None
         self._ticker: asyncio.Task[None] | None = None
+        #: The live config tree (admin-space writes edit it) and the plugins it runs.
+        self.tree: dict[str, Any] = dict(config.tree) if isinstance(config.tree, dict) else {}
+        self.plugins: Any = None
+        self._applying: asyncio.Lock | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        await self.daemon.start()
+        # Plugins start once the admin space is up and before the listeners open (zenoh's
+        # runtime order): a client that gets in finds the storages there.
+        self.daemon.before_listen = self._start_plugins
+        try:
+            await self.daemon.start()
+        except UsageError:
+            await self.stop()  # e.g. a required plugin failed: the router stops, naming it
+            raise
         if self.config.msgq.enabled:
             await self._start_msgq()
         if self.recorder is not None:
             log.info("recording into %s", self.config.record.dir)
             self._ticker = asyncio.create_task(self._tick_recorder())
+
+    async def _start_plugins(self) -> None:
+        from pyzenoh.plugins.host import PluginHost
+
+        self.plugins = PluginHost(self.daemon, self.tree.get("plugins"))
+        self._applying = asyncio.Lock()
+        admin = self.daemon.admin
+        if admin is not None:
+            admin.plugins = self.plugins
+            admin.on_config = self._on_config_write
+        await self.plugins.start()
+
+    def _on_config_write(self, path: str, payload: bytes | None) -> None:
+        """An allowed admin-space write: edit the live tree; plugins follow their section."""
+        from pyzenoh.router.admin.writes import config_write
+
+        try:
+            self.tree = config_write(self.tree, path, payload)
+        except UsageError as exc:
+            log.error("admin space: cannot %s config %s: %s", "delete" if payload is None else "insert", path, exc)
+            return
+        log.info("admin space: config %s %s", path, "deleted" if payload is None else "set")
+        if path.strip("/").split("/", 1)[0] == "plugins" and self.plugins is not None:
+            task = asyncio.get_running_loop().create_task(self._apply_plugins(self.tree.get("plugins")))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _apply_plugins(self, plugins: Any) -> None:
+        assert self._applying is not None
+        async with self._applying:  # one change after the other, in the order written
+            if self.plugins is None:
+                return  # stopping
+            try:
+                await self.plugins.apply(plugins)
+            except Exception:
+                log.exception("admin space: plugins could not follow the config change")
 
     async def _tick_recorder(self) -> None:
         """Flush and rotate segments when traffic is idle, so a kill -9 loses at most ~1 s."""
@@ -87,6 +136,11 @@ class RouterApp:
     async def stop(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
+        for task in self._tasks:
+            task.cancel()  # config changes not applied yet
+        if self.plugins is not None:
+            plugins, self.plugins = self.plugins, None
+            await plugins.stop()
         if self.msgq is not None:
             await self.msgq.close()
         await self.daemon.stop()

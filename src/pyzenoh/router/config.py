@@ -42,8 +42,18 @@ Recognised keys (zenohd 1.x spelling)::
         msgq: { socket_file: null, tcp: [] },
         // Real routers only forward a query's Budget; true also stops replies past it.
         routing: { enforce_budget: false },
+        // The REST plugin's limits (pyzenoh.plugins.rest.config).
+        rest: { max_request_body_bytes: 16777216, max_header_bytes: 8190,
+                max_sse_streams: 1000, sse_queue_samples: 10000 },
       },
+      adminspace: { permissions: { read: true, write: false } },  // write: config edits
+      // zenohd's plugins, in Python (pyzenoh.plugins; docs/zenohd.md)
+      plugins: { rest: { http_port: 8000 },
+                 storage_manager: { storages: { demo: { key_expr: "demo/**", volume: "memory" } } } },
     }
+
+The tree itself is kept (``RouterConfig.tree``): plugins read their sections from it and
+admin-space writes edit it. Files may also be YAML (``.yaml``/``.yml``, with PyYAML).
 
 As zenohd, start-up stops on any key or value outside zenohd 1.10.2's schema (or
 pyzenoh's own section), on security settings pyzenoh does not implement, and on
@@ -62,6 +72,7 @@ from typing import Any
 from pyzenoh.config import check_config, loads
 from pyzenoh.errors import UsageError
 from pyzenoh.router.admin import admin_enabled
+from pyzenoh.router.admin.config import admin_readable
 from pyzenoh.router.scouting import ScoutingSettings, scouting_settings
 from pyzenoh.routing.access_control import AccessControlConfig, parse_access_control
 from pyzenoh.security.tls import TlsConfig, tls_config
@@ -140,6 +151,13 @@ class RouterConfig:
     usrpwd: UsrPwd | None = None
     #: access_control (zenohd's schema and checks, see pyzenoh.routing.access_control).
     access_control: AccessControlConfig = field(default_factory=AccessControlConfig)
+    #: adminspace/permissions/read: queries on the admin space are answered.
+    adminspace_read: bool = True
+    #: adminspace/permissions/write: PUT/DELETE on @/<zid>/router/config/** edit the config.
+    adminspace_write: bool = False
+    #: The whole config tree this was read from (plugins read their sections from it;
+    #: admin-space writes edit it). None: built in code, no plugins.
+    tree: Any = None
 
     def with_overrides(self, **changes: Any) -> RouterConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -246,6 +264,8 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
         gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
         adminspace=admin_enabled(tree), metadata=tree.get("metadata"),
+        adminspace_read=admin_readable(tree),
+        adminspace_write=_get(tree, "adminspace/permissions/write", False) is True, tree=tree,
         scouting=scouting_settings(tree), tls=tls_config(tree),
         usrpwd=usrpwd_from_config(_get(tree, "transport/auth/usrpwd", None)),
         access_control=parse_access_control(tree.get("access_control")),
@@ -271,12 +291,31 @@ def _factor(value: Any) -> float:
 
 
 def load_config(path: str | os.PathLike[str]) -> RouterConfig:
+    return config_from_dict(load_tree(path))
+
+
+def load_tree(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A config file's tree: JSON5, or YAML when the file's name ends in .yaml/.yml (as
+    zenohd, which picks the format by extension)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read config {path}: {exc}") from exc
     try:
-        tree = loads(text)
+        tree = _yaml(text) if str(path).endswith((".yaml", ".yml")) else loads(text)
     except UsageError as exc:
         raise UsageError(f"config {path}: {exc}") from exc
-    return config_from_dict(tree)
+    if not isinstance(tree, dict):
+        raise UsageError(f"config {path}: a router config must be an object")
+    return tree
+
+
+def _yaml(text: str) -> Any:
+    try:
+        import yaml  # type: ignore[import-untyped]
+    except ImportError:
+        raise UsageError("a YAML config needs PyYAML (pip install pyyaml); JSON5 needs nothing") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UsageError(f"invalid YAML: {exc}") from None

@@ -17,6 +17,7 @@ import ipaddress
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 
 from pyzenoh.codec import (
     NetworkMessage,
@@ -153,6 +154,9 @@ class RouterDaemon(Delivery, RecordedRouting):
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.admin: AdminSpace | None = None
+        #: Awaited once the admin space is up and before anything listens: the router app
+        #: starts its plugins there, as zenoh's runtime does before opening its listeners.
+        self.before_listen: Callable[[], Awaitable[None]] | None = None
         self._scouting: Responder | None = None
         # Block back-pressure pauses the face whose message is being routed (-1: none).
         self._ingress = -1
@@ -177,6 +181,8 @@ class RouterDaemon(Delivery, RecordedRouting):
         if self.config.adminspace:
             self.admin = AdminSpace(self)
             self.admin.attach()
+        if self.before_listen is not None:
+            await self.before_listen()
         for endpoint in self.config.listen:
             listener = await listen(
                 endpoint, self.link_config, self._on_event,

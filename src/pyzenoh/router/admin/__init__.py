@@ -1,4 +1,5 @@
-"""The router's admin space: ``@/<zid>/router/**``, read-only, answered by the router itself.
+"""The router's admin space: ``@/<zid>/router/**``, answered by the router itself, and its
+config writes.
 
 Shapes are those of a real eclipse-zenoh 1.10.2 router (zenohd), measured on the wire
 (see ``tests/router/test_admin_*.py`` and zenoh-mesh.md section 4):
@@ -45,7 +46,12 @@ timestamp, and the query's QoS, as zenohd's do.
 The admin space is a local face of :class:`~pyzenoh.router.daemon.RouterDaemon` (a
 client, like the msgq bridge) declaring one queryable, ``@/<zid>/router/**``, exactly
 the key zenohd's admin queryable declares; ``@/**`` reaches it because ``@`` is a chunk
-of its own. The PUT side of zenohd's admin space (``config/**``) is not implemented.
+of its own. It also subscribes to ``@/<zid>/router/config/**``, as zenohd's does: a PUT
+or DELETE there edits the router's config when ``adminspace/permissions/write`` allows it
+(:mod:`.writes`; the router app applies the change, plugins follow it); without
+``permissions/read`` every query gets RESPONSE_FINAL alone. With plugins
+(:mod:`pyzenoh.plugins`), ``plugins/**``, ``status/plugins/**`` and the ``plugins``
+field of ``@/<zid>/router`` come from the plugin host.
 
 One module per part, each named for it; this package re-exports every name:
 
@@ -56,7 +62,9 @@ One module per part, each named for it; this package re-exports every name:
 * :mod:`.metrics` -- OpenMetrics text, its gzip, counters from stats dataclasses;
 * :mod:`.state` -- the admin space's fields and counters;
 * :mod:`.answers` -- every admin key a query reaches, from the daemon's state;
-* :mod:`.face` -- :class:`AdminSpace`, the local face: its queryable, queries in, replies out.
+* :mod:`.writes` -- admin-space writes on ``config/**`` as config tree edits;
+* :mod:`.face` -- :class:`AdminSpace`, the local face: its queryable, queries in, replies
+  out, and its subscriber on ``config/**``.
 """
 
 from __future__ import annotations

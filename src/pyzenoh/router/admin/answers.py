@@ -68,6 +68,12 @@ class Answers(AdminBase):
         acl = getattr(self.daemon, "access_control", None)
         if acl is not None and intersects(key, f"{root}/access_control"):
             yield f"{root}/access_control", JSON_ENCODING, self.access_control_payload()
+        if self.plugins is not None:
+            for reply_key, value, is_text in self.plugins.admin_replies(root, key):
+                if is_text:
+                    yield reply_key, TEXT_ENCODING, str(value).encode()
+                else:
+                    yield reply_key, JSON_ENCODING, dump_json(value)
         if intersects(key, f"{root}/route/successor/**"):
             for src, dst, successor in self.route_successors():
                 reply_key = f"{root}/route/successor/src/{src}/dst/{dst}"
@@ -102,7 +108,9 @@ class Answers(AdminBase):
         return dump_json(info)
 
     def router_payload(self) -> bytes:
-        return router_json(self.zid, self.locators(), self.sessions(), metadata=self.daemon.config.metadata)
+        plugins = None if self.plugins is None else self.plugins.router_field()
+        return router_json(self.zid, self.locators(), self.sessions(), metadata=self.daemon.config.metadata,
+                           plugins=plugins)  # fmt: skip
 
     def _core_faces(self) -> list[Any]:
         return [f for fid, f in sorted(self.daemon.core._faces.items()) if fid != self.face_id]
@@ -154,6 +162,12 @@ class Answers(AdminBase):
         families.append(gauge("pyzenoh_router_sessions", "Open sessions, by kind.", "whatami", sessions))
         counts = {kind: len(self.local_holders(kind)) for kind in ("subscriber", "queryable", "token")}
         families.append(gauge("pyzenoh_router_entities", "Entities declared by clients and peers.", "kind", counts))
+        if self.plugins is not None:
+            for name, counters in sorted(self.plugins.counters().items()):
+                for counter, value in sorted(counters.items()):
+                    families.append(MetricFamily(f"pyzenoh_plugin_{name}_{counter}", "counter",
+                                                 f"Plugin {name}: {counter.replace('_', ' ')}.",
+                                                 (((), value),)))  # fmt: skip
         families.append(MetricFamily("pyzenoh_admin_queries", "counter", "Queries the admin space answered.",
                                      (((), self.stats.queries),)))  # fmt: skip
         return families

@@ -1,5 +1,6 @@
 """Whether a router serves its admin space: ``adminspace/enabled`` (on unless ``false``,
-as zenohd), and off too when ``adminspace/permissions/read`` is ``false``.
+as zenohd); whether it answers reads there: ``adminspace/permissions/read`` (zenohd then
+declares its queryable all the same and answers every query with RESPONSE_FINAL alone).
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ def admin_enabled(tree: Mapping[str, Any]) -> bool:
         value = True
     if not isinstance(value, bool):
         raise UsageError(f"config adminspace/enabled must be true or false, got {value!r}")
-    # permissions/read: false makes zenohd answer no admin query: serve none either.
-    permissions = node.get("permissions")
-    if isinstance(permissions, Mapping) and permissions.get("read") is False:
-        return False
     return value
+
+
+def admin_readable(tree: Mapping[str, Any]) -> bool:
+    """``adminspace/permissions/read`` (true unless ``false``)."""
+    node = tree.get("adminspace")
+    permissions = node.get("permissions") if isinstance(node, Mapping) else None
+    return not (isinstance(permissions, Mapping) and permissions.get("read") is False)

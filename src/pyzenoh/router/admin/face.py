@@ -15,7 +15,10 @@ from pyzenoh.codec import (
     Declare,
     DeclareKeyExpr,
     DeclareQueryable,
+    DeclareSubscriber,
+    Del,
     EntityGlobalId,
+    Push,
     Put,
     Reply,
     Request,
@@ -27,6 +30,7 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.router.admin.answers import AdminReply, Answers
+from pyzenoh.router.admin.writes import config_path
 
 if TYPE_CHECKING:
     from pyzenoh.routing import Send
@@ -36,6 +40,8 @@ log = logging.getLogger(__name__)
 
 #: Entity id of the admin queryable on the admin face.
 ADMIN_QUERYABLE_ID = 1
+#: Entity id of the admin face's subscriber on ``@/<zid>/router/config/**`` (writes).
+ADMIN_CONFIG_SUBSCRIBER_ID = 2
 #: Entity id in the replies' responder id: zenohd's admin space answers as entity 1.
 RESPONDER_EID = 1
 #: The admin face's zid is the router's, xor this ("adm"): a face of its own, never the
@@ -56,6 +62,9 @@ class AdminSpace(Answers):
         # zenohd's admin queryable: not complete, distance 0 (QueryableInfoType::DEFAULT).
         decl = DeclareQueryable(ADMIN_QUERYABLE_ID, WireExpr(0, f"{self.root}/**", True))
         daemon.local_input(self.face_id, Declare(decl))
+        # zenohd's admin space also subscribes to its config, for admin-space writes.
+        sub = DeclareSubscriber(ADMIN_CONFIG_SUBSCRIBER_ID, WireExpr(0, f"{self.root}/config/**", True))
+        daemon.local_input(self.face_id, Declare(sub))
         log.info("admin space on %s/** (face %d)", self.root, self.face_id)
 
     def detach(self) -> None:
@@ -86,6 +95,8 @@ class AdminSpace(Answers):
                 self._answer(face, msg.request_id, msg.qos, key, params)
             else:
                 loop.call_soon(self._answer, face, msg.request_id, msg.qos, key, params)
+        elif isinstance(msg, Push):
+            self._on_write(msg)
         elif isinstance(msg, Declare):
             body = msg.body
             if isinstance(body, DeclareKeyExpr):
@@ -95,6 +106,25 @@ class AdminSpace(Answers):
             elif isinstance(body, UndeclareKeyExpr):
                 self._scopes.pop(body.expr_id, None)
         # Nothing else is expected: the face declares no subscriber and no interest.
+
+    def _on_write(self, msg: Push) -> None:
+        """A PUT or DELETE on ``@/<zid>/router/config/**`` (adminspace.rs's ``send_push``)."""
+        key = self._resolve(msg.wire_expr)
+        kind = "DELETE" if isinstance(msg.body, Del) else "PUT"
+        if key is None:
+            log.error("admin space: %s on an unknown key expression %s", kind, msg.wire_expr)
+            return
+        if not self.daemon.config.adminspace_write or self.on_config is None:
+            log.error("Received %s on '%s' but adminspace.permissions.write=false in configuration", kind, key)
+            self.stats.writes_refused += 1
+            return
+        path = config_path(self.root, key)
+        if path is None:
+            log.error("admin space: %s on '%s': not a config key of this router", kind, key)
+            return
+        payload = None if isinstance(msg.body, Del) else bytes(msg.body.payload)
+        self.stats.writes += 1
+        self.on_config(path, payload)
 
     def _resolve(self, wire_expr: WireExpr) -> str | None:
         if wire_expr.scope == 0:
@@ -107,7 +137,9 @@ class AdminSpace(Answers):
         if face not in daemon._faces:
             return  # the face went away; the core finished the query
         replies: list[AdminReply] = []
-        if key is not None and face == self.face_id:
+        if not daemon.config.adminspace_read:  # zenohd: an error log and RESPONSE_FINAL alone
+            log.error("Received GET on '%s' but adminspace.permissions.read=false in configuration", key)
+        elif key is not None and face == self.face_id:
             self.stats.queries += 1
             try:
                 replies = list(self.replies(key, params))

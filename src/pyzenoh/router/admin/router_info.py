@@ -79,11 +79,12 @@ def router_info(
     *,
     version: str | None = None,
     metadata: Any = None,
+    plugins: Any = None,
 ) -> dict[str, Any]:
     return {
         "locators": list(locators),
         "metadata": metadata,
-        "plugins": None,
+        "plugins": plugins,
         "sessions": [s.to_json() for s in sessions],
         "version": version_string() if version is None else version,
         "zid": zid,
@@ -102,6 +103,7 @@ def router_json(
     *,
     version: str | None = None,
     metadata: Any = None,
+    plugins: Any = None,
 ) -> bytes:
-    info = router_info(zid, locators, sessions, version=version, metadata=metadata)
+    info = router_info(zid, locators, sessions, version=version, metadata=metadata, plugins=plugins)
     return dump_json(info, sort_keys=True)

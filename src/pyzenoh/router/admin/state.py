@@ -4,8 +4,9 @@ answers) and :mod:`.face` (the local face that receives queries and replies).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyzenoh.router.admin.router_info import admin_root
 
@@ -19,6 +20,8 @@ class AdminStats:
     replies: int = 0
     errors: int = 0
     unresolved: int = 0
+    writes: int = 0
+    writes_refused: int = 0
 
 
 class AdminBase:
@@ -29,6 +32,11 @@ class AdminBase:
         self.face_id: int | None = None
         self.stats = AdminStats()
         self._scopes: dict[int, str] = {}  # key ids the router declared to our face
+        #: The plugin host (pyzenoh.plugins.PluginHost) when the router runs plugins.
+        self.plugins: Any = None
+        #: Called with (config path, JSON5 payload or None for a DELETE) on an admin-space
+        #: write the router's permissions allow (set by the router app).
+        self.on_config: Callable[[str, bytes | None], None] | None = None
 
     @property
     def zid(self) -> str:
