@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from typing_extensions import override
+
 from pyzenoh.errors import PyZenohError
 
 __all__ = [
@@ -37,6 +39,7 @@ class ShmNotSupportedError(PyZenohError, NotImplementedError):
 class _Unsupported(type):
     """Metaclass of the zenoh.shm names: any use raises ShmNotSupportedError."""
 
+    @override
     def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
         raise ShmNotSupportedError(f"zenoh.shm.{cls.__name__}(...)")
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
 
+from typing_extensions import override
+
 from pyzenoh.errors import DecodeError, UsageError
 
 # --- Bounds (zenoh-wire.md 1.1 / 1.3) --------------------------------------------------
@@ -198,6 +200,7 @@ class WhatAmI(IntEnum):
             return cls.CLIENT
         raise DecodeError(f"invalid WhatAmI code {code}", offset)
 
+    @override
     def __str__(self) -> str:
         return self.name.lower()
 
@@ -239,6 +242,7 @@ class ZenohId:
     def to_wire(self) -> bytes:
         return self.value.to_bytes((self.value.bit_length() + 7) // 8, "little")
 
+    @override
     def __str__(self) -> str:
         return format(self.value, "x")
 
@@ -328,6 +332,7 @@ class Encoding:
             return cls(ENCODING_CUSTOM_ID, text.encode("utf-8"))
         return cls(known, schema.encode("utf-8") if sep else None)
 
+    @override
     def __str__(self) -> str:
         schema = None if self.schema is None else self.schema.decode("utf-8", "replace")
         if self.id < len(ENCODING_NAMES):
@@ -395,6 +400,7 @@ class WireExpr:
                 raise UsageError("key expression longer than 65535 bytes")
             write_zbytes(out, raw)
 
+    @override
     def __str__(self) -> str:
         if self.scope == 0:
             return self.suffix

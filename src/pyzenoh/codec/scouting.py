@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntFlag
 
+from typing_extensions import override
+
 from pyzenoh.codec.extensions import (
     Extension,
     read_extensions,
@@ -99,6 +101,7 @@ class WhatAmIMatcher(IntFlag):
     def matches(self, whatami: WhatAmI) -> bool:
         return bool(int(self) & int(whatami))
 
+    @override
     def __str__(self) -> str:
         return "|".join(m.name.lower() for m in WhatAmIMatcher if m.name and m in self)
 

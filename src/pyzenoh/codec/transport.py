@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from typing_extensions import override
+
 from pyzenoh.codec.extensions import (
     Extension,
     KnownExtensions,
@@ -232,6 +234,7 @@ class InitAck(InitSyn):
 
     ACK = True
 
+    @override
     def _cookie(self) -> bytes | None:
         return self.cookie
 
@@ -293,6 +296,7 @@ class OpenAck(OpenSyn):
 
     ACK = True
 
+    @override
     def _ack_exts(self, exts: list[Extension]) -> None:
         add_optional(exts, EXT_MULTILINK_ACK, self.multilink_ack)
 

@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from typing_extensions import override
+
 MODES = ("router", "peer", "client")
 
 U16 = (0, 0xFFFF)
@@ -44,9 +46,11 @@ class Problem:
         self.text = text
         self.stricter = stricter
 
+    @override
     def __str__(self) -> str:
         return self.text
 
+    @override
     def __repr__(self) -> str:
         return f"Problem({self.text!r}{', ' + repr(self.stricter) if self.stricter else ''})"
 
@@ -149,6 +153,7 @@ class AnyV(Node):
 
     expect = "any JSON value"
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         stack: list[tuple[Any, str]] = [(value, path)]
         while stack:
@@ -166,6 +171,7 @@ class AnyV(Node):
 class BoolV(Node):
     expect = "true or false"
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         if not isinstance(value, bool):
             out.append(Problem(bad(path, self.expect, value)))
@@ -193,6 +199,7 @@ class IntV(Node):
         else:
             self.expect = f"an integer from {lo} to {hi}"
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         if isinstance(value, int) and not isinstance(value, bool) and self.lo <= value <= self.hi:
             return
@@ -214,6 +221,7 @@ class FloatV(Node):
         if lo is not None:
             self.expect = f"a number > {lo:g}" if lo == 0 else f"a number >= {lo:g}"
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         if not _is_number(value) or (self.untagged and isinstance(value, int) and not I64[0] <= value <= I64[1]):
             out.append(Problem(bad(path, self.expect, value)))
@@ -236,6 +244,7 @@ class StrV(Node):
         if max_bytes is not None:
             self.expect += f" of at most {max_bytes} bytes"
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         if (not isinstance(value, str) or (self.nonempty and not value)
                 or (self.max_bytes is not None and len(value.encode()) > self.max_bytes)):  # fmt: skip
@@ -248,6 +257,7 @@ class EnumV(Node):
         self.values = values
         self.expect = "one of " + ", ".join(f'"{v}"' for v in values) + note
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         if not isinstance(value, str) or value not in self.values:
             out.append(Problem(bad(path, self.expect, value)))
@@ -262,6 +272,7 @@ class TextV(Node):
         self.expect = expect
         self.why = why
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         if not isinstance(value, str):
             out.append(Problem(bad(path, self.expect, value)))
@@ -280,6 +291,7 @@ class ListV(Node):
         self.unordered = unordered
         self.expect = ("a non-empty list" if nonempty else "a list") + f" of {_plural(item.expect)}"
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         if not isinstance(value, list) or (self.nonempty and not value):
             out.append(Problem(bad(path, self.expect, value)))
@@ -287,6 +299,7 @@ class ListV(Node):
         for i, item in enumerate(value):
             self.item.check(item, join(path, i), out)
 
+    @override
     def canon(self, value: Any) -> Any:
         items = [self.item.canon(v) for v in value] if isinstance(value, list) else value
         if self.unordered and isinstance(items, list):
@@ -320,6 +333,7 @@ class ObjV(Node):
         self.lax = lax
         self.rule = rule
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         if not isinstance(value, dict):
             out.append(Problem(bad(path, self.expect, value), "list" if isinstance(value, list) else ""))
@@ -347,6 +361,7 @@ class ModeV(Node):
         self.inner = inner
         self.expect = f"{inner.expect}, or an object of them per mode (router, peer, client)"
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         target = isinstance(self.inner, TargetV)
         if isinstance(value, dict) and (not target or not value or set(value) & set(MODES)):
@@ -374,6 +389,7 @@ class ModeV(Node):
             value = d.values[mode] if isinstance(d, PerMode) else d
         return value
 
+    @override
     def canon(self, value: Any) -> Any:
         return self.inner.canon(value)
 
@@ -396,6 +412,7 @@ class TargetV(Node):
 
     expect = 'one of "always", "greater-zid", or an object of them per target (to_router, to_peer, to_client)'
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         if isinstance(value, dict):
             for key, item in value.items():
@@ -406,6 +423,7 @@ class TargetV(Node):
         elif not isinstance(value, str) or value not in STRATEGIES:
             out.append(Problem(bad(path, self.expect, value)))
 
+    @override
     def canon(self, value: Any) -> Any:
         if isinstance(value, str):
             return {t: value for t in TARGETS}
@@ -424,6 +442,7 @@ class ChoiceV(Node):
         self.expect = expect
         self.text, self.number, self.obj, self.array = text, number, obj, array
 
+    @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
         node: Node | None
         if isinstance(value, str):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from typing_extensions import override
+
 from pyzenoh.keyexpr.canon import KeyExprError, KeyExprErrorKind, autocanonize, validate
 from pyzenoh.keyexpr.relations import includes as _includes
 from pyzenoh.keyexpr.relations import intersects as _intersects
@@ -115,18 +117,23 @@ class KeyExpr:
         """Canonize ``key_expr`` (``**/**`` -> ``**``, ``**/*`` -> ``*/**``, ...) and wrap it."""
         return cls._trusted(autocanonize(key_expr))
 
+    @override
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("KeyExpr is immutable")
 
+    @override
     def __delattr__(self, name: str) -> None:
         raise AttributeError("KeyExpr is immutable")
 
+    @override
     def __str__(self) -> str:
         return self._s
 
+    @override
     def __repr__(self) -> str:
         return f"KeyExpr({self._s!r})"
 
+    @override
     def __eq__(self, other: object) -> bool:
         """Equal to a KeyExpr or a str of the same expression (``KeyExpr("a/b") == "a/b"``)."""
         if isinstance(other, KeyExpr):
@@ -135,6 +142,7 @@ class KeyExpr:
             return self._s == other
         return NotImplemented
 
+    @override
     def __hash__(self) -> int:
         return hash(self._s)  # the string's hash: consistent with == on str
 
@@ -143,6 +151,7 @@ class KeyExpr:
             return NotImplemented
         return self._s < other._s
 
+    @override
     def __reduce__(self) -> tuple[type[KeyExpr], tuple[str]]:
         return (KeyExpr, (self._s,))
 

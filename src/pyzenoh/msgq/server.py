@@ -83,6 +83,8 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Self, cast
 
+from typing_extensions import override
+
 from pyzenoh.errors import UsageError
 from pyzenoh.msgq.core import (
     DEFAULT_FRAME_STALL_TIMEOUT,
@@ -172,6 +174,7 @@ class _Connection(asyncio.Protocol):
         self.paused = False
         self.out = OutputQueue(daemon.max_queue_bytes, daemon.max_queue_messages)
 
+    @override
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert hasattr(transport, "write")  # a stream transport (uvloop's are no asyncio.Transport)
         transport = cast(asyncio.Transport, transport)
@@ -203,10 +206,12 @@ class _Connection(asyncio.Protocol):
         self.cid = core.connect(time.time())
         daemon._conns[self.cid] = self
 
+    @override
     def data_received(self, data: bytes) -> None:
         if self.cid:
             self.daemon._apply(self.daemon.core.receive(self.cid, data))
 
+    @override
     def eof_received(self) -> bool:
         core = self.daemon.core
         if self.cid and self.cid in core.clients and core.mid_frame(self.cid):
@@ -216,6 +221,7 @@ class _Connection(asyncio.Protocol):
             )  # fmt: skip
         return False  # close our side too, as BIND 10 did on EOF
 
+    @override
     def connection_lost(self, exc: Exception | None) -> None:
         if self.cid:
             core = self.daemon.core
@@ -227,9 +233,11 @@ class _Connection(asyncio.Protocol):
             core.disconnect(self.cid)
             self.daemon._conns.pop(self.cid, None)
 
+    @override
     def pause_writing(self) -> None:
         self.paused = True
 
+    @override
     def resume_writing(self) -> None:
         self.paused = False
         self._flush()

@@ -27,6 +27,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
+from typing_extensions import override
 
 from pyzenoh.errors import UsageError
 
@@ -128,6 +129,7 @@ class ZenohBatchWriter(DataSourceArrowWriter):
     def __init__(self, options: Any, schema: StructType) -> None:
         self.cols = _Columns(options, schema)
 
+    @override
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PublishedCommit:
         return publish_batches(self.cols, iterator)
 
@@ -136,11 +138,14 @@ class ZenohStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: Any, schema: StructType) -> None:
         self.cols = _Columns(options, schema)
 
+    @override
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PublishedCommit:
         return publish_batches(self.cols, iterator)
 
+    @override
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         pass  # puts are already out; nothing to make durable
 
+    @override
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         pass  # cannot unpublish; a replay publishes again (at-least-once)

@@ -51,6 +51,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
+from typing_extensions import override
 
 from pyzenoh.errors import DecodeError, UsageError
 from pyzenoh.pipeline import rows as R
@@ -506,6 +507,7 @@ class RecordingBatchReader(DataSourceReader):
         self.opts = _Options(options)
         self.arrow_schema = R.arrow_schema(schema)
 
+    @override
     def partitions(self) -> Sequence[InputPartition]:
         cat = catalog_for(self.opts.path)
         segments = cat.refresh()
@@ -516,6 +518,7 @@ class RecordingBatchReader(DataSourceReader):
         )
         return slices or [InputPartition(None)]
 
+    @override
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SegmentSlice):
             return iter(())
@@ -531,21 +534,25 @@ class RecordingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _segments(self) -> list[SegmentInfo]:
         return catalog_for(self.opts.path).refresh()
 
+    @override
     def initialOffset(self) -> dict[str, int]:
         segments = self._segments()
         return make_offset(
             *_resolve(self.opts.starting, segments, self.opts.channel, "earliest")
         )
 
+    @override
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_per_trigger:
             return ReadMaxRows(self.opts.max_per_trigger)
         return ReadAllAvailable()
 
+    @override
     def prepareForTriggerAvailableNow(self) -> None:
         segments = self._segments()
         self._cap = advance(segments, self.opts.channel, earliest(segments))
 
+    @override
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = advance(
@@ -557,10 +564,12 @@ class RecordingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         )
         return make_offset(*end)
 
+    @override
     def reportLatestOffset(self) -> dict[str, int] | None:
         segments = self._segments()
         return make_offset(*advance(segments, self.opts.channel, earliest(segments)))
 
+    @override
     def partitions(
         self, start: dict[str, int], end: dict[str, int]
     ) -> Sequence[InputPartition]:
@@ -575,10 +584,12 @@ class RecordingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             self.opts.partition_records,
         )
 
+    @override
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SegmentSlice)
         return read_slice(partition, self.arrow_schema)
 
+    @override
     def commit(self, end: dict[str, int]) -> None:
         pass  # the recording is never trimmed by the reader: commits lag a batch
 
@@ -587,9 +598,11 @@ class ZenohRecordingDataSource(DataSource):
     """Spark format ``pyzenoh``: read a recording, or publish rows as Zenoh PUTs."""
 
     @classmethod
+    @override
     def name(cls) -> str:
         return FORMAT_NAME
 
+    @override
     def schema(self) -> StructType:
         table = str(self.options.get("table", "messages")).lower()
         ddl = R.TABLE_DDL.get(table)
@@ -599,17 +612,21 @@ class ZenohRecordingDataSource(DataSource):
             )
         return R.spark_schema(ddl)
 
+    @override
     def reader(self, schema: StructType) -> DataSourceReader:
         return RecordingBatchReader(self.options, schema)
 
+    @override
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return RecordingStreamReader(self.options, schema)
 
+    @override
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from pyzenoh.pipeline.sink import ZenohBatchWriter
 
         return ZenohBatchWriter(self.options, schema)
 
+    @override
     def streamWriter(
         self, schema: StructType, overwrite: bool
     ) -> DataSourceStreamWriter:

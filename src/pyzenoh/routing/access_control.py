@@ -35,6 +35,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import override
+
 from pyzenoh.codec import ZenohId
 from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExprTree
@@ -117,6 +119,7 @@ class FaceSubject:
     cert_common_name: str | None = None
     username: str | None = None
 
+    @override
     def __str__(self) -> str:
         parts = [f"zid {self.zid}"]
         if self.interfaces:

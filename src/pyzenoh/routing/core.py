@@ -28,6 +28,8 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from typing_extensions import override
+
 from pyzenoh.codec import (
     Declare,
     DeclareKeyExpr,
@@ -426,6 +428,7 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         else:
             self._drop(f.fid, "unexpected OAM", msg)
 
+    @override
     def _on_declare(self, f: Face, msg: Declare) -> None:
         body = msg.body
         if isinstance(body, DeclareKeyExpr):
@@ -473,6 +476,7 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         else:  # DeclareFinal: only meaningful from north of us
             self._drop(f.fid, "unexpected declare final", msg)
 
+    @override
     def _on_declare_keyexpr(self, f: Face, body: DeclareKeyExpr, msg: Declare) -> None:
         we = body.wire_expr
         # Real routers read the D_KEYEXPR scope with the receiver mapping (the ids *we*

@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from typing_extensions import override
+
 from pyzenoh.codec import (
     Declare,
     DeclareKeyExpr,
@@ -305,13 +307,16 @@ class RouterRegion(PubSub, Queries, Tokens):
 
     # -- hooks from the south rules -----------------------------------------------------------
 
+    @override
     def _south_subs_changed(self, key: str, held: bool) -> None:
         """Something south of us started (or stopped) holding a subscriber on ``key``."""
         self._set_router_sub(key, self.zid, held)
 
+    @override
     def _south_tokens_changed(self, key: str, held: bool) -> None:
         self._set_router_token(key, self.zid, held)
 
+    @override
     def _south_qabls_changed(self, key: str) -> None:
         holders = self._qabl_holders.get(key, {})
         info = merge_all(i for fid, i in holders.items() if fid != NORTH)
@@ -370,6 +375,7 @@ class RouterRegion(PubSub, Queries, Tokens):
 
     # -- routing data and queries north ---------------------------------------------------------
 
+    @override
     def _source_index(self, f: Face, node_id: int | None) -> int | None:
         """The index of the router where a message entered the mesh: us for the south, the
         NodeId (mapped to our numbering) for a router neighbour; None: unknown NodeId."""
@@ -377,6 +383,7 @@ class RouterRegion(PubSub, Queries, Tokens):
             return 0
         return self._net.local_index_of_psid(f.fid, node_id or 0)
 
+    @override
     def _north_hops(self, source: int, owners: list[ZenohId], src: Face) -> dict[int, ZenohId]:
         """The neighbour faces a message from tree ``source`` goes to, to reach ``owners``
         (face id -> the first owner it serves), never back to ``src``."""
@@ -392,12 +399,15 @@ class RouterRegion(PubSub, Queries, Tokens):
                 hops[d.fid] = owner
         return hops
 
+    @override
     def _north_sub_owners(self, key: str) -> list[ZenohId]:
         return sorted(self._router_subs.get(key, ()), key=str)
 
+    @override
     def _north_qabl_owners(self, key: str) -> dict[ZenohId, QueryableInfo]:
         return self._router_qabls.get(key, {})
 
+    @override
     def _router_distance(self, owner: ZenohId) -> float:
         index = self._net.index_of(owner)
         return self._net.distance(index) if index is not None else float("inf")

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from typing_extensions import override
+
 from pyzenoh.codec.primitives import WhatAmI, ZenohId
 from pyzenoh.codec.scouting import Hello, WhatAmIMatcher
 from pyzenoh.errors import UsageError
@@ -209,11 +211,13 @@ class _Datagrams(asyncio.DatagramProtocol):
     def __init__(self, on_datagram: Callable[[bytes, Address], None]) -> None:
         self._on_datagram = on_datagram
 
+    @override
     def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
         host, port = addr[0], addr[1]
         if isinstance(host, str) and isinstance(port, int):
             self._on_datagram(data, (host, port))
 
+    @override
     def error_received(self, exc: Exception) -> None:
         log.debug("scouting socket error: %s", exc)
 

@@ -44,6 +44,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from typing_extensions import override
+
 from pyzenoh.codec.extensions import Extension
 from pyzenoh.codec.primitives import U64_MAX, Reader, write_zbytes
 from pyzenoh.codec.transport import (
@@ -140,6 +142,7 @@ class UsrPwd:
             raise UsageError(f"{CONFIG_KEY}: no password to present")
         return hmac_sha3(nonce, self._password)
 
+    @override
     def __repr__(self) -> str:
         cred = f"user={self.user!r}, password='***'" if self.user is not None else "no credentials"
         names = ", ".join(sorted(_show(u) for u in self.users))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from typing_extensions import override
+
 from pyzenoh.errors import UsageError
 
 __all__ = ["CancellationToken"]
@@ -46,5 +48,6 @@ class CancellationToken:
         for op in ops:
             op()
 
+    @override
     def __repr__(self) -> str:
         return f"CancellationToken(is_cancelled={self._cancelled}, operations={len(self._ops)})"

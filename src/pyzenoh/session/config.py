@@ -29,6 +29,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import override
+
 from pyzenoh.config import (
     check_config,
     endpoints_for,
@@ -145,6 +147,7 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         return copy.deepcopy(self._tree)
 
+    @override
     def __str__(self) -> str:
         return json.dumps(self._tree)
 

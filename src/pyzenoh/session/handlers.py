@@ -21,6 +21,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from typing_extensions import override
+
 from pyzenoh.errors import PyZenohError, UsageError
 
 T = TypeVar("T")
@@ -45,6 +47,7 @@ class FifoChannel(Generic[T]):
     def __init__(self, capacity: int = DEFAULT_CHANNEL_CAPACITY) -> None:
         self.capacity = capacity
 
+    @override
     def __repr__(self) -> str:
         return f"FifoChannel({self.capacity})"
 
@@ -57,6 +60,7 @@ class RingChannel(Generic[T]):
     def __init__(self, capacity: int = DEFAULT_CHANNEL_CAPACITY) -> None:
         self.capacity = capacity
 
+    @override
     def __repr__(self) -> str:
         return f"RingChannel({self.capacity})"
 
@@ -66,6 +70,7 @@ class DefaultHandler(Generic[T]):
 
     __slots__ = ()
 
+    @override
     def __repr__(self) -> str:
         return "DefaultHandler()"
 
@@ -107,6 +112,7 @@ class Callback(Generic[T]):
     def __call__(self, arg: T, /) -> Any:
         return self._callback(arg)
 
+    @override
     def __repr__(self) -> str:
         return f"Callback({self._callback!r}, drop={self._drop!r}, indirect={self._indirect})"
 
@@ -158,6 +164,7 @@ class _BoundedSink(Sink, Generic[T]):
         self.on_space: Callable[[], None] | None = None
 
     @property
+    @override
     def full(self) -> bool:
         if self.ring:
             return False
@@ -184,6 +191,7 @@ class Handler(_BoundedSink[T]):
         self._cond = threading.Condition(threading.Lock())
 
     # producer side
+    @override
     def push(self, item: T) -> None:
         with self._cond:
             if self._closed:
@@ -194,6 +202,7 @@ class Handler(_BoundedSink[T]):
             self._items.append(item)
             self._cond.notify()
 
+    @override
     def close(self) -> None:
         with self._cond:
             self._closed = True
@@ -247,6 +256,7 @@ class AsyncHandler(_BoundedSink[T]):
         super().__init__(capacity, ring)
         self._event = asyncio.Event()
 
+    @override
     def push(self, item: T) -> None:
         if self._closed:
             return
@@ -256,6 +266,7 @@ class AsyncHandler(_BoundedSink[T]):
         self._items.append(item)
         self._event.set()
 
+    @override
     def close(self) -> None:
         self._closed = True
         self._event.set()
@@ -299,6 +310,7 @@ class DirectCallbackSink(Sink):
         self.callback = callback
         self.drop = drop
 
+    @override
     def push(self, item: Any) -> None:
         try:
             self.callback(item)
@@ -307,6 +319,7 @@ class DirectCallbackSink(Sink):
 
             logging.getLogger(__name__).exception("user callback failed")
 
+    @override
     def close(self) -> None:
         if self.drop is not None:
             try:
@@ -416,12 +429,15 @@ class ThreadCallbackSink(Sink):
         self.callback = callback
         self.drop = drop
 
+    @override
     def push(self, item: Any) -> None:
         self.dispatcher.submit(self.callback, item)
 
+    @override
     def push_many(self, items: list[Any]) -> None:
         self.dispatcher.submit_many(self.callback, items)
 
+    @override
     def close(self) -> None:
         drop = self.drop
         if drop is not None:
@@ -429,10 +445,12 @@ class ThreadCallbackSink(Sink):
             self.dispatcher.submit(lambda _: drop(), None)
 
     @property
+    @override
     def full(self) -> bool:
         return self.dispatcher.full
 
     @property
+    @override
     def flow(self) -> Any:
         return self.dispatcher
 

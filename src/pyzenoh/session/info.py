@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from typing_extensions import override
+
 from pyzenoh.codec.primitives import WhatAmI, ZenohId
 from pyzenoh.session.types import Reliability, SampleKind
 
@@ -34,6 +36,7 @@ class Transport:
     is_qos: bool
     is_multicast: bool = False
 
+    @override
     def __repr__(self) -> str:
         return (f"Transport {{ zid: {self.zid}, whatami: {self.whatami}, is_qos: {self.is_qos}, "
                 f"is_multicast: {self.is_multicast} }}")  # fmt: skip
@@ -54,9 +57,11 @@ class Link:
     priorities: tuple[int, int] | None = None
     reliability: Reliability | None = None
 
+    @override
     def __hash__(self) -> int:
         return hash((self.zid, self.src, self.dst))
 
+    @override
     def __repr__(self) -> str:
         return f"Link {{ zid: {self.zid}, src: {self.src}, dst: {self.dst}, mtu: {self.mtu} }}"
 
@@ -68,6 +73,7 @@ class TransportEvent:
     kind: SampleKind
     transport: Transport
 
+    @override
     def __repr__(self) -> str:
         return f"TransportEvent {{ kind: {self.kind.name}, transport: {self.transport!r} }}"
 
@@ -79,5 +85,6 @@ class LinkEvent:
     kind: SampleKind
     link: Link
 
+    @override
     def __repr__(self) -> str:
         return f"LinkEvent {{ kind: {self.kind.name}, link: {self.link!r} }}"

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from typing_extensions import override
+
 from pyzenoh import codec as _p
 from pyzenoh.codec.network import qos_value
 from pyzenoh.dataplane import PushRun
@@ -86,22 +88,27 @@ class RunSample(t.Sample):
     _i: int  # which message of the run
 
     @property
+    @override
     def key_expr(self) -> t.KeyExpr:
         return self._shape.key_expr
 
     @property
+    @override
     def payload(self) -> t.ZBytes:
         return t.ZBytes(self._shape.payloads[self._i])
 
     @property
+    @override
     def kind(self) -> t.SampleKind:
         return self._shape.kind
 
     @property
+    @override
     def encoding(self) -> t.Encoding:
         return self._shape.encoding
 
     @property
+    @override
     def timestamp(self) -> t.Timestamp | None:
         shape = self._shape
         if shape.times is None or shape.hlc_id is None:
@@ -109,34 +116,42 @@ class RunSample(t.Sample):
         return t.Timestamp.from_wire(_p.Timestamp(shape.times[self._i], shape.hlc_id))
 
     @property
+    @override
     def congestion_control(self) -> t.CongestionControl:
         return self._shape.cc
 
     @property
+    @override
     def priority(self) -> t.Priority:
         return self._shape.priority
 
     @property
+    @override
     def express(self) -> bool:
         return self._shape.express
 
     @property
+    @override
     def attachment(self) -> t.ZBytes | None:
         return None  # a run's messages carry no extension
 
     @property
+    @override
     def source_info(self) -> Any:
         return None
 
     @property
+    @override
     def timestamp_stack(self) -> Any:
         return None
 
+    @override
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, t.Sample):
             return NotImplemented
         return _fields(self) == _fields(other)
 
+    @override
     def __hash__(self) -> int:
         return hash(_fields(self))
 

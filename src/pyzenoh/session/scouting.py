@@ -32,6 +32,8 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
+from typing_extensions import override
+
 from pyzenoh.codec.primitives import WhatAmI, ZenohId
 from pyzenoh.codec.scouting import Hello as HelloMessage
 from pyzenoh.codec.scouting import WhatAmIMatcher as WireMatcher
@@ -80,14 +82,17 @@ class Hello:
     def locators(self) -> list[str]:
         return list(self._locators)
 
+    @override
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Hello):
             return NotImplemented
         return (self._whatami, self._zid, self._locators) == (other._whatami, other._zid, other._locators)
 
+    @override
     def __hash__(self) -> int:
         return hash((self._whatami, self._zid, self._locators))
 
+    @override
     def __str__(self) -> str:  # zenoh's text: Hello { zid: abcd, whatami: Router, locators: [...] }
         kind = str(self._whatami).capitalize()
         return f"Hello {{ zid: {self._zid}, whatami: {kind}, locators: [{', '.join(self._locators)}] }}"
@@ -133,17 +138,21 @@ class WhatAmIMatcher:
     def matches(self, whatami: WhatAmI) -> bool:
         return self._m.matches(whatami)
 
+    @override
     def __eq__(self, other: object) -> bool:
         if isinstance(other, WhatAmIMatcher):
             return self._m == other._m
         return NotImplemented
 
+    @override
     def __hash__(self) -> int:
         return hash(self._m)
 
+    @override
     def __str__(self) -> str:
         return str(self._m)
 
+    @override
     def __repr__(self) -> str:
         return f"WhatAmIMatcher({str(self._m)!r})"
 
@@ -276,6 +285,7 @@ class Scout(Generic[H]):
         with contextlib.suppress(Exception):
             self._runner.stop()
 
+    @override
     def __repr__(self) -> str:
         return f"Scout(what={self._runner.scouter.what}, stopped={self._runner.stopped})"
 

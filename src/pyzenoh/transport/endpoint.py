@@ -12,6 +12,8 @@ import socket
 import ssl
 from dataclasses import dataclass, field
 
+from typing_extensions import override
+
 from pyzenoh.errors import UsageError
 from pyzenoh.security.tls import DEFAULT_HANDSHAKE_TIMEOUT_S, TlsConfig
 
@@ -63,6 +65,7 @@ class Endpoint:
             raise UsageError(f"endpoint {text!r}: port out of range")
         return cls(host, port, proto, params)
 
+    @override
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.protocol}/{host}:{self.port}"

@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from typing_extensions import override
+
 from pyzenoh.codec import NetworkMessage
 from pyzenoh.errors import CloseReason
 from pyzenoh.security.tls import TlsConfig, peer_common_name, peer_not_after
@@ -139,6 +141,7 @@ class TcpLink(asyncio.BufferedProtocol):
 
     # --- asyncio.Protocol ----------------------------------------------------------------
 
+    @override
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's are not registered as asyncio.Transport subclasses)
         assert hasattr(transport, "write")
@@ -178,9 +181,11 @@ class TcpLink(asyncio.BufferedProtocol):
         self._flush()
         self._rearm()
 
+    @override
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._rx
 
+    @override
     def buffer_updated(self, nbytes: int) -> None:
         self.data_received(self._rx[:nbytes])
 
@@ -232,11 +237,13 @@ class TcpLink(asyncio.BufferedProtocol):
         elif not transport.is_reading():
             transport.resume_reading()
 
+    @override
     def eof_received(self) -> bool:
         if self.link is not None:
             self._dispatch(self.link.connection_lost("peer closed the connection"))
         return False
 
+    @override
     def connection_lost(self, exc: Exception | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -258,10 +265,12 @@ class TcpLink(asyncio.BufferedProtocol):
             self._lost.set_result(None)
         self._space.set()
 
+    @override
     def pause_writing(self) -> None:
         self._write_paused = True
         self._space.clear()
 
+    @override
     def resume_writing(self) -> None:
         self._write_paused = False
         self._flush()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from typing_extensions import override
+
 from pyzenoh.session import CongestionControl, Priority, ZError
 
 
@@ -46,6 +48,7 @@ class RepliesConfig:
         self.priority = priority if priority is not None else Priority.DATA
         self.express = bool(express)
 
+    @override
     def __repr__(self) -> str:
         return (f"RepliesConfig(congestion_control={self.congestion_control}, priority={self.priority}, "
                 f"express={self.express})")  # fmt: skip
@@ -63,6 +66,7 @@ class CacheConfig:
         self.max_samples = 1 if max_samples is None else max_samples
         self.replies_config = replies_config if replies_config is not None else RepliesConfig()
 
+    @override
     def __repr__(self) -> str:
         return f"CacheConfig(max_samples={self.max_samples}, replies_config={self.replies_config!r})"
 
@@ -87,6 +91,7 @@ class HistoryConfig:
         self.max_samples = max_samples
         self.max_age = _seconds(max_age, "max_age")
 
+    @override
     def __repr__(self) -> str:
         return (f"HistoryConfig(detect_late_publishers={self.detect_late_publishers}, "
                 f"max_samples={self.max_samples}, max_age={self.max_age})")  # fmt: skip
@@ -113,6 +118,7 @@ class RecoveryConfig:
         self.periodic_queries = period
         self.heartbeat = bool(heartbeat)
 
+    @override
     def __repr__(self) -> str:
         return f"RecoveryConfig(periodic_queries={self.periodic_queries}, heartbeat={self.heartbeat})"
 
@@ -136,6 +142,7 @@ class MissDetectionConfig:
         self.period: float | None = sporadic if sporadic is not None else hb
         self.sporadic = sporadic is not None
 
+    @override
     def __repr__(self) -> str:
         kind = "sporadic_heartbeat" if self.sporadic else "heartbeat"
         return f"MissDetectionConfig({kind}={self.period})"

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Self
 
+from typing_extensions import override
+
 from pyzenoh.ext.advanced.cache import Cache, CachedSample
 from pyzenoh.ext.advanced.config import CacheConfig, MissDetectionConfig
 from pyzenoh.ext.advanced.protocol import ADV, EMPTY, UHLC, join_key, sn_add
@@ -208,6 +210,7 @@ class AdvancedPublisher:
     def __exit__(self, *exc: object) -> None:
         self.undeclare()
 
+    @override
     def __repr__(self) -> str:
         return f"AdvancedPublisher({self._key!r}, id={self.id})"
 

@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Generic, Self, overload
 
+from typing_extensions import override
+
 from pyzenoh.ext.advanced.config import HistoryConfig, RecoveryConfig
 from pyzenoh.ext.advanced.delivery import (
     CallableArg,
@@ -178,6 +180,7 @@ class AdvancedSubscriber(Recovery, Generic[H]):
     def __exit__(self, *exc: object) -> None:
         self.undeclare()
 
+    @override
     def __repr__(self) -> str:
         return f"AdvancedSubscriber({self._key!r}, id={self.id})"
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from typing_extensions import override
+
 from pyzenoh.codec import NetworkOam, WhatAmI, ZenohId
 from pyzenoh.codec.network import OAM_LINKSTATE
 from pyzenoh.session.runtime.links import Links
@@ -25,6 +27,7 @@ GOSSIP_DIAL_DELAY_S = 1.0
 class Gossip(Links):
     """Peers learnt of by gossip, dialled."""
 
+    @override
     def _on_gossip(self, msg: NetworkOam) -> None:
         """A link state from a router or peer: peers it names with locators are dialled
         (zenoh's gossip autoconnect), by the node with the greater zid only, so two

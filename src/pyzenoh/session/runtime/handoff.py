@@ -14,6 +14,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar, final
 
+from typing_extensions import override
+
 from pyzenoh.session.runtime.pump import Pump
 from pyzenoh.session.runtime.state import MAX_PENDING_OPS
 
@@ -51,6 +53,7 @@ class Handoff(Pump):
     def on_loop(self) -> bool:
         return threading.get_ident() == self.loop_thread
 
+    @override
     def in_loop(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` in the loop: now if already there, else soon (thread-safe)."""
         if self.on_loop():

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing_extensions import override
+
 from pyzenoh.codec import Del, Err, Put
 from pyzenoh.errors import UsageError
 from pyzenoh.session import types as t
@@ -16,6 +18,7 @@ from pyzenoh.session.runtime.handoff import Handoff
 class Responding(Handoff):
     """Replies to a query, and its end."""
 
+    @override
     def query_reply(
         self, qref: int, key: str, body: Any, priority: t.Priority | None, express: bool,
         block: bool,
@@ -25,6 +28,7 @@ class Responding(Handoff):
         prio = None if priority is None else priority.value
         self.submit(lambda: self.core.query_reply(qref, key, body, prio, express, block))
 
+    @override
     def query_finalize(self, qref: int) -> None:
         if self.closed:
             return

@@ -10,6 +10,8 @@ from __future__ import annotations
 import builtins
 from typing import Any, ClassVar
 
+from typing_extensions import override
+
 from pyzenoh.codec import primitives as _p
 from pyzenoh.errors import UsageError
 
@@ -59,6 +61,7 @@ class ZBytes:
     def __bool__(self) -> bool:
         return bool(self._b)
 
+    @override
     def __eq__(self, other: object) -> bool:
         if isinstance(other, ZBytes):
             return self._b == other._b
@@ -68,12 +71,15 @@ class ZBytes:
             return self._b == other.encode("utf-8")
         return NotImplemented
 
+    @override
     def __hash__(self) -> int:
         return hash(self._b)
 
+    @override
     def __str__(self) -> str:
         return self._b.decode("utf-8", "replace")
 
+    @override
     def __repr__(self) -> str:
         return f"ZBytes({self._b!r})"
 
@@ -124,12 +130,15 @@ class Encoding:
     def with_schema(self, schema: str) -> Encoding:
         return Encoding.from_wire(_p.Encoding(self._wire.id, schema.encode("utf-8")))
 
+    @override
     def __str__(self) -> str:
         return str(self._wire)
 
+    @override
     def __repr__(self) -> str:
         return f"Encoding({str(self)!r})"
 
+    @override
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Encoding):
             return self._wire == other._wire
@@ -137,6 +146,7 @@ class Encoding:
             return self._wire == _p.Encoding.from_str(other)
         return NotImplemented
 
+    @override
     def __hash__(self) -> int:
         return hash(self._wire)
 

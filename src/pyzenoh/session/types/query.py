@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
+from typing_extensions import override
+
 from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExpr
 from pyzenoh.keyexpr.relations import intersects
@@ -41,14 +43,17 @@ class QueryConsolidation:
     def mode(self) -> ConsolidationMode:
         return self._mode
 
+    @override
     def __eq__(self, other: object) -> bool:
         if isinstance(other, QueryConsolidation):
             return self._mode is other._mode
         return NotImplemented
 
+    @override
     def __hash__(self) -> int:
         return hash(self._mode)
 
+    @override
     def __repr__(self) -> str:
         return f"QueryConsolidation({self._mode})"
 
@@ -193,8 +198,10 @@ class Query:
         except Exception:  # noqa: BLE001, S110  (interpreter shutdown / closed session: nobody to tell)
             pass
 
+    @override
     def __str__(self) -> str:
         return str(self.selector)
 
+    @override
     def __repr__(self) -> str:
         return f"Query({self.selector!s})"

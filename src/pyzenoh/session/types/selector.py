@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing_extensions import override
+
 from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExpr
 
@@ -77,12 +79,15 @@ class Parameters:
     def __iter__(self) -> Any:
         return iter(list(self._pairs))
 
+    @override
     def __str__(self) -> str:
         return ";".join(f"{k}={v}" if v else k for k, v in self._pairs)
 
+    @override
     def __repr__(self) -> str:
         return f"Parameters({str(self)!r})"
 
+    @override
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Parameters):
             return self._pairs == other._pairs
@@ -135,10 +140,12 @@ class Selector:
     def parameters(self, parameters: Parameters | dict[str, str] | str) -> None:
         self._parameters = Parameters(parameters)
 
+    @override
     def __str__(self) -> str:
         params = str(self.parameters)
         return f"{self.key_expr}?{params}" if params else str(self.key_expr)
 
+    @override
     def __repr__(self) -> str:
         return f"Selector({str(self)!r})"
 

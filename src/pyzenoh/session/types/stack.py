@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from typing_extensions import override
+
 from pyzenoh.codec.primitives import WhatAmI, ZenohId
 from pyzenoh.errors import UsageError
 from pyzenoh.session.types.timestamp import Timestamp
@@ -27,6 +29,7 @@ class TimestampContext:
     zid: ZenohId
     whatami: WhatAmI
 
+    @override
     def __repr__(self) -> str:
         return f"TimestampContext {{ zid: {self.zid}, whatami: {self.whatami} }}"
 
@@ -48,12 +51,15 @@ class TimestampInstrumentation:
     def is_instrumented(self, point: InterceptionPoint) -> bool:
         return bool(self._flags & point.value)
 
+    @override
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TimestampInstrumentation) and self._flags == other._flags
 
+    @override
     def __hash__(self) -> int:
         return self._flags
 
+    @override
     def __repr__(self) -> str:
         return f"TimestampInstrumentation {{ conf_flags: {self._flags} }}"
 
@@ -72,6 +78,7 @@ class TimestampStackRecord:
     def timestamp(self) -> Timestamp | bytes:
         return self._value
 
+    @override
     def __repr__(self) -> str:
         return f"TimestampStackRecord {{ point: {self.point.name}, timestamp: {self._value!r} }}"
 
@@ -83,5 +90,6 @@ class TimestampStack:
     instrumentation: TimestampInstrumentation
     records: list[TimestampStackRecord]
 
+    @override
     def __repr__(self) -> str:
         return f"TimestampStack {{ instrumentation: {self.instrumentation!r}, records: {self.records!r} }}"

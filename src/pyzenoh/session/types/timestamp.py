@@ -12,6 +12,8 @@ import datetime as _dt
 import re
 from typing import Self
 
+from typing_extensions import override
+
 from pyzenoh.codec import primitives as _p
 from pyzenoh.codec.primitives import ZenohId
 from pyzenoh.errors import UsageError
@@ -83,6 +85,7 @@ class NTP64(int):
             raise UsageError(f"time before 1970: {s!r}")
         return cls(secs, int(frac.ljust(9, "0")) if frac else 0)
 
+    @override
     def __repr__(self) -> str:
         return str(int(self))
 
@@ -113,11 +116,13 @@ class TimestampId:
     def __bytes__(self) -> builtins.bytes:
         return self._zid.to_wire()
 
+    @override
     def __str__(self) -> str:
         return str(self._zid)
 
     __repr__ = __str__
 
+    @override
     def __eq__(self, other: object) -> bool:
         if isinstance(other, TimestampId):
             return self._zid == other._zid
@@ -125,6 +130,7 @@ class TimestampId:
             return self._zid == other
         return NotImplemented
 
+    @override
     def __hash__(self) -> int:
         return hash(self._zid)
 
@@ -201,11 +207,13 @@ class Timestamp:
             raise UsageError(f"bad timestamp id {id_text!r}: {exc}") from None
         return cls(NTP64.parse_rfc3339(time_text), zid)
 
+    @override
     def __str__(self) -> str:
         return f"{self._ts.time}/{self._ts.id}"
 
     __repr__ = __str__
 
+    @override
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Timestamp) and self._ts == other._ts
 
@@ -224,5 +232,6 @@ class Timestamp:
     def __ge__(self, other: Timestamp) -> bool:
         return self._key() >= other._key()
 
+    @override
     def __hash__(self) -> int:
         return hash(self._ts)
