@@ -34,6 +34,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/pip install -q ruff mypy
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
 # The documentation site (docs/, mkdocs.yml) into site/; strict: a broken link fails it.

@@ -46,8 +46,18 @@ from pyzenoh.localnet import free_port
 
 #: Rules in the benchmark's ACL (one of them allows the traffic).
 RULES = 100
-MESSAGES = ["put", "delete", "declare_subscriber", "query", "declare_queryable", "reply", "liveliness_token",
-            "declare_liveliness_subscriber", "liveliness_query"]  # fmt: skip
+MESSAGES = [
+    "put",
+    "delete",
+    "declare_subscriber",
+    "query",
+    "declare_queryable",
+    "reply",
+    "liveliness_token",
+    "declare_liveliness_subscriber",
+    "liveliness_query",
+]
+
 
 def acl_tree(variant: str) -> dict[str, Any] | None:
     """The ``access_control`` of a variant (None: off)."""
@@ -55,18 +65,33 @@ def acl_tree(variant: str) -> dict[str, Any] | None:
         return None
     rules: list[dict[str, Any]] = []
     for i in range(RULES - 1):
-        rules.append({
-            "id": f"other-{i}", "messages": [MESSAGES[i % len(MESSAGES)], MESSAGES[(i + 4) % len(MESSAGES)]],
-            "key_exprs": [f"app/{i}/**", f"svc/*/{i}"], "permission": "deny" if i % 3 == 0 else "allow",
-            "flows": ["ingress" if i % 2 else "egress"] if i % 4 else ["ingress", "egress"],
-        })  # fmt: skip
+        rules.append(
+            {
+                "id": f"other-{i}",
+                "messages": [MESSAGES[i % len(MESSAGES)], MESSAGES[(i + 4) % len(MESSAGES)]],
+                "key_exprs": [f"app/{i}/**", f"svc/*/{i}"],
+                "permission": "deny" if i % 3 == 0 else "allow",
+                "flows": ["ingress" if i % 2 else "egress"] if i % 4 else ["ingress", "egress"],
+            }
+        )
     allowed = ["put", "declare_subscriber"] + (["delete"] if variant == "acl-100" else [])
-    rules.append({"id": "bench", "messages": allowed, "key_exprs": ["bench/**"], "permission": "allow",
-                  "flows": ["ingress", "egress"]})  # (zenohd warns about every rule without flows)
+    rules.append(
+        {
+            "id": "bench",
+            "messages": allowed,
+            "key_exprs": ["bench/**"],
+            "permission": "allow",
+            "flows": ["ingress", "egress"],
+        }
+    )  # (zenohd warns about every rule without flows)
     assert len(rules) == RULES
-    return {"enabled": True, "default_permission": "deny", "rules": rules,
-            "subjects": [{"id": "local", "interfaces": ["lo"]}],
-            "policies": [{"id": "all", "rules": [r["id"] for r in rules], "subjects": ["local"]}]}  # fmt: skip
+    return {
+        "enabled": True,
+        "default_permission": "deny",
+        "rules": rules,
+        "subjects": [{"id": "local", "interfaces": ["lo"]}],
+        "policies": [{"id": "all", "rules": [r["id"] for r in rules], "subjects": ["local"]}],
+    }
 
 
 def run_case(kind: str, variant: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -119,8 +144,13 @@ def core_rate(variant: str, messages: int) -> float:
     return messages / (time.perf_counter() - t0)
 
 
-CASES = [("zenoh", "off"), ("zenoh", "acl-100"), ("pyzenoh", "off"), ("pyzenoh", "acl-100"),
-         ("pyzenoh", "acl-100-put-only")]  # fmt: skip
+CASES = [
+    ("zenoh", "off"),
+    ("zenoh", "acl-100"),
+    ("pyzenoh", "off"),
+    ("pyzenoh", "acl-100"),
+    ("pyzenoh", "acl-100-put-only"),
+]
 
 
 def main() -> int:
@@ -131,9 +161,11 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=2, help="runs per case (alternating); the best counts")
     p.add_argument("--core-messages", type=int, default=200_000, help="PUSHes through the routing core alone")
     args = p.parse_args()
-    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d')}; {args.payload} B PUTs, 1 publisher -> 1 subscriber, "
-          f"ACL of {RULES} rules")  # fmt: skip
+    print(
+        f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d')}; {args.payload} B PUTs, 1 publisher -> 1 subscriber, "
+        f"ACL of {RULES} rules"
+    )
     best: dict[tuple[str, str], dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="benchacl") as tmp:
         for _ in range(args.repeat):

@@ -125,11 +125,15 @@ def run_case(kind: str, args: argparse.Namespace) -> dict[str, float]:
         stop(router)
     rtts = [t * 1000 for t, n in pings if n]
     return {
-        "flood_s": flood_s, "rss_start_mb": start_rss, "rss_flooded_mb": flooded_rss,
-        "rss_after_mb": after_rss, "pings": len(pings), "pings_lost": sum(1 for _, n in pings if not n),
+        "flood_s": flood_s,
+        "rss_start_mb": start_rss,
+        "rss_flooded_mb": flooded_rss,
+        "rss_after_mb": after_rss,
+        "pings": len(pings),
+        "pings_lost": sum(1 for _, n in pings if not n),
         "ping_median_ms": statistics.median(rtts) if rtts else float("nan"),
         "ping_max_ms": max(rtts) if rtts else float("nan"),
-    }  # fmt: skip
+    }
 
 
 def main() -> int:
@@ -138,12 +142,22 @@ def main() -> int:
     p.add_argument("--declarations", type=int, default=1000)
     p.add_argument("--settle", type=float, default=10.0, help="seconds after the flooders left")
     args = p.parse_args()
-    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d')}")  # fmt: skip
+    print(
+        f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d')}"
+    )
     print(f"{args.links} links x {args.declarations} declarations")
     results = {"real (eclipse-zenoh 1.10.2)": run_case("zenoh", args), "pyzenoh": run_case("pyzenoh", args)}
-    cols = ("flood_s", "rss_start_mb", "rss_flooded_mb", "rss_after_mb", "pings", "pings_lost",
-            "ping_median_ms", "ping_max_ms")  # fmt: skip
+    cols = (
+        "flood_s",
+        "rss_start_mb",
+        "rss_flooded_mb",
+        "rss_after_mb",
+        "pings",
+        "pings_lost",
+        "ping_median_ms",
+        "ping_max_ms",
+    )
     print(f"{'router':28s}" + "".join(f"{c:>16s}" for c in cols))
     for name, r in results.items():
         print(f"{name:28s}" + "".join(f"{r[c]:16.1f}" for c in cols))

@@ -101,9 +101,7 @@ def main() -> None:
         assert matches == sorted(MATCHING), matches
         t = per_call(lambda tree=tree: list(tree.intersecting(PROBE)), 2_000)
         results[n] = t
-        print(
-            f"N={n:>7}: intersecting({PROBE!r}) {t * 1e6:8.2f} us/lookup, {len(matches)} matches"
-        )
+        print(f"N={n:>7}: intersecting({PROBE!r}) {t * 1e6:8.2f} us/lookup, {len(matches)} matches")
     print(f"ratio 100k/10: {results[100_000] / results[10]:.2f}  (goal <= 3)")
 
     # Pairwise relations: memoised and cold (cache cleared each call).
@@ -129,9 +127,7 @@ def main() -> None:
         validate("site0/area0/dev$*/temp")
 
     print(f"validate (cold)            {per_call(cold_validate, 20_000) * 1e9:8.0f} ns")
-    print(
-        f"autocanonize (memoised)    {per_call(lambda: autocanonize('a/**/**/*'), 100_000) * 1e9:8.0f} ns"
-    )
+    print(f"autocanonize (memoised)    {per_call(lambda: autocanonize('a/**/**/*'), 100_000) * 1e9:8.0f} ns")
 
 
 if __name__ == "__main__":

@@ -182,11 +182,13 @@ class Mesh:
         endpoints = [self.routers[c].endpoint for c in connect]
         with r.log.open("ab") as log:
             if kind == REAL:
-                r.proc = start_real_router(r.port, {"connect/endpoints": endpoints,
-                                                    "timestamping/enabled": {"router": True}}, log)  # fmt: skip
+                r.proc = start_real_router(
+                    r.port, {"connect/endpoints": endpoints, "timestamping/enabled": {"router": True}}, log
+                )
             else:
-                r.proc = start_pyzenoh_router(r.port, self.tmp / f"{self.tag}-{name}.json5",
-                                              {"connect": {"endpoints": endpoints}}, log, "info")  # fmt: skip
+                r.proc = start_pyzenoh_router(
+                    r.port, self.tmp / f"{self.tag}-{name}.json5", {"connect": {"endpoints": endpoints}}, log, "info"
+                )
         return r
 
     def kill(self, name: str) -> None:
@@ -246,8 +248,17 @@ def reconvergence(kind: str, args: argparse.Namespace, tmp: Path, tag: str, vict
         m.add("R2", kind, connect=("R1",))
         m.add("R3", kind, connect=("R1",))
         r4 = m.add("R4", kind, connect=("R2", "R3"))
-        cmd = [sys.executable, "-c", DIAMOND_DRIVER, r1.endpoint, r4.endpoint,
-               str(args.steady), str(args.after), "0.001", str(CONVERGE_S)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-c",
+            DIAMOND_DRIVER,
+            r1.endpoint,
+            r4.endpoint,
+            str(args.steady),
+            str(args.after),
+            "0.001",
+            str(CONVERGE_S),
+        ]
         driver = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert driver.stdin is not None and driver.stdout is not None
@@ -297,8 +308,11 @@ def main() -> int:
     payloads: list[int] = args.payload or [8, 1024]
     line_kinds = [REAL, PYZENOH] + ([] if args.no_mixed else [MIXED])
     t_start = time.monotonic()
-    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d')}", flush=True)  # fmt: skip
+    print(
+        f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
+        f"load {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d')}",
+        flush=True,
+    )
     tmp = Path(tempfile.mkdtemp(prefix="benchmesh"))
     anomalies: list[str] = []
     tput: dict[int, dict[str, list[dict[str, Any]]]] = {n: {k: [] for k in line_kinds} for n in payloads}
@@ -330,35 +344,48 @@ def main() -> int:
 
     summary: dict[str, Any] = {"rounds": args.rounds, "throughput": {}, "latency": {}, "reconvergence": {}}
     for n in payloads:
-        print(f"\n== throughput, line R1 <- R2, {n}-byte PUTs (Block), <= {args.max_messages} msgs / "
-              f"{args.seconds:g} s, median of {args.rounds} ==")  # fmt: skip
+        print(
+            f"\n== throughput, line R1 <- R2, {n}-byte PUTs (Block), <= {args.max_messages} msgs / "
+            f"{args.seconds:g} s, median of {args.rounds} =="
+        )
         print(f"{'routers':32s} {'sent':>9s} {'received':>9s} {'msg/s':>10s} {'vs real':>8s}")
         base = med(tput[n][REAL], "msg_per_s")
         summary["throughput"][str(n)] = {}
         for kind in line_kinds:
             rs = tput[n][kind]
             mps = med(rs, "msg_per_s")
-            print(f"{LABELS[kind]:32s} {med(rs, 'sent'):9.0f} {med(rs, 'received'):9.0f} {mps:10.0f} "
-                  f"{ratio(mps, base):>8s}")  # fmt: skip
+            print(
+                f"{LABELS[kind]:32s} {med(rs, 'sent'):9.0f} {med(rs, 'received'):9.0f} {mps:10.0f} "
+                f"{ratio(mps, base):>8s}"
+            )
             summary["throughput"][str(n)][kind] = {"msg_per_s": round(mps), "runs": rs}
-        summary["throughput"][str(n)]["pyzenoh/real"] = round(med(tput[n][PYZENOH], "msg_per_s") / base, 3) if base else None
+        summary["throughput"][str(n)]["pyzenoh/real"] = (
+            round(med(tput[n][PYZENOH], "msg_per_s") / base, 3) if base else None
+        )
 
-    print(f"\n== ping-pong latency, line R1 <- R2, 8-byte express PUTs, {args.round_trips} round trips, "
-          f"median of {args.rounds} ==")  # fmt: skip
-    print(f"{'routers':32s} {'count':>6s} {'lost':>5s} {'median us':>10s} {'p99 us':>9s} {'med vs real':>12s} "
-          f"{'p99 vs real':>12s}")  # fmt: skip
+    print(
+        f"\n== ping-pong latency, line R1 <- R2, 8-byte express PUTs, {args.round_trips} round trips, "
+        f"median of {args.rounds} =="
+    )
+    print(
+        f"{'routers':32s} {'count':>6s} {'lost':>5s} {'median us':>10s} {'p99 us':>9s} {'med vs real':>12s} "
+        f"{'p99 vs real':>12s}"
+    )
     base_med, base_p99 = med(lat[REAL], "median_us"), med(lat[REAL], "p99_us")
     for kind in line_kinds:
         rs = lat[kind]
         m50, m99 = med(rs, "median_us"), med(rs, "p99_us")
-        print(f"{LABELS[kind]:32s} {med(rs, 'count'):6.0f} {med(rs, 'lost'):5.0f} {m50:10.0f} {m99:9.0f} "
-              f"{ratio(m50, base_med):>12s} {ratio(m99, base_p99):>12s}")  # fmt: skip
+        print(
+            f"{LABELS[kind]:32s} {med(rs, 'count'):6.0f} {med(rs, 'lost'):5.0f} {m50:10.0f} {m99:9.0f} "
+            f"{ratio(m50, base_med):>12s} {ratio(m99, base_p99):>12s}"
+        )
         summary["latency"][kind] = {"median_us": round(m50, 1), "p99_us": round(m99, 1), "runs": rs}
 
-    print(f"\n== reconvergence, diamond R1-R2/R1-R3/R2-R4/R3-R4, 1 sample/ms R1 -> R4 (Block), "
-          f"SIGKILL a middle router, {args.after:g} s after, median of {args.rounds} ==")  # fmt: skip
-    print(f"{'routers':32s} {'killed':>6s} {'gap ms':>8s} {'pre-kill':>9s} {'lost':>6s} {'dups':>5s} "
-          f"{'recovered':>9s}")  # fmt: skip
+    print(
+        f"\n== reconvergence, diamond R1-R2/R1-R3/R2-R4/R3-R4, 1 sample/ms R1 -> R4 (Block), "
+        f"SIGKILL a middle router, {args.after:g} s after, median of {args.rounds} =="
+    )
+    print(f"{'routers':32s} {'killed':>6s} {'gap ms':>8s} {'pre-kill':>9s} {'lost':>6s} {'dups':>5s} {'recovered':>9s}")
     worst: dict[str, dict[str, float]] = {}
     for kind in (REAL, PYZENOH):
         summary["reconvergence"][kind] = {}
@@ -366,15 +393,22 @@ def main() -> int:
             rs = reconv[kind][victim]
             dups = [r["received"] - r["unique"] for r in rs if "received" in r]
             rec = all(r.get("recovered", False) for r in rs)
-            print(f"{LABELS[kind]:32s} {victim:>6s} {med(rs, 'gap_ms'):8.1f} {med(rs, 'pre_gap_ms'):9.1f} "
-                  f"{med(rs, 'lost'):6.0f} {max(dups, default=0):5d} {'yes' if rec else 'NO':>9s}")  # fmt: skip
-            summary["reconvergence"][kind][victim] = {"gap_ms": round(med(rs, "gap_ms"), 1),
-                                                      "lost": med(rs, "lost"), "runs": rs}  # fmt: skip
+            print(
+                f"{LABELS[kind]:32s} {victim:>6s} {med(rs, 'gap_ms'):8.1f} {med(rs, 'pre_gap_ms'):9.1f} "
+                f"{med(rs, 'lost'):6.0f} {max(dups, default=0):5d} {'yes' if rec else 'NO':>9s}"
+            )
+            summary["reconvergence"][kind][victim] = {
+                "gap_ms": round(med(rs, "gap_ms"), 1),
+                "lost": med(rs, "lost"),
+                "runs": rs,
+            }
         worst[kind] = {key: max(med(reconv[kind][v], key) for v in ("R2", "R3")) for key in ("gap_ms", "lost")}
         summary["reconvergence"][kind]["max"] = {k: round(v, 1) for k, v in worst[kind].items()}
     for key, unit in (("gap_ms", "ms"), ("lost", "samples")):
-        print(f"max over both kills, {key:6s}: real {worst[REAL][key]:8.1f} {unit}, pyzenoh "
-              f"{worst[PYZENOH][key]:8.1f} {unit}, pyzenoh/real {ratio(worst[PYZENOH][key], worst[REAL][key])}")  # fmt: skip
+        print(
+            f"max over both kills, {key:6s}: real {worst[REAL][key]:8.1f} {unit}, pyzenoh "
+            f"{worst[PYZENOH][key]:8.1f} {unit}, pyzenoh/real {ratio(worst[PYZENOH][key], worst[REAL][key])}"
+        )
 
     runtime = time.monotonic() - t_start
     print(f"\nruntime {runtime:.0f} s")
@@ -384,9 +418,16 @@ def main() -> int:
             print("  " + a[:1500])
     if keep:
         print(f"router logs kept in {tmp}")
-    summary.update(anomalies=anomalies, runtime_s=round(runtime, 1), machine={
-        "cores": os.cpu_count(), "cpu": cpu_model(), "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%d")})  # fmt: skip
+    summary.update(
+        anomalies=anomalies,
+        runtime_s=round(runtime, 1),
+        machine={
+            "cores": os.cpu_count(),
+            "cpu": cpu_model(),
+            "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d"),
+        },
+    )
     print(json.dumps(summary))
     return 0
 

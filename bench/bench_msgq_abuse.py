@@ -158,8 +158,10 @@ def idle_lockout(n: int) -> None:
                 s.ping()
                 elapsed = time.perf_counter() - start
                 evicted = s.stats()["evicted_clients"]
-            print(f"idle-lockout: {n} silent connections at the cap; new client in and pinged in "
-                  f"{elapsed * 1e3:.1f} ms (evicted_clients={evicted})")  # fmt: skip
+            print(
+                f"idle-lockout: {n} silent connections at the cap; new client in and pinged in "
+                f"{elapsed * 1e3:.1f} ms (evicted_clients={evicted})"
+            )
         finally:
             for sock in socks:
                 sock.close()
@@ -174,8 +176,10 @@ def idle_reap(n: int) -> None:
             elapsed = time.perf_counter() - start
             with Session(path) as s:
                 reaped = s.stats()["handshake_timeouts"]
-            print(f"idle-reap: {closed}/{n} silent connections closed {elapsed:.2f} s after the "
-                  f"first connect (deadline 0.5 s; handshake_timeouts={reaped})")  # fmt: skip
+            print(
+                f"idle-reap: {closed}/{n} silent connections closed {elapsed:.2f} s after the "
+                f"first connect (deadline 0.5 s; handshake_timeouts={reaped})"
+            )
         finally:
             for sock in socks:
                 sock.close()
@@ -194,8 +198,10 @@ def big_frames() -> None:
                 msg, _ = rx.group_recvmsg(nonblock=False)
                 assert msg is not None
             elapsed = time.perf_counter() - start
-            print(f"big-frames: {size / 1e6:.1f} MB x {rounds}: {rounds * size / elapsed / 1e6:.0f} MB/s "
-                  f"end to end ({elapsed / rounds * 1e3:.0f} ms each)")  # fmt: skip
+            print(
+                f"big-frames: {size / 1e6:.1f} MB x {rounds}: {rounds * size / elapsed / 1e6:.0f} MB/s "
+                f"end to end ({elapsed / rounds * 1e3:.0f} ms each)"
+            )
 
 
 def stuck_reader() -> None:
@@ -217,9 +223,11 @@ def stuck_reader() -> None:
                 stall_s = time.perf_counter() - start
             peak = tx.stats()["queue_peak_bytes"]
             assert isinstance(peak, int)
-            print(f"stuck-reader: 8 MiB burst routed in {burst_s * 1e3:.0f} ms; stuck client "
-                  f"disconnected after {stall_s:.2f} s (timeout 1 s, peak {peak >> 20} MiB "
-                  f"pending); third client {pinger.report()}")  # fmt: skip
+            print(
+                f"stuck-reader: 8 MiB burst routed in {burst_s * 1e3:.0f} ms; stuck client "
+                f"disconnected after {stall_s:.2f} s (timeout 1 s, peak {peak >> 20} MiB "
+                f"pending); third client {pinger.report()}"
+            )
         finally:
             stuck.close()
 
@@ -259,8 +267,10 @@ def malformed(count: int, batch: int = 100) -> None:
                 for sock in socks:
                     sock.close()
         elapsed = time.perf_counter() - start
-    print(f"malformed: {done} bad connections closed in {elapsed:.2f} s "
-          f"({done / elapsed:.0f}/s); healthy client {pinger.report()}")  # fmt: skip
+    print(
+        f"malformed: {done} bad connections closed in {elapsed:.2f} s "
+        f"({done / elapsed:.0f}/s); healthy client {pinger.report()}"
+    )
 
 
 def main() -> None:

@@ -208,16 +208,17 @@ def bench_router_overhead(tmp: Path, duration: float = 5.0) -> dict[str, float]:
         ep = f"tcp/127.0.0.1:{port()}"
         rec_dir = tmp / f"router-rec-{mode}"
         env = {**os.environ, "RUST_LOG": "error"}
-        router = subprocess.Popen(
-            [sys.executable, "-c", _ROUTER, ep, mode, str(rec_dir)], env=env
-        )
+        router = subprocess.Popen([sys.executable, "-c", _ROUTER, ep, mode, str(rec_dir)], env=env)
         procs = [router]
         try:
             time.sleep(2.0)
             sub = subprocess.Popen(
                 [sys.executable, "-c", _CLIENT, "sub", ep, "0"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-            )  # fmt: skip
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
             procs.append(sub)
             assert sub.stdout is not None and sub.stdin is not None
             assert sub.stdout.readline().strip() == "ready"
@@ -226,8 +227,12 @@ def bench_router_overhead(tmp: Path, duration: float = 5.0) -> dict[str, float]:
             kids0 = _children_cpu_seconds(router.pid)
             pub = subprocess.run(
                 [sys.executable, "-c", _CLIENT, "pub", ep, str(duration)],
-                capture_output=True, text=True, env=env, timeout=duration + 60, check=True,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=duration + 60,
+                check=True,
+            )
             sub.stdin.write("done\n")
             sub.stdin.flush()
             received = int(sub.stdout.readline())
@@ -244,9 +249,7 @@ def bench_router_overhead(tmp: Path, duration: float = 5.0) -> dict[str, float]:
                 p.wait(timeout=10)
             _wait_gone(recorders)  # they close their segment once the router is gone
             shutil.rmtree(rec_dir, ignore_errors=True)
-    off, noop, real = (
-        out[f"{m}_router_cpu_us_per_msg"] for m in ("off", "noop", "real")
-    )
+    off, noop, real = (out[f"{m}_router_cpu_us_per_msg"] for m in ("off", "noop", "real"))
     # A CPU-bound router's throughput is 1 / CPU per message: these are throughput drops.
     out["hooks_throughput_drop"] = 1 - off / noop
     out["recorder_throughput_drop"] = 1 - noop / real
@@ -282,14 +285,10 @@ def bench_spark(tmp: Path, messages: int, master: str) -> dict[str, Any]:
     spark.range(10).count()  # JVM warm-up is not the pipeline's cost
 
     t0 = time.perf_counter()
-    spark.read.format("pyzenoh").load(str(rec_dir)).write.format("noop").mode(
-        "overwrite"
-    ).save()
+    spark.read.format("pyzenoh").load(str(rec_dir)).write.format("noop").mode("overwrite").save()
     cold_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    spark.read.format("pyzenoh").load(str(rec_dir)).write.format("noop").mode(
-        "overwrite"
-    ).save()
+    spark.read.format("pyzenoh").load(str(rec_dir)).write.format("noop").mode("overwrite").save()
     source_s = time.perf_counter() - t0
     rows = spark.read.format("pyzenoh").load(str(rec_dir)).count()
     # Recording -> messages Parquet two ways: the pipeline's (the Spark tasks write with
@@ -304,9 +303,7 @@ def bench_spark(tmp: Path, messages: int, master: str) -> dict[str, Any]:
     parquet_runs = []
     for _ in range(2):
         t0 = time.perf_counter()
-        spark.read.format("pyzenoh").load(str(rec_dir)).write.mode(
-            "overwrite"
-        ).parquet(str(tmp / "messages.parquet"))
+        spark.read.format("pyzenoh").load(str(rec_dir)).write.mode("overwrite").parquet(str(tmp / "messages.parquet"))
         parquet_runs.append(time.perf_counter() - t0)
     export_s = min(export_runs)
     parquet_s = min(parquet_runs)
@@ -340,38 +337,22 @@ def bench_spark(tmp: Path, messages: int, master: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--messages", type=int, default=200_000, help="records to generate (bounded)"
-    )
+    parser.add_argument("--messages", type=int, default=200_000, help="records to generate (bounded)")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--skip-spark", action="store_true")
-    parser.add_argument(
-        "--router", action="store_true", help="also measure inside pyzenoh router"
-    )
+    parser.add_argument("--router", action="store_true", help="also measure inside pyzenoh router")
     parser.add_argument("--router-seconds", type=float, default=5.0)
     args = parser.parse_args()
     messages = max(1_000, min(args.messages, MAX_MESSAGES))
-    print(
-        f"python {platform.python_version()}  nproc {os.cpu_count()}  {platform.machine()}"
-    )
+    print(f"python {platform.python_version()}  nproc {os.cpu_count()}  {platform.machine()}")
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as d:
         tmp = Path(d)
         rec = bench_recorder(tmp)
-        print(
-            f"Recorder.message(), 100 B PUSH:     {rec['message_calls_per_s_plain']:>12,.0f} calls/s"
-        )
-        print(
-            f"  with key_filter 'demo/**':        {rec['message_calls_per_s_filtered']:>12,.0f} calls/s"
-        )
-        print(
-            f"recording one routed PUSH (rx+route+2 tx): {rec['record_routed_push_us']:.2f} us"
-        )
-        print(
-            f"codec floor for it (decode + 2 encodes):   {rec['codec_floor_routed_push_us']:.2f} us"
-        )
-        print(
-            f"  recording share of (record + codec floor): {rec['recording_share_of_codec_floor']:.1%}"
-        )
+        print(f"Recorder.message(), 100 B PUSH:     {rec['message_calls_per_s_plain']:>12,.0f} calls/s")
+        print(f"  with key_filter 'demo/**':        {rec['message_calls_per_s_filtered']:>12,.0f} calls/s")
+        print(f"recording one routed PUSH (rx+route+2 tx): {rec['record_routed_push_us']:.2f} us")
+        print(f"codec floor for it (decode + 2 encodes):   {rec['codec_floor_routed_push_us']:.2f} us")
+        print(f"  recording share of (record + codec floor): {rec['recording_share_of_codec_floor']:.1%}")
         summary: dict[str, Any] = {"recorder": rec}
         if args.router:
             ro = bench_router_overhead(tmp, max(1.0, min(args.router_seconds, 60.0)))
@@ -385,18 +366,12 @@ def main() -> None:
                 ("the Recorder, on top of those hooks", "recorder"),
                 ("recording in all", "total"),
             ):
-                print(
-                    f"  throughput lost to {label}: {ro[name + '_throughput_drop']:.1%}"
-                )
+                print(f"  throughput lost to {label}: {ro[name + '_throughput_drop']:.1%}")
             summary["router"] = ro
         if not args.skip_spark:
             sp = bench_spark(tmp, messages, args.master)
-            print(
-                f"recording: {sp['records']:,} records, {sp['message_rows']:,} message rows, {sp['recording_mb']} MB"
-            )
-            print(
-                f"source decode -> noop:  {sp['source_rows_per_s']:>10,.0f} rows/s ({sp['source_read_s']} s)"
-            )
+            print(f"recording: {sp['records']:,} records, {sp['message_rows']:,} message rows, {sp['recording_mb']} MB")
+            print(f"source decode -> noop:  {sp['source_rows_per_s']:>10,.0f} rows/s ({sp['source_read_s']} s)")
             print(
                 f"recording -> messages Parquet (pipeline, export_table): {sp['export_records_per_s']:>10,.0f} records/s,"
                 f" {sp['export_rows_per_s']:,.0f} rows/s ({sp['export_s']} s; first run {sp['export_first_s']} s)"

@@ -50,13 +50,25 @@ PUT_TIMEOUT_S = 600.0
 
 def start_router(tmp: Path, cfg: str, env: dict[str, str], rest: bool) -> tuple[subprocess.Popen[bytes], int, int]:
     port, http = free_port(), free_port()
-    cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router", "-l", f"tcp/127.0.0.1:{port}",
-           "--no-multicast-scouting", "--cfg", cfg]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pyzenoh",
+        "--log-level",
+        "warning",
+        "router",
+        "-l",
+        f"tcp/127.0.0.1:{port}",
+        "--no-multicast-scouting",
+        "--cfg",
+        cfg,
+    ]
     if rest:
         cmd += ["--rest-http-port", f"127.0.0.1:{http}"]
     log = (tmp / f"router-{port}.log").open("wb")
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, **env})  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env}
+    )
     wait_listening(port, proc, START_S)
     if rest:
         wait_listening(http, proc, START_S)
@@ -102,8 +114,12 @@ async def rest_load(http: int, connections: int, seconds: float, max_requests: i
     async with aiohttp.ClientSession(connector=connector) as session:
         await asyncio.gather(*(worker(c, session) for c in range(connections)))
     elapsed = time.monotonic() - start
-    return {"put_per_s": len(lat["PUT"]) / elapsed, "get_per_s": len(lat["GET"]) / elapsed,
-            "put_median_us": statistics.median(lat["PUT"]) * 1e6, "get_median_us": statistics.median(lat["GET"]) * 1e6}  # fmt: skip
+    return {
+        "put_per_s": len(lat["PUT"]) / elapsed,
+        "get_per_s": len(lat["GET"]) / elapsed,
+        "put_median_us": statistics.median(lat["PUT"]) * 1e6,
+        "get_median_us": statistics.median(lat["GET"]) * 1e6,
+    }
 
 
 # --- 2. SSE samples/s --------------------------------------------------------------------
@@ -116,8 +132,10 @@ async def sse_load(http: int, port: int, samples: int) -> dict[str, float]:
     last = 0.0
     url = f"http://127.0.0.1:{http}/bench/sse/**"
     timeout = aiohttp.ClientTimeout(total=120)
-    async with aiohttp.ClientSession() as session, session.get(url, headers={"Accept": "text/event-stream"},
-                                                               timeout=timeout) as resp:  # fmt: skip
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, headers={"Accept": "text/event-stream"}, timeout=timeout) as resp,
+    ):
         publisher = z.declare_publisher("bench/sse/x", congestion_control=zenoh.CongestionControl.BLOCK)
         deadline = time.monotonic() + 30
         while not publisher.matching_status.matching:
@@ -149,8 +167,10 @@ def storage_run(tmp: Path, volume: str, size: int, gets: int) -> dict[str, float
     root = tmp / f"{volume}-{size}"
     env = {"ZENOH_BACKEND_FS_ROOT": str(root), "ZENOH_BACKEND_ROCKSDB_ROOT": str(root)}
     vol = {"memory": '"memory"', "fs": '{id:"fs",dir:"d"}', "rocksdb": '{id:"rocksdb",dir:"d",create_db:true}'}[volume]
-    cfg = (f'plugins/storage_manager:{{volumes:{{fs:{{}},rocksdb:{{}}}},'
-           f'storages:{{s:{{key_expr:"bench/store/**",strip_prefix:"bench/store",volume:{vol}}}}}}}')  # fmt: skip
+    cfg = (
+        f"plugins/storage_manager:{{volumes:{{fs:{{}},rocksdb:{{}}}},"
+        f'storages:{{s:{{key_expr:"bench/store/**",strip_prefix:"bench/store",volume:{vol}}}}}}}'
+    )
     proc, port, _ = start_router(tmp, cfg, env, rest=False)
     try:
         z = client(port)
@@ -176,8 +196,12 @@ def storage_run(tmp: Path, volume: str, size: int, gets: int) -> dict[str, float
         lat.sort()
         rss = rss_mb(proc.pid)
         z.close()
-        return {"puts_per_s": size / put_s, "get_median_us": statistics.median(lat) * 1e6,
-                "get_p99_us": lat[int(len(lat) * 0.99) - 1] * 1e6, "rss_mib": rss}  # fmt: skip
+        return {
+            "puts_per_s": size / put_s,
+            "get_median_us": statistics.median(lat) * 1e6,
+            "get_p99_us": lat[int(len(lat) * 0.99) - 1] * 1e6,
+            "rss_mib": rss,
+        }
     finally:
         stop(proc)
 
@@ -233,30 +257,42 @@ def main() -> int:
             proc, port, http = start_router(tmp, cfg, {}, rest=True)
             try:
                 results["rest"] = asyncio.run(rest_load(http, args.connections, args.seconds, args.max_requests))
-                print(f"REST ({args.connections} connections): {results['rest']['put_per_s']:.0f} PUT/s "
-                      f"(median {results['rest']['put_median_us']:.0f} us), {results['rest']['get_per_s']:.0f} GET/s "
-                      f"(median {results['rest']['get_median_us']:.0f} us)", flush=True)  # fmt: skip
+                print(
+                    f"REST ({args.connections} connections): {results['rest']['put_per_s']:.0f} PUT/s "
+                    f"(median {results['rest']['put_median_us']:.0f} us), {results['rest']['get_per_s']:.0f} GET/s "
+                    f"(median {results['rest']['get_median_us']:.0f} us)",
+                    flush=True,
+                )
                 results["sse"] = asyncio.run(sse_load(http, port, args.sse_samples))
-                print(f"SSE: {results['sse']['samples_per_s']:.0f} samples/s ({results['sse']['samples']} samples)",
-                      flush=True)  # fmt: skip
+                print(
+                    f"SSE: {results['sse']['samples_per_s']:.0f} samples/s ({results['sse']['samples']} samples)",
+                    flush=True,
+                )
             finally:
                 stop(proc)
         for volume in args.volumes.split(",") if not args.direct else ():
             for size in (int(s) for s in args.sizes.split(",")):
                 r = storage_run(tmp, volume, size, args.gets)
                 results[f"storage/{volume}/{size}"] = r
-                print(f"storage {volume:8s} {size:>8d} keys: {r['puts_per_s']:.0f} puts/s, get median "
-                      f"{r['get_median_us']:.0f} us, p99 {r['get_p99_us']:.0f} us, router RSS {r['rss_mib']:.0f} MiB",
-                      flush=True)  # fmt: skip
+                print(
+                    f"storage {volume:8s} {size:>8d} keys: {r['puts_per_s']:.0f} puts/s, get median "
+                    f"{r['get_median_us']:.0f} us, p99 {r['get_p99_us']:.0f} us, router RSS {r['rss_mib']:.0f} MiB",
+                    flush=True,
+                )
         if args.direct:
             for volume in args.volumes.split(","):
                 for size in (int(s) for s in args.sizes.split(",")):
                     d = direct_run(tmp, volume, size, args.gets)
                     results[f"direct/{volume}/{size}"] = d
-                    print(f"storage alone {volume:8s} {size:>8d} keys: {d['puts_per_s']:.0f} puts/s, "
-                          f"get median {d['get_median_us']:.0f} us", flush=True)  # fmt: skip
-    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.2f} at the end")
+                    print(
+                        f"storage alone {volume:8s} {size:>8d} keys: {d['puts_per_s']:.0f} puts/s, "
+                        f"get median {d['get_median_us']:.0f} us",
+                        flush=True,
+                    )
+    print(
+        f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
+        f"load {os.getloadavg()[0]:.2f} at the end"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

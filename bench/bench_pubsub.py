@@ -45,11 +45,14 @@ sys.stdin.read()
 """
 
 
-
-
 def spawn(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "RUST_LOG": "error"})  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "RUST_LOG": "error"},
+    )
 
 
 def wait_line(p: subprocess.Popen[str], prefix: str, timeout: float) -> str:
@@ -161,11 +164,24 @@ def run_pair(impl: str, endpoint: str, duration: float, size: int, pub_impl: str
     try:
         wait_line(sub, "ready", START_TIMEOUT_S)
         time.sleep(0.3)
-        pub = spawn([me, "--role", "pub", "--impl", pub_impl, "--endpoint", endpoint,
-                     "--duration", str(duration), "--payload", str(size)])  # fmt: skip
+        pub = spawn(
+            [
+                me,
+                "--role",
+                "pub",
+                "--impl",
+                pub_impl,
+                "--endpoint",
+                endpoint,
+                "--duration",
+                str(duration),
+                "--payload",
+                str(size),
+            ]
+        )
         try:
-            pub_res = json.loads(wait_line(pub, "result", duration + 60)[len("result "):])
-            sub_res = json.loads(wait_line(sub, "result", duration + 120)[len("result "):])
+            pub_res = json.loads(wait_line(pub, "result", duration + 60)[len("result ") :])
+            sub_res = json.loads(wait_line(sub, "result", duration + 120)[len("result ") :])
         finally:
             stop(pub)
     finally:
@@ -194,28 +210,41 @@ def main() -> int:
     try:
         wait_line(router, "ready", START_TIMEOUT_S)
         # (subscriber, publisher): the subscriber alone is measured with zenoh's publisher
-        cases = {"pyzenoh": ("pyzenoh", "pyzenoh"), "zenoh": ("zenoh", "zenoh"),
-                 "pyzenoh sub, zenoh pub": ("pyzenoh", "zenoh")}  # fmt: skip
-        results = {name: run_pair(sub, endpoint, args.duration, args.payload, pub)
-                   for name, (sub, pub) in cases.items()}  # fmt: skip
+        cases = {
+            "pyzenoh": ("pyzenoh", "pyzenoh"),
+            "zenoh": ("zenoh", "zenoh"),
+            "pyzenoh sub, zenoh pub": ("pyzenoh", "zenoh"),
+        }
+        results = {
+            name: run_pair(sub, endpoint, args.duration, args.payload, pub) for name, (sub, pub) in cases.items()
+        }
     finally:
         stop(router)
     import zenoh
 
-    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} CPUs, "
-          f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
-          f"eclipse-zenoh {getattr(zenoh, '__version__', '1.10.2')}")  # fmt: skip
-    print(f"payload {args.payload} B, {args.duration:g} s of publishing, congestion control Block, "
-          "publisher -> zenoh router -> subscriber, separate processes")
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} CPUs, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
+        f"eclipse-zenoh {getattr(zenoh, '__version__', '1.10.2')}"
+    )
+    print(
+        f"payload {args.payload} B, {args.duration:g} s of publishing, congestion control Block, "
+        "publisher -> zenoh router -> subscriber, separate processes"
+    )
     for impl, r in results.items():
-        print(f"{impl:22s}: subscriber {r['sub']['rate']:>12,.0f} msg/s ({r['sub']['count']:,} received), "
-              f"publisher {r['pub']['rate']:>12,.0f} msg/s ({r['pub']['sent']:,} sent)")  # fmt: skip
+        print(
+            f"{impl:22s}: subscriber {r['sub']['rate']:>12,.0f} msg/s ({r['sub']['count']:,} received), "
+            f"publisher {r['pub']['rate']:>12,.0f} msg/s ({r['pub']['sent']:,} sent)"
+        )
     py = results["pyzenoh"]["sub"]["rate"]
     z = results["zenoh"]["sub"]["rate"]
     print(f"ratio pyzenoh/zenoh (subscriber rate): {py / z:.3f}" if z else "ratio: n/a")
     alone = results["pyzenoh sub, zenoh pub"]["sub"]["rate"]
-    print(f"ratio pyzenoh subscriber / zenoh subscriber, both fed by zenoh's publisher: {alone / z:.3f}"
-          if z else "ratio: n/a")  # fmt: skip
+    print(
+        f"ratio pyzenoh subscriber / zenoh subscriber, both fed by zenoh's publisher: {alone / z:.3f}"
+        if z
+        else "ratio: n/a"
+    )
     return 0
 
 

@@ -189,12 +189,19 @@ class LineProc:
 
     def __init__(self, name: str, script: str, args: list[str]) -> None:
         self.name = name
-        self.proc = subprocess.Popen([sys.executable, "-c", script, *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", script, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.err: list[str] = []
-        self.threads = [threading.Thread(target=self._pump, daemon=True),
-                        threading.Thread(target=self._pump_err, daemon=True)]  # fmt: skip
+        self.threads = [
+            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(target=self._pump_err, daemon=True),
+        ]
         for t in self.threads:
             t.start()
 
@@ -224,8 +231,9 @@ class LineProc:
             raise DriverError(f"{self.name} driver: nothing within {timeout:.0f} s (waiting for {want})") from None
         if line is None:
             self.proc.wait(STOP_S)
-            raise DriverError(f"{self.name} driver exited with {self.proc.returncode}: "
-                              f"{''.join(self.err).strip()[-800:]}")  # fmt: skip
+            raise DriverError(
+                f"{self.name} driver exited with {self.proc.returncode}: {''.join(self.err).strip()[-800:]}"
+            )
         if line.startswith("{"):
             result = json.loads(line)
             if "error" in result or want is not None:
@@ -329,8 +337,12 @@ def throughput(kind: str, args: argparse.Namespace, tmp: Path, tag: str, payload
         if "error" in r:
             return r
         r["msg_per_s"] = r["received"] / r["seconds"]
-        r.update(window.result(r["received"]), rss_start_mb=round(rss_start, 1), rss_peak_mb=round(rss.peak_mb, 1),
-                 rss_samples=rss.samples)  # fmt: skip
+        r.update(
+            window.result(r["received"]),
+            rss_start_mb=round(rss_start, 1),
+            rss_peak_mb=round(rss.peak_mb, 1),
+            rss_samples=rss.samples,
+        )
         if record_dir is not None:
             stop(proc)  # the recording is complete once the router has stopped
             r["recorded_mb"] = round(sum(f.stat().st_size for f in record_dir.rglob("*") if f.is_file()) / 1e6, 2)
@@ -360,11 +372,17 @@ def fanout(kind: str, args: argparse.Namespace, tmp: Path, tag: str) -> dict[str
         subs = pub = None
         try:
             with RssSampler(proc.pid, 0.1, args.seconds + 4 * wait + DRAIN_S + 60) as rss:
-                subs = LineProc("fan-out subscribers", FANOUT_SUB_DRIVER,
-                                [endpoint, str(FANOUT), str(wait), str(DRAIN_S), str(STALL_S)])  # fmt: skip
+                subs = LineProc(
+                    "fan-out subscribers",
+                    FANOUT_SUB_DRIVER,
+                    [endpoint, str(FANOUT), str(wait), str(DRAIN_S), str(STALL_S)],
+                )
                 subs.expect("declared", wait + 10)
-                pub = LineProc("fan-out publisher", FANOUT_PUB_DRIVER,
-                               [endpoint, str(args.seconds), str(args.fanout_messages), "8", str(wait)])  # fmt: skip
+                pub = LineProc(
+                    "fan-out publisher",
+                    FANOUT_PUB_DRIVER,
+                    [endpoint, str(args.seconds), str(args.fanout_messages), "8", str(wait)],
+                )
                 subs.expect("ready", wait + 10)
                 pub.send("go")
                 pub.expect("warm", wait + 10)
@@ -386,9 +404,16 @@ def fanout(kind: str, args: argparse.Namespace, tmp: Path, tag: str) -> dict[str
     sent, received = sent_r["sent"], got["received"]
     seconds = max(got["last"] - sent_r["t0"], sent_r["send_time"])
     delivered = sum(received)
-    r = {"sent": sent, "received": received, "seconds": seconds, "complete": all(n >= sent for n in received),
-         "msg_per_s": delivered / seconds, "rss_start_mb": round(rss_start, 1), "rss_peak_mb": round(rss.peak_mb, 1),
-         "rss_samples": rss.samples}  # fmt: skip
+    r = {
+        "sent": sent,
+        "received": received,
+        "seconds": seconds,
+        "complete": all(n >= sent for n in received),
+        "msg_per_s": delivered / seconds,
+        "rss_start_mb": round(rss_start, 1),
+        "rss_peak_mb": round(rss.peak_mb, 1),
+        "rss_samples": rss.samples,
+    }
     r.update(window.result(delivered))
     return r
 
@@ -434,8 +459,10 @@ def main() -> int:
         args.rounds, args.seconds, args.max_messages = 1, 2.0, min(args.max_messages, 50_000)
         args.fanout_messages, args.round_trips = min(args.fanout_messages, 20_000), min(args.round_trips, 300)
     t_start = time.monotonic()
-    machine = (f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
-               f"{time.strftime('%Y-%m-%d')}")  # fmt: skip
+    machine = (
+        f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d')}"
+    )
     print(machine + f", load {os.getloadavg()[0]:.2f} at start", flush=True)
 
     cases: dict[str, Callable[[str, argparse.Namespace, Path, str], dict[str, Any]]] = {
@@ -458,17 +485,26 @@ def main() -> int:
                     r = run(kind, args, tmp, f"{case}-{kind}-{rnd}")
                     results[case][kind].append(r)
                     brief = {k: v for k, v in r.items() if k != "received" or not isinstance(v, list)}
-                    print(f"  round {rnd + 1}/{args.rounds} {case:8s} {kind:15s} "
-                          + (f"{r['msg_per_s']:10,.0f} msg/s" if "msg_per_s" in r else
-                             f"median {r['median_us']:.0f} us, p99 {r['p99_us']:.0f} us" if "median_us" in r else
-                             str(brief)[:300]), flush=True)  # fmt: skip
+                    print(
+                        f"  round {rnd + 1}/{args.rounds} {case:8s} {kind:15s} "
+                        + (
+                            f"{r['msg_per_s']:10,.0f} msg/s"
+                            if "msg_per_s" in r
+                            else f"median {r['median_us']:.0f} us, p99 {r['p99_us']:.0f} us"
+                            if "median_us" in r
+                            else str(brief)[:300]
+                        ),
+                        flush=True,
+                    )
                     if "error" in r:
                         anomalies.append(f"{case} {kind} round {rnd + 1}: {r['error']}")
                     elif case == "fanout" and not r["complete"]:
                         anomalies.append(f"fanout {kind} round {rnd + 1}: sent {r['sent']}, received {r['received']}")
                     elif case.startswith("tput") and r["received"] < r["sent"]:
-                        anomalies.append(f"{case} {kind} round {rnd + 1}: sent {r['sent']}, received {r['received']} "
-                                         f"within {DRAIN_S:g} s after publishing ended")  # fmt: skip
+                        anomalies.append(
+                            f"{case} {kind} round {rnd + 1}: sent {r['sent']}, received {r['received']} "
+                            f"within {DRAIN_S:g} s after publishing ended"
+                        )
                     elif case == "latency" and r["lost"]:
                         anomalies.append(f"latency {kind} round {rnd + 1}: {r['lost']} round trips lost")
     finally:
@@ -491,37 +527,58 @@ def main() -> int:
         (f"router CPU/delivery 1->{FANOUT}, us", "fanout", "cpu_us_per_msg", PYZENOH, "us"),
     ]
     if not args.no_record:
-        rows += [("1->1 8 B recording, msg/s", "tput8", "msg_per_s", RECORD, "msg/s"),
-                 ("router CPU/msg recording, us", "tput8", "cpu_us_per_msg", RECORD, "us")]  # fmt: skip
-    summary: dict[str, Any] = {"rounds": args.rounds, "args": {k: str(v) for k, v in vars(args).items()},
-                               "table": [], "runs": results}  # fmt: skip
+        rows += [
+            ("1->1 8 B recording, msg/s", "tput8", "msg_per_s", RECORD, "msg/s"),
+            ("router CPU/msg recording, us", "tput8", "cpu_us_per_msg", RECORD, "us"),
+        ]
+    summary: dict[str, Any] = {
+        "rounds": args.rounds,
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "table": [],
+        "runs": results,
+    }
     width = max(len(r[0]) for r in rows)
-    print(f"\n== one router, eclipse-zenoh clients in their own processes; median of {args.rounds} round(s); "
-          f"throughput <= {args.max_messages:,} msgs (fan-out {args.fanout_messages:,}) / {args.seconds:g} s, "
-          f"{args.round_trips} round trips ==")  # fmt: skip
+    print(
+        f"\n== one router, eclipse-zenoh clients in their own processes; median of {args.rounds} round(s); "
+        f"throughput <= {args.max_messages:,} msgs (fan-out {args.fanout_messages:,}) / {args.seconds:g} s, "
+        f"{args.round_trips} round trips =="
+    )
     print(f"{'case':{width}s} {'real':>10s} {'pyzenoh':>10s} {'pyz/real':>8s}   per round: real | pyzenoh")
     for label, case, key, pkind, unit in rows:
         real_runs, pyz_runs = results[case][REAL], results[case][pkind]
         real, pyz = med(real_runs, key), med(pyz_runs, key)
         ratio = pyz / real if real > 0 and not math.isnan(pyz) else float("nan")
         per = " | ".join(" ".join(fmt(r.get(key, float("nan")), unit) for r in rs) for rs in (real_runs, pyz_runs))
-        print(f"{label:{width}s} {fmt(real, unit):>10s} {fmt(pyz, unit):>10s} "
-              f"{'n/a' if math.isnan(ratio) else f'{ratio:.3f}':>8s}   {per}")  # fmt: skip
-        summary["table"].append({"case": label, "real": real, "pyzenoh": pyz, "pyzenoh/real": ratio,
-                                 "real_rounds": [r.get(key) for r in real_runs],
-                                 "pyzenoh_rounds": [r.get(key) for r in pyz_runs]})  # fmt: skip
+        print(
+            f"{label:{width}s} {fmt(real, unit):>10s} {fmt(pyz, unit):>10s} "
+            f"{'n/a' if math.isnan(ratio) else f'{ratio:.3f}':>8s}   {per}"
+        )
+        summary["table"].append(
+            {
+                "case": label,
+                "real": real,
+                "pyzenoh": pyz,
+                "pyzenoh/real": ratio,
+                "real_rounds": [r.get(key) for r in real_runs],
+                "pyzenoh_rounds": [r.get(key) for r in pyz_runs],
+            }
+        )
     fan = results["fanout"]
     complete = {k: bool(fan[k]) and all(r.get("complete", False) for r in fan[k]) for k in (REAL, PYZENOH)}
-    print(f"fan-out: every subscriber received every message in every round: real "
-          f"{'yes' if complete[REAL] else 'NO'}, pyzenoh {'yes' if complete[PYZENOH] else 'NO'}")  # fmt: skip
+    print(
+        f"fan-out: every subscriber received every message in every round: real "
+        f"{'yes' if complete[REAL] else 'NO'}, pyzenoh {'yes' if complete[PYZENOH] else 'NO'}"
+    )
     summary["fanout_complete"] = complete
     if not args.no_record:
         ours, rec = med(results["tput8"][PYZENOH], "msg_per_s"), med(results["tput8"][RECORD], "msg_per_s")
         rec_mb = med(results["tput8"][RECORD], "recorded_mb")
         kids = med(results["tput8"][RECORD], "children_cpu_us_per_msg")
         cost = 100 * (1 - rec / ours) if ours > 0 else float("nan")
-        print(f"recording cost: {cost:.1f}% of pyzenoh router throughput (median {rec_mb:.1f} MB recorded per run; "
-              f"recorder process CPU {fmt(kids, 'us')} us/msg on top)")  # fmt: skip
+        print(
+            f"recording cost: {cost:.1f}% of pyzenoh router throughput (median {rec_mb:.1f} MB recorded per run; "
+            f"recorder process CPU {fmt(kids, 'us')} us/msg on top)"
+        )
         summary["recording_cost_pct"] = round(cost, 1)
     runtime = time.monotonic() - t_start
     print(f"runtime {runtime:.0f} s, load {os.getloadavg()[0]:.2f} at end")
@@ -531,9 +588,16 @@ def main() -> int:
             print("  " + a[:1500])
     if keep:
         print(f"router logs kept in {tmp}")
-    summary.update(anomalies=anomalies, runtime_s=round(runtime, 1), machine={
-        "cores": os.cpu_count(), "cpu": cpu_model(), "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%d")})  # fmt: skip
+    summary.update(
+        anomalies=anomalies,
+        runtime_s=round(runtime, 1),
+        machine={
+            "cores": os.cpu_count(),
+            "cpu": cpu_model(),
+            "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d"),
+        },
+    )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1, default=str))
         print(f"results written to {args.json}")

@@ -456,8 +456,13 @@ class Run:
 
     def spawn(self, name: str, script: str, args: list[str]) -> subprocess.Popen[str]:
         with self.log_path(name).open("ab") as log:
-            proc = subprocess.Popen([sys.executable, "-c", script, *args], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=log, text=True)  # fmt: skip
+            proc = subprocess.Popen(
+                [sys.executable, "-c", script, *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
         self.procs[name] = proc
         return proc
 
@@ -548,8 +553,9 @@ def soak(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             raise RuntimeError("router process gone right after start")
         sampler.start()
 
-        subs = run.spawn("subscribers", SUB_DRIVER, [endpoint, json.dumps(specs),
-                                                      str(args.publishers), str(max_seq), str(DRAIN_S)])  # fmt: skip
+        subs = run.spawn(
+            "subscribers", SUB_DRIVER, [endpoint, json.dumps(specs), str(args.publishers), str(max_seq), str(DRAIN_S)]
+        )
         livsub = run.spawn("livsub", LIVSUB_DRIVER, [endpoint, str(DRAIN_S)])
         queryable = run.spawn("queryable", QUERYABLE_DRIVER, [endpoint])
         for name, proc in (("subscribers", subs), ("livsub", livsub), ("queryable", queryable)):
@@ -560,14 +566,22 @@ def soak(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         assert loaded is not None
         t_load0, cpu_load0 = loaded[0], loaded[2]
         print(f"  [{kind}] load for {seconds:.0f} s from {time.strftime('%H:%M:%S')}", flush=True)
-        pub = run.spawn("publishers", PUB_DRIVER, [endpoint, str(args.publishers), str(args.rate), str(seconds),
-                                                   str(args.payload), str(CONVERGE_S)])  # fmt: skip
-        getter = run.spawn("getter", GETTER_DRIVER, [endpoint, str(args.get_rate), str(seconds), str(args.get_timeout),
-                                                  str(args.get_keys)])  # fmt: skip
-        tokens = run.spawn("tokens", TOKEN_DRIVER, [endpoint, str(args.token_rate), str(seconds),
-                                                    str(args.tokens_alive)])  # fmt: skip
-        reconnect = run.spawn("reconnect", RECONNECT_DRIVER, [endpoint, str(args.reconnect_every), str(seconds),
-                                                              str(args.reconnect_wait)])  # fmt: skip
+        pub = run.spawn(
+            "publishers",
+            PUB_DRIVER,
+            [endpoint, str(args.publishers), str(args.rate), str(seconds), str(args.payload), str(CONVERGE_S)],
+        )
+        getter = run.spawn(
+            "getter",
+            GETTER_DRIVER,
+            [endpoint, str(args.get_rate), str(seconds), str(args.get_timeout), str(args.get_keys)],
+        )
+        tokens = run.spawn(
+            "tokens", TOKEN_DRIVER, [endpoint, str(args.token_rate), str(seconds), str(args.tokens_alive)]
+        )
+        reconnect = run.spawn(
+            "reconnect", RECONNECT_DRIVER, [endpoint, str(args.reconnect_every), str(seconds), str(args.reconnect_wait)]
+        )
         budget = seconds + CONVERGE_S + 60
         res["publishers"] = finish("publishers", pub, budget)
         res["getter"] = finish("getter", getter, budget)
@@ -605,9 +619,16 @@ def soak(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         r = sub_res.get(name, {})
         expected = sum(sent[p] for p in matched)
         unique = sum(r.get("unique", [0])[p] for p in matched) if "unique" in r else 0
-        ps[name] = {"key": key, "expected": expected, "delivered": unique, "missing": expected - unique,
-                    "dups": r.get("dups"), "ooo": r.get("ooo"), "bad": r.get("bad"),
-                    "missing_first": r.get("missing_first", [])}  # fmt: skip
+        ps[name] = {
+            "key": key,
+            "expected": expected,
+            "delivered": unique,
+            "missing": expected - unique,
+            "dups": r.get("dups"),
+            "ooo": r.get("ooo"),
+            "bad": r.get("bad"),
+            "missing_first": r.get("missing_first", []),
+        }
         delivered += r.get("received", 0)
         expected_total += expected
         dups_total += r.get("dups", 0) or 0
@@ -671,29 +692,41 @@ def anomalies_of(kind: str, r: dict[str, Any]) -> list[str]:
         out.append(f"{tag}: router process died")
     for name, p in r.get("pubsub", {}).items():
         if p["missing"] or p["dups"] or p["ooo"] or p["bad"]:
-            out.append(f"{tag}: subscriber {name}: missing {p['missing']} of {p['expected']}, dups {p['dups']}, "
-                       f"out-of-order {p['ooo']}, bad {p['bad']}, first missing [pub, seq] {p['missing_first']}")  # fmt: skip
+            out.append(
+                f"{tag}: subscriber {name}: missing {p['missing']} of {p['expected']}, dups {p['dups']}, "
+                f"out-of-order {p['ooo']}, bad {p['bad']}, first missing [pub, seq] {p['missing_first']}"
+            )
     g = r.get("getter", {})
     if "issued" in g and g["ok"] != g["issued"]:
         out.append(f"{tag}: gets ok {g['ok']} of {g['issued']}: {g['failures']}")
     t, ls = r.get("tokens", {}), r.get("livsub", {})
-    if "declared" in t and "puts" in ls and not (ls["puts"] == ls["deletes"] == t["declared"] and not ls["alive_at_end"]):
-        out.append(f"{tag}: liveliness: declared {t['declared']}, PUT {ls['puts']}, DELETE {ls['deletes']}, "
-                   f"alive at end {ls['alive_at_end']} {ls['alive_first']}, dup PUT {ls['dup_put']}, "
-                   f"orphan DELETE {ls['orphan_delete']}")  # fmt: skip
+    if (
+        "declared" in t
+        and "puts" in ls
+        and not (ls["puts"] == ls["deletes"] == t["declared"] and not ls["alive_at_end"])
+    ):
+        out.append(
+            f"{tag}: liveliness: declared {t['declared']}, PUT {ls['puts']}, DELETE {ls['deletes']}, "
+            f"alive at end {ls['alive_at_end']} {ls['alive_first']}, dup PUT {ls['dup_put']}, "
+            f"orphan DELETE {ls['orphan_delete']}"
+        )
     rc = r.get("reconnect", {})
     if "attempted" in rc and rc["ok"] != rc["attempted"]:
         out.append(f"{tag}: reconnects ok {rc['ok']} of {rc['attempted']}: {rc['failures']}")
     slope_kb = r.get("rss_slope_kb_per_min")
     if slope_kb is not None and r.get("load_s", 0) >= LEAK_MIN_LOAD_S and slope_kb > LEAK_KB_PER_MIN:
         rss = r["rss_kb"]
-        out.append(f"{tag}: RSS still growing in the second half of the load, {slope_kb:.0f} KB/min "
-                   f"(start {rss['start_idle'] // 1024} MB, end of load {rss['load_end'] // 1024} MB, "
-                   f"idle end {rss['end_idle'] // 1024} MB): a leak?")  # fmt: skip
+        out.append(
+            f"{tag}: RSS still growing in the second half of the load, {slope_kb:.0f} KB/min "
+            f"(start {rss['start_idle'] // 1024} MB, end of load {rss['load_end'] // 1024} MB, "
+            f"idle end {rss['end_idle'] // 1024} MB): a leak?"
+        )
     for name, found in r.get("logs", {}).items():
         if found["traceback"] or found["error"]:
-            out.append(f"{tag}: log {name}: {found['traceback']} Traceback, {found['error']} ERROR lines: "
-                       f"{found['examples'][:3]}")  # fmt: skip
+            out.append(
+                f"{tag}: log {name}: {found['traceback']} Traceback, {found['error']} ERROR lines: "
+                f"{found['examples'][:3]}"
+            )
     return out
 
 
@@ -711,67 +744,91 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> dict
     kinds = list(results)
     w = 28
     print(f"\n== pub/sub: {args.publishers} publishers x {args.rate:g} msg/s, {args.payload} B, Block, reliable ==")
-    print(f"{'router':{w}s} {'subscriber':12s} {'delivered':>10s} {'expected':>10s} {'missing':>8s} {'dups':>6s} "
-          f"{'ooo':>5s}")  # fmt: skip
+    print(
+        f"{'router':{w}s} {'subscriber':12s} {'delivered':>10s} {'expected':>10s} {'missing':>8s} {'dups':>6s} "
+        f"{'ooo':>5s}"
+    )
     for kind in kinds:
         for name, p in results[kind].get("pubsub", {}).items():
-            print(f"{LABELS[kind]:{w}s} {name:12s} {p['delivered']:10d} {p['expected']:10d} {p['missing']:8d} "
-                  f"{fmt(p['dups']):>6s} {fmt(p['ooo']):>5s}")  # fmt: skip
+            print(
+                f"{LABELS[kind]:{w}s} {name:12s} {p['delivered']:10d} {p['expected']:10d} {p['missing']:8d} "
+                f"{fmt(p['dups']):>6s} {fmt(p['ooo']):>5s}"
+            )
         pub = results[kind].get("publishers", {})
         if "sent" in pub:
             print(f"{'':{w}s} sent {pub['sent']} in {pub['seconds']:.0f} s, max publisher lag {pub['max_lag_s']} s")
 
     keys = f"{args.get_keys} keys" if args.get_keys else "a new key for every get"
     print(f"\n== queries: {args.get_rate:g} gets/s, timeout {args.get_timeout:g} s, {keys} ==")
-    print(f"{'router':{w}s} {'ok':>8s} {'issued':>8s} {'no reply':>8s} {'wrong':>6s} {'median ms':>10s} "
-          f"{'p99 ms':>8s} {'max ms':>8s}")  # fmt: skip
+    print(
+        f"{'router':{w}s} {'ok':>8s} {'issued':>8s} {'no reply':>8s} {'wrong':>6s} {'median ms':>10s} "
+        f"{'p99 ms':>8s} {'max ms':>8s}"
+    )
     for kind in kinds:
         g = results[kind].get("getter", {})
         if "issued" in g:
-            print(f"{LABELS[kind]:{w}s} {g['ok']:8d} {g['issued']:8d} {g['no_reply']:8d} {g['wrong']:6d} "
-                  f"{fmt(g['median_ms'], '.2f'):>10s} {fmt(g['p99_ms'], '.2f'):>8s} {fmt(g['max_ms'], '.1f'):>8s}")  # fmt: skip
+            print(
+                f"{LABELS[kind]:{w}s} {g['ok']:8d} {g['issued']:8d} {g['no_reply']:8d} {g['wrong']:6d} "
+                f"{fmt(g['median_ms'], '.2f'):>10s} {fmt(g['p99_ms'], '.2f'):>8s} {fmt(g['max_ms'], '.1f'):>8s}"
+            )
 
     print(f"\n== liveliness token churn: {args.token_rate:g} replacements/s, {args.tokens_alive} alive ==")
-    print(f"{'router':{w}s} {'declared':>9s} {'PUT':>8s} {'DELETE':>8s} {'balance':>8s} {'alive end':>9s} "
-          f"{'dup PUT':>8s} {'orphan DEL':>10s}")  # fmt: skip
+    print(
+        f"{'router':{w}s} {'declared':>9s} {'PUT':>8s} {'DELETE':>8s} {'balance':>8s} {'alive end':>9s} "
+        f"{'dup PUT':>8s} {'orphan DEL':>10s}"
+    )
     for kind in kinds:
         t, ls = results[kind].get("tokens", {}), results[kind].get("livsub", {})
         if "declared" in t and "puts" in ls:
-            print(f"{LABELS[kind]:{w}s} {t['declared']:9d} {ls['puts']:8d} {ls['deletes']:8d} "
-                  f"{ls['puts'] - ls['deletes']:8d} {ls['alive_at_end']:9d} {ls['dup_put']:8d} "
-                  f"{ls['orphan_delete']:10d}")  # fmt: skip
+            print(
+                f"{LABELS[kind]:{w}s} {t['declared']:9d} {ls['puts']:8d} {ls['deletes']:8d} "
+                f"{ls['puts'] - ls['deletes']:8d} {ls['alive_at_end']:9d} {ls['dup_put']:8d} "
+                f"{ls['orphan_delete']:10d}"
+            )
 
-    print(f"\n== reconnecting sessions: one every {args.reconnect_every:g} s, first sample within "
-          f"{args.reconnect_wait:g} s ==")  # fmt: skip
+    print(
+        f"\n== reconnecting sessions: one every {args.reconnect_every:g} s, first sample within "
+        f"{args.reconnect_wait:g} s =="
+    )
     print(f"{'router':{w}s} {'ok':>6s} {'attempted':>9s} {'first sample median ms':>23s} {'max ms':>8s}")
     for kind in kinds:
         rc = results[kind].get("reconnect", {})
         if "attempted" in rc:
-            print(f"{LABELS[kind]:{w}s} {rc['ok']:6d} {rc['attempted']:9d} "
-                  f"{fmt(rc['first_sample_median_ms'], '.1f'):>23s} {fmt(rc['first_sample_max_ms'], '.1f'):>8s}")  # fmt: skip
+            print(
+                f"{LABELS[kind]:{w}s} {rc['ok']:6d} {rc['attempted']:9d} "
+                f"{fmt(rc['first_sample_median_ms'], '.1f'):>23s} {fmt(rc['first_sample_max_ms'], '.1f'):>8s}"
+            )
 
     print(f"\n== router process: RSS (MB) and CPU, sampled every {args.sample_every:g} s ==")
-    print(f"{'router':{w}s} {'start':>6s} {'load0':>6s} {'load1':>6s} {'end':>6s} {'peak':>6s} {'grow':>6s} "
-          f"{'KB/min':>7s} {'CPU s':>7s} {'util':>5s} {'us/msg':>7s} {'delivered':>10s}")  # fmt: skip
+    print(
+        f"{'router':{w}s} {'start':>6s} {'load0':>6s} {'load1':>6s} {'end':>6s} {'peak':>6s} {'grow':>6s} "
+        f"{'KB/min':>7s} {'CPU s':>7s} {'util':>5s} {'us/msg':>7s} {'delivered':>10s}"
+    )
     for kind in kinds:
         r = results[kind]
         if "rss_kb" not in r:
             continue
         m = {k: v / 1024 for k, v in r["rss_kb"].items()}
-        print(f"{LABELS[kind]:{w}s} {m['start_idle']:6.1f} {m['load_begin']:6.1f} {m['load_end']:6.1f} "
-              f"{m['end_idle']:6.1f} {m['peak']:6.1f} {r['rss_growth_after_warmup_kb'] / 1024:6.1f} "
-              f"{r['rss_slope_kb_per_min']:7.0f} {r['cpu_s_load']:7.1f} {fmt(r['cpu_util_load'], '.2f'):>5s} "
-              f"{fmt(r['cpu_us_per_delivered'], '.1f'):>7s} {r['delivered_total']:10d}")  # fmt: skip
+        print(
+            f"{LABELS[kind]:{w}s} {m['start_idle']:6.1f} {m['load_begin']:6.1f} {m['load_end']:6.1f} "
+            f"{m['end_idle']:6.1f} {m['peak']:6.1f} {r['rss_growth_after_warmup_kb'] / 1024:6.1f} "
+            f"{r['rss_slope_kb_per_min']:7.0f} {r['cpu_s_load']:7.1f} {fmt(r['cpu_util_load'], '.2f'):>5s} "
+            f"{fmt(r['cpu_us_per_delivered'], '.1f'):>7s} {r['delivered_total']:10d}"
+        )
     print("  start = idle after start, load0/load1 = beginning/end of the load, end = idle after every client left;")
     print("  grow = load1 - RSS a quarter into the load; KB/min = RSS slope over the second half of the load;")
-    print("  util = router CPU s per wall s during the load; us/msg = router CPU per sample delivered to the subscribers")
+    print(
+        "  util = router CPU s per wall s during the load; us/msg = router CPU per sample delivered to the subscribers"
+    )
 
     for kind in kinds:
         r = results[kind]
         print(f"\n{LABELS[kind]}: load average start {r['loadavg_start']}, end {r['loadavg_end']}")
         for name, found in r.get("logs", {}).items():
-            print(f"  log {name}: {found['lines']} lines, {found['traceback']} Traceback, {found['error']} ERROR, "
-                  f"{found['warn']} WARN")  # fmt: skip
+            print(
+                f"  log {name}: {found['lines']} lines, {found['traceback']} Traceback, {found['error']} ERROR, "
+                f"{found['warn']} WARN"
+            )
             for ex in found["examples"]:
                 print(f"    {ex[:300]}")
 
@@ -816,8 +873,12 @@ def main() -> int:
     p.add_argument("--payload", type=int, default=64, help="sample size in bytes (>= 16)")
     p.add_argument("--get-rate", type=float, default=50.0, help="gets/s")
     p.add_argument("--get-timeout", type=float, default=5.0, help="timeout of one get (s)")
-    p.add_argument("--get-keys", type=int, default=0,
-                   help="gets cycle over this many keys soak/q/<n> (default 0: a new key for every get)")
+    p.add_argument(
+        "--get-keys",
+        type=int,
+        default=0,
+        help="gets cycle over this many keys soak/q/<n> (default 0: a new key for every get)",
+    )
     p.add_argument("--token-rate", type=float, default=20.0, help="token replacements/s")
     p.add_argument("--tokens-alive", type=int, default=5)
     p.add_argument("--reconnect-every", type=float, default=3.0, help="seconds between reconnecting sessions")
@@ -828,9 +889,11 @@ def main() -> int:
     kinds = [args.only] if args.only else [REAL, PYZENOH]
     t_start = time.monotonic()
     load0 = os.getloadavg()
-    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M:%S')}, load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}",
-          flush=True)  # fmt: skip
+    print(
+        f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}",
+        flush=True,
+    )
     print(f"soak: {args.minutes:g} min per router ({', '.join(LABELS[k] for k in kinds)})", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="benchsoak"))
     results: dict[str, dict[str, Any]] = {}
@@ -847,24 +910,37 @@ def main() -> int:
     ratios = report(results, args)
     runtime = time.monotonic() - t_start
     load1 = os.getloadavg()
-    print(f"\nruntime {runtime:.0f} s; load average at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, "
-          f"at end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")  # fmt: skip
+    print(
+        f"\nruntime {runtime:.0f} s; load average at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, "
+        f"at end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}"
+    )
     if anomalies:
         print("ANOMALIES:")
         for a in anomalies:
             print("  " + a[:1500])
     else:
-        print("no anomalies: nothing lost or duplicated, every get and reconnect ok, tokens balanced, clean logs,"
-              " no steady RSS growth")
+        print(
+            "no anomalies: nothing lost or duplicated, every get and reconnect ok, tokens balanced, clean logs,"
+            " no steady RSS growth"
+        )
     if keep:
         print(f"logs kept in {tmp}")
     summary = {
-        "minutes": args.minutes, "params": {k: v for k, v in vars(args).items() if k not in ("only", "keep_logs")},
-        "results": results, "ratios_pyzenoh_real": ratios, "anomalies": anomalies, "runtime_s": round(runtime, 1),
-        "loadavg_start": [round(x, 2) for x in load0], "loadavg_end": [round(x, 2) for x in load1],
-        "machine": {"cores": os.cpu_count(), "cpu": cpu_model(), "python": platform.python_version(),
-                    "date": time.strftime("%Y-%m-%d")},
-    }  # fmt: skip
+        "minutes": args.minutes,
+        "params": {k: v for k, v in vars(args).items() if k not in ("only", "keep_logs")},
+        "results": results,
+        "ratios_pyzenoh_real": ratios,
+        "anomalies": anomalies,
+        "runtime_s": round(runtime, 1),
+        "loadavg_start": [round(x, 2) for x in load0],
+        "loadavg_end": [round(x, 2) for x in load1],
+        "machine": {
+            "cores": os.cpu_count(),
+            "cpu": cpu_model(),
+            "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d"),
+        },
+    }
     print(json.dumps(summary))
     return 1 if any("error" in r for r in results.values()) else 0
 

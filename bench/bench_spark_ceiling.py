@@ -44,9 +44,7 @@ def _ceiling_source(recording: str, rows: int, width: int) -> type:
             cat = catalog_for(recording)
             segments = cat.refresh()
             first = segments[0]
-            (part,) = plan_slices(
-                cat, [first], fmt.CH_NET, (first.number, 0), (first.number, 8192)
-            )
+            (part,) = plan_slices(cat, [first], fmt.CH_NET, (first.number, 0), (first.number, 8192))
             batch = next(iter(read_slice(part, R.arrow_schema(R.MESSAGES_DDL))))
             schema = R.arrow_schema(ddl)
             batch = pa.RecordBatch.from_arrays(batch.columns[:width], schema=schema)
@@ -79,9 +77,7 @@ def main() -> None:
 
     from pyzenoh.pipeline.synth import generate
 
-    print(
-        f"python {platform.python_version()}  nproc {os.cpu_count()}  master {args.master}"
-    )
+    print(f"python {platform.python_version()}  nproc {os.cpu_count()}  master {args.master}")
     spark = (
         SparkSession.builder.master(args.master)
         .appName("bench-spark-ceiling")
@@ -112,9 +108,7 @@ def main() -> None:
                 else:
                     writer.parquet(str(Path(d) / "out.parquet"))
                 dt = time.perf_counter() - t0
-                print(
-                    f"{width:3} columns -> {sink:8}: {rows / dt:>10,.0f} rows/s ({rows:,} rows, {dt:.2f} s)"
-                )
+                print(f"{width:3} columns -> {sink:8}: {rows / dt:>10,.0f} rows/s ({rows:,} rows, {dt:.2f} s)")
     spark.stop()
 
 

@@ -57,8 +57,13 @@ def run_case(kind: str, proto: str, args: argparse.Namespace, tmp: Path) -> dict
         tree = {"listen": {"endpoints": [endpoint]}, "transport": {"link": {"tls": router_tls}}}
         router = start_pyzenoh_router(port, tmp / f"router-{port}.json5", tree)
     try:
-        return run_throughput(endpoint, args.seconds, args.max_messages, args.payload,
-                              {"transport/link/tls": client_tls} if client_tls else None)  # fmt: skip
+        return run_throughput(
+            endpoint,
+            args.seconds,
+            args.max_messages,
+            args.payload,
+            {"transport/link/tls": client_tls} if client_tls else None,
+        )
     finally:
         stop(router)
 
@@ -70,8 +75,10 @@ def main() -> int:
     p.add_argument("--payload", type=int, default=8)
     p.add_argument("--tcp-too", action="store_true", help="also pyzenoh router over plain TCP")
     args = p.parse_args()
-    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d')}; {args.payload} B PUTs, 1 publisher -> 1 subscriber")  # fmt: skip
+    print(
+        f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d')}; {args.payload} B PUTs, 1 publisher -> 1 subscriber"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="benchtls"))
     try:
         results = {

@@ -108,12 +108,26 @@ THROUGHPUT_DRIVER = DRIVER_PRELUDE + textwrap.dedent(
 )
 
 
-def run_throughput(endpoint: str, seconds: float, max_messages: int, payload: int,
-                   client_conf: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def run_throughput(
+    endpoint: str, seconds: float, max_messages: int, payload: int, client_conf: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Run :data:`THROUGHPUT_DRIVER` against ``endpoint``; its result plus ``msg_per_s``."""
-    out = subprocess.run([sys.executable, "-c", THROUGHPUT_DRIVER, endpoint, json.dumps(client_conf or {}),
-                          str(seconds), str(max_messages), str(payload)],
-                         capture_output=True, text=True, timeout=seconds + 60, check=True)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            THROUGHPUT_DRIVER,
+            endpoint,
+            json.dumps(client_conf or {}),
+            str(seconds),
+            str(max_messages),
+            str(payload),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+        check=True,
+    )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     result["msg_per_s"] = result["received"] / result["seconds"]
     return result
@@ -228,14 +242,20 @@ LATENCY_DRIVER = DONE_PRELUDE + textwrap.dedent(
 )
 
 
-def run_driver(script: str, args: list[str], timeout: float,
-               on_line: Callable[[str], None] | None = None) -> dict[str, Any]:  # fmt: skip
+def run_driver(
+    script: str, args: list[str], timeout: float, on_line: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Run a driver script to completion (bounded by ``timeout``); its last stdout line is JSON.
 
     ``on_line`` is called with every stdout line as it arrives (from a reader thread), e.g.
     to sample the router at the driver's ``measuring`` mark and at its result line."""
-    proc = subprocess.Popen([sys.executable, "-c", script, *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     lines: list[str] = []
     err: list[str] = []
@@ -269,15 +289,25 @@ def run_driver(script: str, args: list[str], timeout: float,
     return result
 
 
-def start_real_router(port: int, conf: dict[str, Any] | None = None, log: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
+def start_real_router(
+    port: int, conf: dict[str, Any] | None = None, log: IO[bytes] | None = None
+) -> subprocess.Popen[bytes]:
     """A real router listening on 127.0.0.1:``port`` (multicast scouting off), ``conf``
     keys (``"connect/endpoints"``, ...) on top; returns once it listens."""
-    full: dict[str, Any] = {"mode": "router", "listen/endpoints": [f"tcp/127.0.0.1:{port}"],
-                            "scouting/multicast/enabled": False}  # fmt: skip
+    full: dict[str, Any] = {
+        "mode": "router",
+        "listen/endpoints": [f"tcp/127.0.0.1:{port}"],
+        "scouting/multicast/enabled": False,
+    }
     full.update(conf or {})
     env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
-    proc = subprocess.Popen([sys.executable, "-c", REAL_ROUTER, json.dumps(full)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=log, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", REAL_ROUTER, json.dumps(full)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        env=env,
+    )
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], START_S)
     if not ready or not proc.stdout.readline().startswith(b"ready"):
@@ -288,13 +318,19 @@ def start_real_router(port: int, conf: dict[str, Any] | None = None, log: IO[byt
 
 
 def start_pyzenoh_router(
-    port: int, config_file: Path, tree: dict[str, Any] | None = None, log: IO[bytes] | None = None,
+    port: int,
+    config_file: Path,
+    tree: dict[str, Any] | None = None,
+    log: IO[bytes] | None = None,
     log_level: str = "warning",
-) -> subprocess.Popen[bytes]:  # fmt: skip
+) -> subprocess.Popen[bytes]:
     """``pyzenoh router`` listening on 127.0.0.1:``port`` (multicast scouting off), with
     ``tree`` (a JSON5 config tree) merged in and written to ``config_file``."""
-    full: dict[str, Any] = {"mode": "router", "listen": {"endpoints": [f"tcp/127.0.0.1:{port}"]},
-                            "scouting": {"multicast": {"enabled": False}}}  # fmt: skip
+    full: dict[str, Any] = {
+        "mode": "router",
+        "listen": {"endpoints": [f"tcp/127.0.0.1:{port}"]},
+        "scouting": {"multicast": {"enabled": False}},
+    }
     full.update(tree or {})
     config_file.write_text(json.dumps(full))
     cmd = [sys.executable, "-m", "pyzenoh", "--log-level", log_level, "router", "-c", str(config_file)]

@@ -55,9 +55,12 @@ def _progress(router: Router, rss: list[int]) -> Callable[[Report], None]:
     def show(report: Report) -> None:
         now = rss_kb(router.proc.pid)
         rss.append(now)
-        print(f"  {report.seconds:7.1f} s  {report.inputs:9d} inputs  {report.rate:7.0f}/s  "
-              f"router RSS {now} KiB  health checks {report.health_checks} "
-              f"(failed {len(report.health_failures)})", flush=True)  # fmt: skip
+        print(
+            f"  {report.seconds:7.1f} s  {report.inputs:9d} inputs  {report.rate:7.0f}/s  "
+            f"router RSS {now} KiB  health checks {report.health_checks} "
+            f"(failed {len(report.health_failures)})",
+            flush=True,
+        )
 
     return show
 
@@ -97,8 +100,9 @@ async def _leftovers_after(seeds: list[int], tmp: Path, log_level: str, skip: Sk
             await asyncio.to_thread(health.close)
 
 
-async def _bisect_leak(window: list[int], tmp: Path, log_level: str, skip: Skip, match: str = "",
-                       seconds: float = 900.0) -> str:  # fmt: skip
+async def _bisect_leak(
+    window: list[int], tmp: Path, log_level: str, skip: Skip, match: str = "", seconds: float = 900.0
+) -> str:
     """Halve ``window`` (replayed on fresh routers) down to the seed that leaves state
     starting with ``match`` behind."""
     deadline = time.monotonic() + seconds
@@ -114,8 +118,9 @@ async def _bisect_leak(window: list[int], tmp: Path, log_level: str, skip: Skip,
                 seeds, left = part, part_left
                 break
         else:
-            return (f"  reproduced by seeds {seeds[0]}..{seeds[-1]} ({len(seeds)}) together, by neither half "
-                    f"alone: {left}")  # fmt: skip
+            return (
+                f"  reproduced by seeds {seeds[0]}..{seeds[-1]} ({len(seeds)}) together, by neither half alone: {left}"
+            )
     if len(seeds) > 1:
         return f"  narrowed to {len(seeds)} seeds ({seeds[0]}..{seeds[-1]}) in the time given: {left}"
     text = "  reproduced by one seed, alone on a fresh router: " + "; ".join(left)
@@ -163,14 +168,24 @@ async def _main(args: argparse.Namespace, tmp: Path) -> int:
             rss_start = rss_kb(pid)
             rss: list[int] = [rss_start]
             skip: Skip = _no_skip
-            print(f"router pid {pid} on {router.endpoint}, log {router.log}; RSS {rss_start} KiB; "
-                  f"seeds {args.seed}.., at most {args.inputs} inputs / {args.seconds} s, "
-                  f"concurrency {args.concurrency}", flush=True)  # fmt: skip
+            print(
+                f"router pid {pid} on {router.endpoint}, log {router.log}; RSS {rss_start} KiB; "
+                f"seeds {args.seed}.., at most {args.inputs} inputs / {args.seconds} s, "
+                f"concurrency {args.concurrency}",
+                flush=True,
+            )
             report = await fuzz(
-                router, range(args.seed, args.seed + args.inputs), concurrency=args.concurrency,
-                seconds=args.seconds, watch=watch, health=health, health_every=args.health_every,
-                progress=_progress(router, rss), progress_every=args.progress_every, skip=skip,
-            )  # fmt: skip
+                router,
+                range(args.seed, args.seed + args.inputs),
+                concurrency=args.concurrency,
+                seconds=args.seconds,
+                watch=watch,
+                health=health,
+                health_every=args.health_every,
+                progress=_progress(router, rss),
+                progress_every=args.progress_every,
+                skip=skip,
+            )
             final = await asyncio.to_thread(health.check)
             leftovers = await asyncio.to_thread(health.leftovers, ROUTER_ID)
             rss_end = rss_kb(pid)
@@ -178,8 +193,10 @@ async def _main(args: argparse.Namespace, tmp: Path) -> int:
             await asyncio.to_thread(health.close)
         alive = router.alive()
         print()
-        print(f"inputs: {report.inputs} in {report.seconds:.1f} s = {report.rate:.0f} inputs/s "
-              f"({report.established} sessions established, {report.bytes_sent / 1e6:.1f} MB sent)")  # fmt: skip
+        print(
+            f"inputs: {report.inputs} in {report.seconds:.1f} s = {report.rate:.0f} inputs/s "
+            f"({report.established} sessions established, {report.bytes_sent / 1e6:.1f} MB sent)"
+        )
         print("closes by kind:")
         for kind, n in report.by_kind.most_common():
             print(f"  {kind:28s} {n:9d}")

@@ -48,15 +48,13 @@ def test_readme_is_short() -> None:
 def test_readme_relative_links_exist() -> None:
     links = relative_links(README.read_text(encoding="utf-8"))
     assert links, "README.md should link into docs/"
-    missing = [
-        link for link in links if not (ROOT / unquote(urlsplit(link).path)).exists()
-    ]
+    missing = [link for link in links if not (ROOT / unquote(urlsplit(link).path)).exists()]
     assert not missing, f"README.md links to files that do not exist: {missing}"
 
 
 def test_relative_links_parser() -> None:
     text = (
-        "[a](docs/a.md) ![b](img/b.png \"t\") [c](https://x.org/c.md) [d](#here)\n"
+        '[a](docs/a.md) ![b](img/b.png "t") [c](https://x.org/c.md) [d](#here)\n'
         "[e](docs/e.md#part)\n```sh\n[f](not/a/link.md)\n```\n[g]: docs/g.md\n"
     )
     assert relative_links(text) == ["docs/a.md", "img/b.png", "docs/e.md#part", "docs/g.md"]

@@ -44,7 +44,6 @@ def test_unknown_choice_warns_and_means_auto(monkeypatch: pytest.MonkeyPatch, ca
     assert (factory is not asyncio.new_event_loop) is HAVE_UVLOOP
 
 
-
 def test_tls_keeps_auto_on_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
     """uvloop's server-side start_tls never finishes a handshake: see loop.py."""
     monkeypatch.delenv(loop.ENV, raising=False)

@@ -12,6 +12,12 @@ from pyzenoh.session.aio import (
 )
 
 __all__ = [
-    "AsyncLiveliness", "AsyncLivelinessToken", "AsyncMatchingListener", "AsyncPublisher",
-    "AsyncQueryable", "AsyncSession", "AsyncSubscriber", "open",
-]  # fmt: skip
+    "AsyncLiveliness",
+    "AsyncLivelinessToken",
+    "AsyncMatchingListener",
+    "AsyncPublisher",
+    "AsyncQueryable",
+    "AsyncSession",
+    "AsyncSubscriber",
+    "open",
+]

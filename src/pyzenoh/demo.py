@@ -52,39 +52,57 @@ class Security:
         except ImportError:
             return None
         ca = trustme.CA(organization_name="pyzenoh demo CA")
-        files = {name: str(directory / f"{name}.pem") for name in ("ca", "router", "router-key", "sensor", "sensor-key")}
+        files = {
+            name: str(directory / f"{name}.pem") for name in ("ca", "router", "router-key", "sensor", "sensor-key")
+        }
         ca.cert_pem.write_to_path(files["ca"])
-        for stem, leaf in (("router", ca.issue_cert("localhost", "127.0.0.1", common_name="router")),
-                           ("sensor", ca.issue_cert("sensor-1.demo", common_name=SENSOR_CN))):  # fmt: skip
+        for stem, leaf in (
+            ("router", ca.issue_cert("localhost", "127.0.0.1", common_name="router")),
+            ("sensor", ca.issue_cert("sensor-1.demo", common_name=SENSOR_CN)),
+        ):
             Path(files[stem]).write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
             leaf.private_key_pem.write_to_path(files[f"{stem}-key"])
         users = directory / "users.txt"
         users.write_text(f"{DEMO_USER}:{DEMO_PASSWORD}\n")
         router = {
             "transport": {
-                "link": {"tls": {"root_ca_certificate": files["ca"], "enable_mtls": True,
-                                 "listen_certificate": files["router"], "listen_private_key": files["router-key"]}},
+                "link": {
+                    "tls": {
+                        "root_ca_certificate": files["ca"],
+                        "enable_mtls": True,
+                        "listen_certificate": files["router"],
+                        "listen_private_key": files["router-key"],
+                    }
+                },
                 "auth": {"usrpwd": {"dictionary_file": str(users)}},
             },
             "access_control": {
-                "enabled": True, "default_permission": "allow",
-                "rules": [{"id": "sensors-keep-out-of-secrets", "permission": "deny", "flows": ["ingress"],
-                           "messages": ["put", "delete"], "key_exprs": ["demo/secret/**"]}],
+                "enabled": True,
+                "default_permission": "allow",
+                "rules": [
+                    {
+                        "id": "sensors-keep-out-of-secrets",
+                        "permission": "deny",
+                        "flows": ["ingress"],
+                        "messages": ["put", "delete"],
+                        "key_exprs": ["demo/secret/**"],
+                    }
+                ],
                 "subjects": [{"id": "sensors", "cert_common_names": [SENSOR_CN]}],
                 "policies": [{"rules": ["sensors-keep-out-of-secrets"], "subjects": ["sensors"]}],
             },
-        }  # fmt: skip
-        client_tls = {"root_ca_certificate": files["ca"], "enable_mtls": True,
-                      "connect_certificate": files["sensor"], "connect_private_key": files["sensor-key"]}  # fmt: skip
+        }
+        client_tls = {
+            "root_ca_certificate": files["ca"],
+            "enable_mtls": True,
+            "connect_certificate": files["sensor"],
+            "connect_private_key": files["sensor-key"],
+        }
         return Security(f"tls/localhost:{tls_port}", router, client_tls)
 
     @staticmethod
     def credentials(password: str = DEMO_PASSWORD) -> dict[str, Any]:
         return {"auth": {"usrpwd": {"user": DEMO_USER, "password": password}}}
-
-
-
-
 
 
 def _say(text: str) -> None:
@@ -126,7 +144,9 @@ def _drive(endpoint: str, msgq_socket: str, security: Security | None) -> None:
             with zenoh.open(zconf) as zs:
                 zs.put("demo/from-eclipse-zenoh", "hello from the Rust core")
                 s = samples.get(timeout=WAIT_S)
-                _say(f"real eclipse-zenoh client -> pyzenoh router -> pyzenoh: {s.key_expr} = {s.payload.to_string()!r}")
+                _say(
+                    f"real eclipse-zenoh client -> pyzenoh router -> pyzenoh: {s.key_expr} = {s.payload.to_string()!r}"
+                )
                 zs.declare_queryable("demo/answer", lambda q: q.reply("demo/answer", "42"))
                 time.sleep(0.3)
                 replies = [r.ok.payload.to_string() for r in pub_s.get("demo/answer", timeout=5) if r.ok]
@@ -169,19 +189,26 @@ def _drive_secured(conf: dict[str, Any], security: Security, samples: queue.Queu
         _say("a wrong password was accepted (unexpected)")
     except (ConnectionError, OSError) as exc:
         _say(f"usrpwd: a wrong password is refused before any data: {exc}")
-    sensor_conf = {"mode": "client", "connect": {"endpoints": [security.tls_endpoint]},
-                   "transport": {**Security.credentials(), "link": {"tls": security.client_tls}}}  # fmt: skip
+    sensor_conf = {
+        "mode": "client",
+        "connect": {"endpoints": [security.tls_endpoint]},
+        "transport": {**Security.credentials(), "link": {"tls": security.client_tls}},
+    }
     with pz.open(sensor_conf) as sensor:
         # Denied data is dropped silently (the recording says so: the audit expects it).
         sensor.put("demo/secret/door-code", "1234")
         sensor.put("demo/temperature/roof", "18.5")
         s = samples.get(timeout=WAIT_S)
-        _say(f"mTLS client (certificate CN {SENSOR_CN!r}) over {security.tls_endpoint}: subscriber got "
-             f"{s.key_expr} = {s.payload.to_string()!r}, not its put to demo/secret/door-code")
+        _say(
+            f"mTLS client (certificate CN {SENSOR_CN!r}) over {security.tls_endpoint}: subscriber got "
+            f"{s.key_expr} = {s.payload.to_string()!r}, not its put to demo/secret/door-code"
+        )
         for reply in sensor.get("@/*/router/access_control", timeout=5):
             if reply.ok:
-                _say(f"admin space {reply.ok.key_expr}: denials by rule "
-                     f"{json.loads(reply.ok.payload.to_bytes()).get('denied')}")
+                _say(
+                    f"admin space {reply.ok.key_expr}: denials by rule "
+                    f"{json.loads(reply.ok.payload.to_bytes()).get('denied')}"
+                )
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -197,8 +224,20 @@ def _demo(args: argparse.Namespace) -> int:
         config = Path(tmp) / "router.json5"
         listen = [endpoint] if security is None else [endpoint, security.tls_endpoint]
         config.write_text(json.dumps({"listen": {"endpoints": listen}, **(security.router if security else {})}))
-        cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router",
-               "-c", str(config), "--msgq", msgq_socket, "--record", str(recording)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "pyzenoh",
+            "--log-level",
+            "warning",
+            "router",
+            "-c",
+            str(config),
+            "--msgq",
+            msgq_socket,
+            "--record",
+            str(recording),
+        ]
         _say(f"starting: {' '.join(cmd[1:])}")
         router = subprocess.Popen(cmd, env=os.environ.copy())
         try:
@@ -207,8 +246,10 @@ def _demo(args: argparse.Namespace) -> int:
                 _say("(trustme is not installed: the router runs without TLS, usrpwd and access control)")
             else:
                 wait_listening(tls_port, router)
-                _say(f"secured: usrpwd on every link, {security.tls_endpoint} requires a client certificate "
-                     "of the demo CA, access control keeps sensors out of demo/secret/**")
+                _say(
+                    f"secured: usrpwd on every link, {security.tls_endpoint} requires a client certificate "
+                    "of the demo CA, access control keeps sensors out of demo/secret/**"
+                )
             _say(f"router listening on {', '.join(listen)}, msgq on {msgq_socket}, recording to {recording}")
             _drive(endpoint, msgq_socket, security)
         finally:

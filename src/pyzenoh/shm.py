@@ -18,9 +18,19 @@ from typing_extensions import override
 from pyzenoh.errors import PyZenohError
 
 __all__ = [
-    "SUPPORTED", "AllocAlignment", "BlockOn", "Deallocate", "Defragment", "GarbageCollect",
-    "JustAlloc", "MemoryLayout", "ShmNotSupportedError", "ShmProvider", "ZShm", "ZShmMut",
-]  # fmt: skip
+    "SUPPORTED",
+    "AllocAlignment",
+    "BlockOn",
+    "Deallocate",
+    "Defragment",
+    "GarbageCollect",
+    "JustAlloc",
+    "MemoryLayout",
+    "ShmNotSupportedError",
+    "ShmProvider",
+    "ZShm",
+    "ZShmMut",
+]
 
 #: pyzenoh has no shared-memory transport.
 SUPPORTED = False
@@ -31,8 +41,7 @@ class ShmNotSupportedError(PyZenohError, NotImplementedError):
 
     def __init__(self, what: str) -> None:
         super().__init__(
-            f"shared memory is not supported by pyzenoh (pure Python): {what}; "
-            "send the payload as bytes instead"
+            f"shared memory is not supported by pyzenoh (pure Python): {what}; send the payload as bytes instead"
         )
 
 
@@ -106,5 +115,4 @@ def is_shm_object(value: object) -> bool:
 
 def __getattr__(name: str) -> NoReturn:
     """Any other name is missing as usual (AttributeError), but says why."""
-    raise AttributeError(f"module 'pyzenoh.shm' has no attribute {name!r} "
-                         "(shared memory is not supported by pyzenoh)")  # fmt: skip
+    raise AttributeError(f"module 'pyzenoh.shm' has no attribute {name!r} (shared memory is not supported by pyzenoh)")

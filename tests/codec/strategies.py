@@ -161,9 +161,7 @@ responses = st.builds(
     ts_stack=st.none() | small_bytes,
     extensions=unknown_exts(net_common | {0x43}),
 )
-response_finals = st.builds(
-    ResponseFinal, u32, qos, st.none() | timestamps, unknown_exts(net_common)
-)
+response_finals = st.builds(ResponseFinal, u32, qos, st.none() | timestamps, unknown_exts(net_common))
 interests = st.builds(
     Interest,
     interest_id=u32,
@@ -177,10 +175,11 @@ interests = st.builds(
     extensions=unknown_exts(net_common),
 ).map(
     # A Final interest carries no options byte, hence no options.
-    lambda i: Interest(i.interest_id, i.mode, qos=i.qos, timestamp=i.timestamp,
-                       node_id=i.node_id, extensions=i.extensions)
-    if i.mode == InterestMode.FINAL
-    else i
+    lambda i: (
+        Interest(i.interest_id, i.mode, qos=i.qos, timestamp=i.timestamp, node_id=i.node_id, extensions=i.extensions)
+        if i.mode == InterestMode.FINAL
+        else i
+    )
 )
 body_exts = unknown_exts({0x5F, 0x21})
 declaration_bodies = st.one_of(
@@ -204,12 +203,14 @@ declares = st.builds(
     extensions=unknown_exts(net_common),
 )
 network_oams = st.builds(
-    NetworkOam, u16, st.none() | z64 | small_bytes, qos, st.none() | timestamps,
+    NetworkOam,
+    u16,
+    st.none() | z64 | small_bytes,
+    qos,
+    st.none() | timestamps,
     unknown_exts(net_common),
-)  # fmt: skip
-network_messages = st.one_of(
-    pushes, requests, responses, response_finals, interests, declares, network_oams
 )
+network_messages = st.one_of(pushes, requests, responses, response_finals, interests, declares, network_oams)
 
 whatamis = st.sampled_from(list(WhatAmI))
 init_fields = {
@@ -282,16 +283,14 @@ joins = st.builds(
     patch=st.none() | z64,
     extensions=unknown_exts({0x51, 0x52, 0x27}),
 )
-transport_oams = st.builds(
-    TransportOam, u16, st.none() | z64 | small_bytes, st.integers(0, 7), unknown_exts({0x31})
-)
+transport_oams = st.builds(TransportOam, u16, st.none() | z64 | small_bytes, st.integers(0, 7), unknown_exts({0x31}))
 # A FRAGMENT swallows the rest of its batch, so it can only be last.
 non_fragment_transport = st.one_of(
     init_syns, init_acks, open_syns, open_acks, closes, keepalives, frames, joins, transport_oams
 )
-batches = st.tuples(
-    st.lists(non_fragment_transport, min_size=1, max_size=3), st.none() | fragments
-).map(lambda t: t[0] + ([t[1]] if t[1] is not None else []))
+batches = st.tuples(st.lists(non_fragment_transport, min_size=1, max_size=3), st.none() | fragments).map(
+    lambda t: t[0] + ([t[1]] if t[1] is not None else [])
+)
 
 
 def plain_pushes(

@@ -154,9 +154,17 @@ def test_mutations_at_every_depth_agree_with_zenoh(name: str, shard: int) -> Non
 
 _SCALARS = [v for v in VALUES if not isinstance(v, list | dict)]
 _STRINGS = [v for v in _SCALARS if isinstance(v, str)] + [
-    "38a4829bce9166ee", "demo/**", "a/$*/b", "tcp/127.0.0.1:7447", "tls/localhost:7447#iface=lo",
-    "udp/[::1]:0?rel=0", "224.0.0.224:7446", "[ff02::1]:7446", "1000..", "..5",
-]  # fmt: skip
+    "38a4829bce9166ee",
+    "demo/**",
+    "a/$*/b",
+    "tcp/127.0.0.1:7447",
+    "tls/localhost:7447#iface=lo",
+    "udp/[::1]:0?rel=0",
+    "224.0.0.224:7446",
+    "[ff02::1]:7446",
+    "1000..",
+    "..5",
+]
 
 
 def _value(node: Node, rnd: random.Random, depth: int) -> Any:
@@ -214,17 +222,26 @@ def test_random_trees_from_the_schema_agree_with_zenoh(rnd: random.Random) -> No
 # --- strings of each syntax ----------------------------------------------------------------
 
 _SYNTAXES: dict[str, tuple[Any, str, list[str]]] = {
-    "endpoint": (lambda s: {"connect": {"endpoints": [s]}}, "tcp/:?#=;a1[]%.x",
-                 ["tcp/", "tls/", "1.2.3.4:5", "[::1]", "?a=1", "#b=2", ";"]),
-    "socket address": (lambda s: {"scouting": {"multicast": {"address": s}}}, "0123456789.:[]%abcdefx ",
-                       ["224.0.0.224", ":7446", "[ff02::1]", "[fe80::1%2]", "::", "256", "65536", "+1"]),
+    "endpoint": (
+        lambda s: {"connect": {"endpoints": [s]}},
+        "tcp/:?#=;a1[]%.x",
+        ["tcp/", "tls/", "1.2.3.4:5", "[::1]", "?a=1", "#b=2", ";"],
+    ),
+    "socket address": (
+        lambda s: {"scouting": {"multicast": {"address": s}}},
+        "0123456789.:[]%abcdefx ",
+        ["224.0.0.224", ":7446", "[ff02::1]", "[fe80::1%2]", "::", "256", "65536", "+1"],
+    ),
     "zid": (lambda s: {"id": s}, "0123456789abcdefABCDEFxg ", ["0", "f" * 32]),
     "key expression": (lambda s: {"aggregation": {"subscribers": [s]}}, "ab/*$?#@ ", ["**", "$*", "/", "@"]),
     "namespace": (lambda s: {"namespace": s}, "ab/*$?#@ ", ["**", "$*", "/"]),
-    "range": (lambda s: {"qos": {"network": [{"messages": ["put"], "overwrite": {}, "payload_size": s}]}},
-              "0123456789.-+ x", ["..", "18446744073709551615", "18446744073709551616"]),
+    "range": (
+        lambda s: {"qos": {"network": [{"messages": ["put"], "overwrite": {}, "payload_size": s}]}},
+        "0123456789.-+ x",
+        ["..", "18446744073709551615", "18446744073709551616"],
+    ),
     "region name": (lambda s: {"region_name": s}, "aé€ ", ["a" * 32, "é" * 16, "🎉"]),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("syntax", list(_SYNTAXES))
@@ -234,8 +251,9 @@ def test_strings_of_each_syntax_agree_with_zenoh(syntax: str) -> None:
     disagree = []
     runs = 3000 if IN_CI else 600
     for _ in range(runs):
-        text = "".join(rnd.choice(pieces) if rnd.random() < 0.3 else rnd.choice(alphabet)
-                       for _ in range(rnd.randint(0, 12)))  # fmt: skip
+        text = "".join(
+            rnd.choice(pieces) if rnd.random() < 0.3 else rnd.choice(alphabet) for _ in range(rnd.randint(0, 12))
+        )
         tree = build(text)
         if zenoh_accepts(tree) != (not problems(tree)):
             disagree.append((text, zenoh_error(tree)[:80], [p.text for p in problems(tree)]))
@@ -244,9 +262,31 @@ def test_strings_of_each_syntax_agree_with_zenoh(syntax: str) -> None:
 
 # --- insert_json5 --------------------------------------------------------------------------
 
-_INSERT_VALUES: list[Any] = [None, True, 0, 1, -1, 1.5, 65536, 2**64, "x", "", "router", "tcp/1.2.3.4:5", "1",
-                             "always", "lazy", "32bit", "allow", [], ["router"], ["x"], {}, {"router": 1},
-                             {"a": 1}]  # fmt: skip
+_INSERT_VALUES: list[Any] = [
+    None,
+    True,
+    0,
+    1,
+    -1,
+    1.5,
+    65536,
+    2**64,
+    "x",
+    "",
+    "router",
+    "tcp/1.2.3.4:5",
+    "1",
+    "always",
+    "lazy",
+    "32bit",
+    "allow",
+    [],
+    ["router"],
+    ["x"],
+    {},
+    {"router": 1},
+    {"a": 1},
+]
 
 
 def _insert_keys() -> list[str]:

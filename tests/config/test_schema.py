@@ -16,32 +16,54 @@ from tests.config.trees import documented_tree, zenoh_accepts, zenoh_default_tre
 # --- messages name the key -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("tree", "message"), [
-    ({"acces_control": {"enabled": True}},
-     "unknown config key 'acces_control' (did you mean 'access_control'?)"),
-    ({"transport": {"link": {"tls": {"enable_mtsl": True}}}},
-     "unknown config key 'transport/link/tls/enable_mtsl' (did you mean 'enable_mtls'?)"),
-    ({"transport": {"unicast": {"max_sesions": 5}}},
-     "unknown config key 'transport/unicast/max_sesions' (did you mean 'max_sessions'?)"),
-    ({"access_control": {"rules": [{"id": "r", "key_exprs": ["a"], "messages": ["put"], "permision": "allow"}]}},
-     "unknown config key 'access_control/rules/0/permision' (did you mean 'permission'?)"),
-    ({"transport": {"unicast": {"max_sessions": "x"}}},
-     'transport/unicast/max_sessions: expected an unsigned integer, got "x"'),
-    ({"listen": {"endpoints": {"router": ["tcp/1.2.3.4:1"], "routr": []}}},
-     "unknown config key 'listen/endpoints/routr' (did you mean 'router'?)"),
-    ({"connect": {"endpoints": ["tcp"]}}, 'connect/endpoints/0: "tcp" is not an endpoint'),
-    ({"id": "ABC"}, "uppercase hexadecimal is not accepted"),
-    ({"transport": {"auth": {"usrpwd": {"user": "u"}}}},
-     "transport/auth/usrpwd/password: missing (user and password go together)"),
-    ({"transport": {"link": {"tx": {"sequence_number_resolution": "64bit"}}}}, "zenoh refuses 64bit"),
-    ({"transport": {"link": {"tx": {"queue": {"max_bytes": 1}}}}},
-     ("unknown config key 'transport/link/tx/queue/max_bytes' (pyzenoh's own keys live under pyzenoh/: "
-      "'pyzenoh/limits/send_queue_max_bytes')")),
-    ({"pyzenoh": {"limits": {"send_queue_max_byte": 1}}},
-     "unknown config key 'pyzenoh/limits/send_queue_max_byte' (did you mean 'send_queue_max_bytes'?)"),
-    ({"pyzenoh": {"limits": {"max_links_per_address": 0}}},
-     "pyzenoh/limits/max_links_per_address: expected an integer >= 1, got 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("tree", "message"),
+    [
+        ({"acces_control": {"enabled": True}}, "unknown config key 'acces_control' (did you mean 'access_control'?)"),
+        (
+            {"transport": {"link": {"tls": {"enable_mtsl": True}}}},
+            "unknown config key 'transport/link/tls/enable_mtsl' (did you mean 'enable_mtls'?)",
+        ),
+        (
+            {"transport": {"unicast": {"max_sesions": 5}}},
+            "unknown config key 'transport/unicast/max_sesions' (did you mean 'max_sessions'?)",
+        ),
+        (
+            {"access_control": {"rules": [{"id": "r", "key_exprs": ["a"], "messages": ["put"], "permision": "allow"}]}},
+            "unknown config key 'access_control/rules/0/permision' (did you mean 'permission'?)",
+        ),
+        (
+            {"transport": {"unicast": {"max_sessions": "x"}}},
+            'transport/unicast/max_sessions: expected an unsigned integer, got "x"',
+        ),
+        (
+            {"listen": {"endpoints": {"router": ["tcp/1.2.3.4:1"], "routr": []}}},
+            "unknown config key 'listen/endpoints/routr' (did you mean 'router'?)",
+        ),
+        ({"connect": {"endpoints": ["tcp"]}}, 'connect/endpoints/0: "tcp" is not an endpoint'),
+        ({"id": "ABC"}, "uppercase hexadecimal is not accepted"),
+        (
+            {"transport": {"auth": {"usrpwd": {"user": "u"}}}},
+            "transport/auth/usrpwd/password: missing (user and password go together)",
+        ),
+        ({"transport": {"link": {"tx": {"sequence_number_resolution": "64bit"}}}}, "zenoh refuses 64bit"),
+        (
+            {"transport": {"link": {"tx": {"queue": {"max_bytes": 1}}}}},
+            (
+                "unknown config key 'transport/link/tx/queue/max_bytes' (pyzenoh's own keys live under pyzenoh/: "
+                "'pyzenoh/limits/send_queue_max_bytes')"
+            ),
+        ),
+        (
+            {"pyzenoh": {"limits": {"send_queue_max_byte": 1}}},
+            "unknown config key 'pyzenoh/limits/send_queue_max_byte' (did you mean 'send_queue_max_bytes'?)",
+        ),
+        (
+            {"pyzenoh": {"limits": {"max_links_per_address": 0}}},
+            "pyzenoh/limits/max_links_per_address: expected an integer >= 1, got 0",
+        ),
+    ],
+)
 def test_problems_name_the_key(tree: dict[str, Any], message: str) -> None:
     found = validate(tree)
     assert any(message in p for p in found), found
@@ -126,22 +148,35 @@ def test_every_strictness_tag_has_a_case() -> None:
 # --- the start-up policy -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("role", "tree", "named"), [
-    ("router", {"transport": {"auth": {"pubkey": {"key_size": 2048}}}}, "transport/auth/pubkey/key_size"),
-    ("session", {"transport": {"auth": {"pubkey": {"public_key_file": "k.pem"}}}},
-     "transport/auth/pubkey/public_key_file"),
-    ("router", {"namespace": "ns"}, "namespace"),
-    ("router", {"downsampling": [{"messages": ["put"], "rules": [{"key_expr": "a", "freq": 1}]}]}, "downsampling"),
-    ("router", {"low_pass_filter": [{"messages": ["put"], "key_exprs": ["a"], "size_limit": 1}]}, "low_pass_filter"),
-    ("session", {"access_control": {"enabled": True}}, "access_control/enabled"),
-    ("router", {"listen": {"endpoints": ["quic/127.0.0.1:7447"]}}, "quic/127.0.0.1:7447"),
-    ("router", {"connect": {"endpoints": ["ws/127.0.0.1:7447"]}}, "ws/127.0.0.1:7447"),
-    ("session", {"connect": {"endpoints": {"peer": ["udp/127.0.0.1:7447"]}}}, "udp/127.0.0.1:7447"),
-    ("session", {"connect": {"endpoints": [{"strategy": "allOf", "locators": ["tcp/1.2.3.4:5"]}]}},
-     "endpoint groups"),
-    ("router", {"transport": {"link": {"protocols": ["tls"]}}}, "does not allow listen/endpoints"),
-    ("router", {"plugins": {"nosuch": {"__required__": True}}}, "plugins/nosuch"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("role", "tree", "named"),
+    [
+        ("router", {"transport": {"auth": {"pubkey": {"key_size": 2048}}}}, "transport/auth/pubkey/key_size"),
+        (
+            "session",
+            {"transport": {"auth": {"pubkey": {"public_key_file": "k.pem"}}}},
+            "transport/auth/pubkey/public_key_file",
+        ),
+        ("router", {"namespace": "ns"}, "namespace"),
+        ("router", {"downsampling": [{"messages": ["put"], "rules": [{"key_expr": "a", "freq": 1}]}]}, "downsampling"),
+        (
+            "router",
+            {"low_pass_filter": [{"messages": ["put"], "key_exprs": ["a"], "size_limit": 1}]},
+            "low_pass_filter",
+        ),
+        ("session", {"access_control": {"enabled": True}}, "access_control/enabled"),
+        ("router", {"listen": {"endpoints": ["quic/127.0.0.1:7447"]}}, "quic/127.0.0.1:7447"),
+        ("router", {"connect": {"endpoints": ["ws/127.0.0.1:7447"]}}, "ws/127.0.0.1:7447"),
+        ("session", {"connect": {"endpoints": {"peer": ["udp/127.0.0.1:7447"]}}}, "udp/127.0.0.1:7447"),
+        (
+            "session",
+            {"connect": {"endpoints": [{"strategy": "allOf", "locators": ["tcp/1.2.3.4:5"]}]}},
+            "endpoint groups",
+        ),
+        ("router", {"transport": {"link": {"protocols": ["tls"]}}}, "does not allow listen/endpoints"),
+        ("router", {"plugins": {"nosuch": {"__required__": True}}}, "plugins/nosuch"),
+    ],
+)
 def test_what_pyzenoh_does_not_implement_stops_start_up(role: str, tree: dict[str, Any], named: str) -> None:
     assert problems(tree) == []  # valid: refused by the policy, not the schema
     with pytest.raises(UsageError, match="refusing to start") as info:
@@ -156,8 +191,11 @@ def test_a_router_with_an_unimplemented_security_key_does_not_parse() -> None:
 
 def test_harmless_settings_are_named_in_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     tree = {
-        "transport": {"unicast": {"max_links": 4, "lowlatency": True}, "link": {"tcp": {"so_sndbuf": 65536}},
-                      "shared_memory": {"enabled": False}},  # what pyzenoh does anyway: no warning
+        "transport": {
+            "unicast": {"max_links": 4, "lowlatency": True},
+            "link": {"tcp": {"so_sndbuf": 65536}},
+            "shared_memory": {"enabled": False},
+        },  # what pyzenoh does anyway: no warning
         "scouting": {"gossip": {"multihop": True}},
         "plugins": {"nosuch": {"http_port": 8000}},
         "open": {"return_conditions": {"declares": True}},  # the default: no warning
@@ -165,8 +203,12 @@ def test_harmless_settings_are_named_in_one_warning(caplog: pytest.LogCaptureFix
     with caplog.at_level(logging.WARNING, logger="pyzenoh.config"):
         warned = check_config(tree, "router")
     assert [w.split("=")[0].split(" ")[0] for w in warned] == [
-        "transport/unicast/max_links", "transport/unicast/lowlatency", "transport/link/tcp/so_sndbuf",
-        "scouting/gossip/multihop", "plugins/nosuch"]  # fmt: skip
+        "transport/unicast/max_links",
+        "transport/unicast/lowlatency",
+        "transport/link/tcp/so_sndbuf",
+        "scouting/gossip/multihop",
+        "plugins/nosuch",
+    ]
     records = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(records) == 1
     for name in warned:
@@ -207,12 +249,21 @@ def test_zenohs_default_tree_starts_both_roles(role: str) -> None:
 
 
 def test_per_mode_endpoints_are_read_for_the_mode() -> None:
-    tree = {"listen": {"endpoints": {"router": ["tcp/127.0.0.1:7001"], "peer": ["quic/1.2.3.4:5"]}},
-            "connect": {"endpoints": {"router": None, "client": ["tcp/127.0.0.1:7002"]}}}  # fmt: skip
+    tree = {
+        "listen": {"endpoints": {"router": ["tcp/127.0.0.1:7001"], "peer": ["quic/1.2.3.4:5"]}},
+        "connect": {"endpoints": {"router": None, "client": ["tcp/127.0.0.1:7002"]}},
+    }
     config = config_from_dict(tree)
     assert config.listen == ("tcp/127.0.0.1:7001",) and config.connect == ()
-    retry = {"period_init_ms": {"router": 500, "peer": 5}, "period_max_ms": {"client": 3},
-             "period_increase_factor": {"router": 1.5}}  # fmt: skip
+    retry = {
+        "period_init_ms": {"router": 500, "peer": 5},
+        "period_max_ms": {"client": 3},
+        "period_increase_factor": {"router": 1.5},
+    }
     config = config_from_dict({"connect": {"retry": retry}, "timestamping": {"enabled": {"peer": True}}})
-    assert (config.retry_period_init_ms, config.retry_period_max_ms, config.retry_period_increase_factor,
-            config.timestamping) == (500, 4000, 1.5, True)  # fmt: skip
+    assert (
+        config.retry_period_init_ms,
+        config.retry_period_max_ms,
+        config.retry_period_increase_factor,
+        config.timestamping,
+    ) == (500, 4000, 1.5, True)

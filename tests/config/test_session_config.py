@@ -63,18 +63,21 @@ def test_dicts_and_text_given_to_open_are_checked() -> None:
         api.open({"mode": "client", "conect": {"endpoints": ["tcp/127.0.0.1:1"]}})
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("transport/link/tx/leas", "1"),
-    ("transport/link/tx/lease", '"x"'),
-    ("transport/link/tx", "{leas: 5}"),
-    ("listen/endpoints/router", '["tcp/127.0.0.1:1"]'),  # not into mode dicts
-    ("connect/endpoints/0", '"tcp/127.0.0.1:1"'),  # nor lists
-    ("metadata/name", '"x"'),  # nor metadata
-    ("connect/retry/period_init_ms", "5"),  # nor into connect/retry (only as a whole)
-    ("transport/auth/usrpwd", '{user: "u"}'),
-    ("id", '"ABC"'),
-    ("", "{}"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("transport/link/tx/leas", "1"),
+        ("transport/link/tx/lease", '"x"'),
+        ("transport/link/tx", "{leas: 5}"),
+        ("listen/endpoints/router", '["tcp/127.0.0.1:1"]'),  # not into mode dicts
+        ("connect/endpoints/0", '"tcp/127.0.0.1:1"'),  # nor lists
+        ("metadata/name", '"x"'),  # nor metadata
+        ("connect/retry/period_init_ms", "5"),  # nor into connect/retry (only as a whole)
+        ("transport/auth/usrpwd", '{user: "u"}'),
+        ("id", '"ABC"'),
+        ("", "{}"),
+    ],
+)
 def test_insert_json5_refuses_as_zenoh_does_and_changes_nothing(key: str, value: str) -> None:
     assert not zenoh_inserts(key, value)
     config = Config.from_json5("{mode: 'client'}")
@@ -86,13 +89,16 @@ def test_insert_json5_refuses_as_zenoh_does_and_changes_nothing(key: str, value:
 def test_insert_json5_takes_what_zenoh_takes() -> None:
     config, theirs = Config(), zenoh.Config()
     for key, value in [
-        ("mode", '"client"'), ("connect/endpoints", '{client: ["tcp/127.0.0.1:7447"]}'),
+        ("mode", '"client"'),
+        ("connect/endpoints", '{client: ["tcp/127.0.0.1:7447"]}'),
         ("transport/auth/usrpwd/user", '"u"'),  # user then password, one at a time
-        ("transport/auth/usrpwd/password", '"p"'), ("/transport//link/tx/lease/", "5000"),
+        ("transport/auth/usrpwd/password", '"p"'),
+        ("/transport//link/tx/lease/", "5000"),
         ("connect/retry", "{period_init_ms: 5}"),
-        ("plugins/rest/http_port", "8000"), ("metadata", "{name: 'n'}"),
+        ("plugins/rest/http_port", "8000"),
+        ("metadata", "{name: 'n'}"),
         ("pyzenoh/limits/send_queue_max_bytes", "65536"),
-    ]:  # fmt: skip
+    ]:
         if not key.startswith("pyzenoh"):
             theirs.insert_json5(key, value)
         config.insert_json5(key, value)
@@ -118,12 +124,15 @@ def test_zenohs_default_tree_opens_cleanly() -> None:
     assert config.mode == "peer" and config.check_open() == []
 
 
-@pytest.mark.parametrize(("tree", "named"), [
-    ({"transport": {"auth": {"pubkey": {"public_key_pem": "k"}}}}, "transport/auth/pubkey/public_key_pem"),
-    ({"access_control": {"enabled": True}}, "access_control/enabled"),
-    ({"connect": {"endpoints": ["quic/127.0.0.1:7447"]}}, "quic/127.0.0.1:7447"),
-    ({"downsampling": [{"messages": ["put"], "rules": [{"key_expr": "a", "freq": 1}]}]}, "downsampling"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("tree", "named"),
+    [
+        ({"transport": {"auth": {"pubkey": {"public_key_pem": "k"}}}}, "transport/auth/pubkey/public_key_pem"),
+        ({"access_control": {"enabled": True}}, "access_control/enabled"),
+        ({"connect": {"endpoints": ["quic/127.0.0.1:7447"]}}, "quic/127.0.0.1:7447"),
+        ({"downsampling": [{"messages": ["put"], "rules": [{"key_expr": "a", "freq": 1}]}]}, "downsampling"),
+    ],
+)
 def test_open_refuses_what_a_session_does_not_implement(tree: dict[str, Any], named: str) -> None:
     tree = {"mode": "client", "connect": {"endpoints": ["tcp/127.0.0.1:1"]}, **tree}
     Config(tree)  # valid: it is open() that refuses
@@ -142,10 +151,13 @@ def test_scouting_takes_checked_configs_only() -> None:
 @pytest.mark.interop
 def test_open_warns_once_about_ignored_settings(caplog: pytest.LogCaptureFixture) -> None:
     with router() as proc:
-        tree = {"mode": "client", "connect": {"endpoints": [proc.endpoint]},
-                "scouting": {"multicast": {"enabled": False}},
-                "transport": {"unicast": {"max_links": 2}, "link": {"tcp": {"so_rcvbuf": 1 << 20}}},
-                "timestamping": {"enabled": True}}  # fmt: skip
+        tree = {
+            "mode": "client",
+            "connect": {"endpoints": [proc.endpoint]},
+            "scouting": {"multicast": {"enabled": False}},
+            "transport": {"unicast": {"max_links": 2}, "link": {"tcp": {"so_rcvbuf": 1 << 20}}},
+            "timestamping": {"enabled": True},
+        }
         with caplog.at_level(logging.WARNING, logger="pyzenoh.config"), api.open(tree) as session:
             session.put("demo/config", b"x")
     records = [r.getMessage() for r in caplog.records if r.name.startswith("pyzenoh.config")]

@@ -31,40 +31,94 @@ def _refusals(tmp: Path) -> list[tuple[str, str | dict[str, Any], list[str]]]:
     missing = str(tmp / "missing.pem")
     tls_ep = {"listen": {"endpoints": [f"tls/127.0.0.1:{free_port()}"]}}
     return [
-        ("misspelt top key", {"acces_control": {"enabled": True}},
-         ["unknown config key 'acces_control' (did you mean 'access_control'?)"]),
-        ("misspelt deep key", _tls(enable_mtsl=True),
-         ["unknown config key 'transport/link/tls/enable_mtsl' (did you mean 'enable_mtls'?)"]),
-        ("bad value", {"transport": {"link": {"tx": {"lease": "10s"}}}},
-         ['transport/link/tx/lease: expected an unsigned integer, got "10s"']),
-        ("out of range", {"transport": {"link": {"tx": {"batch_size": 70000}}}},
-         ["transport/link/tx/batch_size: expected an integer from 0 to 65535, got 70000"]),
+        (
+            "misspelt top key",
+            {"acces_control": {"enabled": True}},
+            ["unknown config key 'acces_control' (did you mean 'access_control'?)"],
+        ),
+        (
+            "misspelt deep key",
+            _tls(enable_mtsl=True),
+            ["unknown config key 'transport/link/tls/enable_mtsl' (did you mean 'enable_mtls'?)"],
+        ),
+        (
+            "bad value",
+            {"transport": {"link": {"tx": {"lease": "10s"}}}},
+            ['transport/link/tx/lease: expected an unsigned integer, got "10s"'],
+        ),
+        (
+            "out of range",
+            {"transport": {"link": {"tx": {"batch_size": 70000}}}},
+            ["transport/link/tx/batch_size: expected an integer from 0 to 65535, got 70000"],
+        ),
         ("duplicate key", '{ mode: "router", mode: "router" }', ['Duplicate key "mode"']),
-        ("moved pyzenoh key", {"transport": {"link": {"tx": {"queue": {"max_bytes": 1}}}}},
-         ["pyzenoh/limits/send_queue_max_bytes"]),
-        ("pubkey", {"transport": {"auth": {"pubkey": {"private_key_file": "k.pem", "public_key_file": "p.pem"}}}},
-         ["refusing to start", "transport/auth/pubkey/private_key_file", "transport/auth/pubkey/public_key_file"]),
+        (
+            "moved pyzenoh key",
+            {"transport": {"link": {"tx": {"queue": {"max_bytes": 1}}}}},
+            ["pyzenoh/limits/send_queue_max_bytes"],
+        ),
+        (
+            "pubkey",
+            {"transport": {"auth": {"pubkey": {"private_key_file": "k.pem", "public_key_file": "p.pem"}}}},
+            ["refusing to start", "transport/auth/pubkey/private_key_file", "transport/auth/pubkey/public_key_file"],
+        ),
         ("namespace", {"namespace": "site/a"}, ["refusing to start", "namespace"]),
-        ("quic endpoint", {"listen": {"endpoints": [f"quic/127.0.0.1:{free_port()}"]}},
-         ["refusing to start", "quic/127.0.0.1"]),
-        ("ws endpoint", {"connect": {"endpoints": {"router": ["ws/127.0.0.1:1"]}}},
-         ["refusing to start", "ws/127.0.0.1:1"]),
-        ("required plugin", {"plugins": {"nosuch": {"__required__": True, "http_port": 8000}}},
-         ["refusing to start", "plugins/nosuch"]),
-        ("missing certificate", {**tls_ep, **_tls(listen_certificate=missing, listen_private_key=str(server.key))},
-         ["transport/link/tls/listen_certificate", missing]),
-        ("missing key", {**tls_ep, **_tls(listen_certificate=str(server.cert), listen_private_key=missing)},
-         ["transport/link/tls/listen_private_key", missing]),
-        ("missing CA", {**tls_ep, **_tls(listen_certificate=str(server.cert), listen_private_key=str(server.key),
-                                         enable_mtls=True, root_ca_certificate=missing)},
-         ["transport/link/tls/root_ca_certificate", missing]),
-        ("access control start-up check", {"access_control": {
-            "enabled": True, "rules": [{"id": "r", "messages": ["put"], "key_exprs": ["a/**"], "permission": "allow"}],
-            "subjects": [{"id": "s"}], "policies": [{"rules": ["x"], "subjects": ["s"]}]}},
-         ["access_control", "Rule 'x' in policy #0 does not exist in rules list"]),
-        ("missing dictionary", {"transport": {"auth": {"usrpwd": {"dictionary_file": missing}}}},
-         ["transport/auth/usrpwd/dictionary_file", missing]),
-    ]  # fmt: skip
+        (
+            "quic endpoint",
+            {"listen": {"endpoints": [f"quic/127.0.0.1:{free_port()}"]}},
+            ["refusing to start", "quic/127.0.0.1"],
+        ),
+        (
+            "ws endpoint",
+            {"connect": {"endpoints": {"router": ["ws/127.0.0.1:1"]}}},
+            ["refusing to start", "ws/127.0.0.1:1"],
+        ),
+        (
+            "required plugin",
+            {"plugins": {"nosuch": {"__required__": True, "http_port": 8000}}},
+            ["refusing to start", "plugins/nosuch"],
+        ),
+        (
+            "missing certificate",
+            {**tls_ep, **_tls(listen_certificate=missing, listen_private_key=str(server.key))},
+            ["transport/link/tls/listen_certificate", missing],
+        ),
+        (
+            "missing key",
+            {**tls_ep, **_tls(listen_certificate=str(server.cert), listen_private_key=missing)},
+            ["transport/link/tls/listen_private_key", missing],
+        ),
+        (
+            "missing CA",
+            {
+                **tls_ep,
+                **_tls(
+                    listen_certificate=str(server.cert),
+                    listen_private_key=str(server.key),
+                    enable_mtls=True,
+                    root_ca_certificate=missing,
+                ),
+            },
+            ["transport/link/tls/root_ca_certificate", missing],
+        ),
+        (
+            "access control start-up check",
+            {
+                "access_control": {
+                    "enabled": True,
+                    "rules": [{"id": "r", "messages": ["put"], "key_exprs": ["a/**"], "permission": "allow"}],
+                    "subjects": [{"id": "s"}],
+                    "policies": [{"rules": ["x"], "subjects": ["s"]}],
+                }
+            },
+            ["access_control", "Rule 'x' in policy #0 does not exist in rules list"],
+        ),
+        (
+            "missing dictionary",
+            {"transport": {"auth": {"usrpwd": {"dictionary_file": missing}}}},
+            ["transport/auth/usrpwd/dictionary_file", missing],
+        ),
+    ]
 
 
 @pytest.mark.slow
@@ -73,13 +127,17 @@ def test_refused_configs_stop_the_router_naming_the_key(tmp_path: Path) -> None:
     procs = []
     for i, (name, config, _) in enumerate(cases):
         path = tmp_path / f"router-{i}.json5"
-        text = config if isinstance(config, str) else json.dumps(
-            {"mode": "router", "scouting": {"multicast": {"enabled": False}}, **config})
+        text = (
+            config
+            if isinstance(config, str)
+            else json.dumps({"mode": "router", "scouting": {"multicast": {"enabled": False}}, **config})
+        )
         path.write_text(text)
         # no -l: a config refused at start-up must not get to listen anywhere
         cmd = [sys.executable, "-m", "pyzenoh", "router", "-c", str(path)]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      env=os.environ.copy(), text=True))  # fmt: skip
+        procs.append(
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy(), text=True)
+        )
     failures = []
     for (name, _, named), proc in zip(cases, procs, strict=True):
         try:
@@ -115,8 +173,12 @@ def test_harmless_unimplemented_settings_warn_once_and_the_router_serves(tmp_pat
     log = router.log.read_text()
     warnings = [line for line in log.splitlines() if "ignores these settings" in line]
     assert len(warnings) == 1, log
-    for name in ("scouting/gossip/multihop", "transport/unicast/max_links", "transport/link/tcp/so_sndbuf",
-                 "plugins/nosuch"):  # fmt: skip
+    for name in (
+        "scouting/gossip/multihop",
+        "transport/unicast/max_links",
+        "transport/link/tcp/so_sndbuf",
+        "plugins/nosuch",
+    ):
         assert name in warnings[0]
     for quiet in ("shared_memory", "timestamping", "pyzenoh/limits"):
         assert quiet not in warnings[0]

@@ -81,17 +81,30 @@ class Routed:
 class Side:
     """A router link and routing core, fed as the daemon feeds them."""
 
-    def __init__(self, lanes: bool, config: RoutingConfig, setup: Callable[[RoutingCore], None],
-                 batch_size: int = 0xFFFF, acl: Callable[[], AccessControl] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        lanes: bool,
+        config: RoutingConfig,
+        setup: Callable[[RoutingCore], None],
+        batch_size: int = 0xFFFF,
+        acl: Callable[[], AccessControl] | None = None,
+    ) -> None:
         self.lanes = lanes
         self.core = RoutingCore(ROUTER_ZID, config=config, access_control=None if acl is None else acl())
         self.core.add_face(SOURCE, CLIENT_ZID, WhatAmI.CLIENT, 0.0, FaceSubject(zid=CLIENT_ZID))
         setup(self.core)
         self.link = Link(
-            LinkConfig(ROUTER_ZID, WhatAmI.ROUTER, batch_size=batch_size,
-                       push_runs=lanes, stamped_runs=lanes, lone_pushes=lanes),
-            Role.ACCEPTOR, 0.0,
-        )  # fmt: skip
+            LinkConfig(
+                ROUTER_ZID,
+                WhatAmI.ROUTER,
+                batch_size=batch_size,
+                push_runs=lanes,
+                stamped_runs=lanes,
+                lone_pushes=lanes,
+            ),
+            Role.ACCEPTOR,
+            0.0,
+        )
         self.routed = Routed()
 
     def feed(self, data: bytes, now: float, wall: float) -> list[Event]:
@@ -112,8 +125,19 @@ class Side:
                     routed.lone += 1
                     qos = ev.fields.qos
                     for fid, data in out:
-                        routed.add([Send(fid, None, data, qos & 0x07, ev.reliable,  # type: ignore[arg-type]
-                                         bool(qos & QOS_EXPRESS), bool(qos & QOS_BLOCK))])  # fmt: skip
+                        routed.add(
+                            [
+                                Send(
+                                    fid,
+                                    None,
+                                    data,
+                                    qos & 0x07,
+                                    ev.reliable,  # type: ignore[arg-type]
+                                    bool(qos & QOS_EXPRESS),
+                                    bool(qos & QOS_BLOCK),
+                                )
+                            ]
+                        )
             elif isinstance(ev, ReceivedRun):
                 routed.runs += 1
                 routed.add(core.handle_push_run(SOURCE, ev.run, now, ev.reliable, wall))
@@ -131,8 +155,13 @@ class Side:
 class Pair:
     """The reference and the lanes, side by side, behind one client link."""
 
-    def __init__(self, config: RoutingConfig, setup: Callable[[RoutingCore], None], batch_size: int = 0xFFFF,
-                 acl: Callable[[], AccessControl] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: RoutingConfig,
+        setup: Callable[[RoutingCore], None],
+        batch_size: int = 0xFFFF,
+        acl: Callable[[], AccessControl] | None = None,
+    ) -> None:
         """``setup`` declares the other faces on each side's core; ``acl`` makes each
         side's access control."""
         self.reference = Side(False, config, setup, batch_size, acl)
@@ -153,8 +182,9 @@ class Pair:
                 if not out:
                     break
                 side.link.receive_data(out, 0.0)
-                established += [ev for ev in client.receive_data(side.link.data_to_send(), 0.0)
-                                if isinstance(ev, Established)]  # fmt: skip
+                established += [
+                    ev for ev in client.receive_data(side.link.data_to_send(), 0.0) if isinstance(ev, Established)
+                ]
             assert side.link.is_established and established
             isns.add((established[0].own_initial_sn, established[0].resolution))
         assert len(isns) == 1
@@ -180,8 +210,9 @@ class Pair:
     def feed(self, data: bytes, now: float = 1.0, wall: float = 1.0) -> None:
         """Bytes the client wrote (length-prefixed batches, any split) to both sides."""
         self._stream += data
-        self._received += [(ev.message, ev.raw) for ev in self.reference.feed(data, now, wall)
-                           if isinstance(ev, Received)]  # fmt: skip
+        self._received += [
+            (ev.message, ev.raw) for ev in self.reference.feed(data, now, wall) if isinstance(ev, Received)
+        ]
         self.lanes.feed(data, now, wall)
 
     def check(self) -> None:

@@ -43,8 +43,16 @@ from tests.routing.support import (
 )
 
 HLC_ID = ZenohId.from_str("e1e2e3e4")
-KEYS = [we("k/a"), WireExpr(3, "", True), WireExpr(3, "/b", True), we("k/a/b"), we("other"), we("nobody"),
-        WireExpr(9, "", True), we("k/*")]  # fmt: skip
+KEYS = [
+    we("k/a"),
+    WireExpr(3, "", True),
+    WireExpr(3, "/b", True),
+    we("k/a/b"),
+    we("other"),
+    we("nobody"),
+    WireExpr(9, "", True),
+    we("k/*"),
+]
 QOS = [5, 5 | QOS_EXPRESS, 5 | QOS_BLOCK, 3 | QOS_EXPRESS | QOS_BLOCK, 7]
 
 
@@ -68,7 +76,9 @@ def push(draw: st.DrawFn, key: WireExpr, qos: int, wall: float, stamp: str, node
         offset = {"past": -10.0, "now": 0.0, "near": 0.4, "ahead": 0.6, "future": 100.0}[stamp]
         ts = Timestamp(ntp64(wall + offset) + draw(st.integers(0, 3)), HLC_ID)
     size = draw(st.sampled_from([0, 1, 8, 8, 100]))
-    body: Put | Del = Del(ts) if draw(st.integers(0, 6)) == 0 else Put(b"p" * size, Encoding(draw(st.sampled_from([0, 4]))), ts)
+    body: Put | Del = (
+        Del(ts) if draw(st.integers(0, 6)) == 0 else Put(b"p" * size, Encoding(draw(st.sampled_from([0, 4]))), ts)
+    )
     return Push(key, body, qos, None, node)
 
 
@@ -85,8 +95,10 @@ def batches(draw: st.DrawFn, wall: float) -> list[NetworkMessage]:
     if shape == "run":
         n = draw(st.integers(4, 24))
         return [draw(push(key, qos, wall, stamp, node)) for _ in range(n)]
-    return [draw(push(draw(st.sampled_from(KEYS)), draw(st.sampled_from(QOS)), wall, stamp, node))
-            for _ in range(draw(st.integers(1, 12)))]  # fmt: skip
+    return [
+        draw(push(draw(st.sampled_from(KEYS)), draw(st.sampled_from(QOS)), wall, stamp, node))
+        for _ in range(draw(st.integers(1, 12)))
+    ]
 
 
 @st.composite
@@ -96,20 +108,26 @@ def streams(draw: st.DrawFn) -> tuple[list[tuple[list[NetworkMessage], int, bool
     wall = CAPTURE_EPOCH
     out = []
     for _ in range(draw(st.integers(1, 16))):
-        out.append((draw(batches(wall)), draw(st.sampled_from([5, 5, 5, 2])), draw(st.booleans()),
-                    draw(st.integers(0, 8))))  # fmt: skip
+        out.append(
+            (draw(batches(wall)), draw(st.sampled_from([5, 5, 5, 2])), draw(st.booleans()), draw(st.integers(0, 8)))
+        )
     return out, draw(st.lists(st.integers(1, 400), max_size=6))
 
 
 @pytest.mark.slow
 @STREAMS
 @given(streams(), st.booleans(), st.booleans(), st.booleans())
-def test_every_lane_routes_as_the_message_lane(stream: tuple[list, list[int]], stamping: bool, drop_future: bool,  # type: ignore[type-arg]
-                                               dest_ids: bool) -> None:  # fmt: skip
+def test_every_lane_routes_as_the_message_lane(
+    stream: tuple[list, list[int]],
+    stamping: bool,
+    drop_future: bool,  # type: ignore[type-arg]
+    dest_ids: bool,
+) -> None:
     """Runs, lone PUSHes and joined batches, subscribers coming and going between reads,
     reads split anywhere: the same bytes to each face, stats, clock and errors."""
-    pair = Pair(RoutingConfig(timestamping=stamping, drop_future_timestamp=drop_future),
-                lambda core: clients(core, dest_ids))  # fmt: skip
+    pair = Pair(
+        RoutingConfig(timestamping=stamping, drop_future_timestamp=drop_future), lambda core: clients(core, dest_ids)
+    )
     specs, cuts = stream
     subs = {1: True, 2: True}
     data = bytearray()
@@ -152,10 +170,15 @@ def neighbour_batches(draw: st.DrawFn) -> list[NetworkMessage]:
 
 @pytest.mark.slow
 @STREAMS
-@given(st.lists(neighbour_batches(), min_size=1, max_size=4), st.booleans(), st.booleans(),
-       st.sampled_from([0.0, -1.0, 1e6]))  # fmt: skip
-def test_stamped_runs_route_as_the_message_lane(specs: list[list[NetworkMessage]], stamping: bool, dest_ids: bool,
-                                               skew: float) -> None:  # fmt: skip
+@given(
+    st.lists(neighbour_batches(), min_size=1, max_size=4),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([0.0, -1.0, 1e6]),
+)
+def test_stamped_runs_route_as_the_message_lane(
+    specs: list[list[NetworkMessage]], stamping: bool, dest_ids: bool, skew: float
+) -> None:
     """skew: the router's clock behind the stamps (a run too far ahead goes to the
     message lane, which re-stamps or drops it)."""
     config = RoutingConfig(timestamping=stamping, drop_future_timestamp=skew < 0)
@@ -165,13 +188,19 @@ def test_stamped_runs_route_as_the_message_lane(specs: list[list[NetworkMessage]
 
 
 def deny_puts_to_c2() -> AccessControl:
-    return AccessControl(parse_access_control({
-        "enabled": True, "default_permission": "allow",
-        "rules": [{"id": "r", "permission": "deny", "flows": ["egress"], "messages": ["put"],
-                   "key_exprs": ["k/**"]}],
-        "subjects": [{"id": "s", "zids": ["c2"]}],
-        "policies": [{"rules": ["r"], "subjects": ["s"]}],
-    }))  # fmt: skip
+    return AccessControl(
+        parse_access_control(
+            {
+                "enabled": True,
+                "default_permission": "allow",
+                "rules": [
+                    {"id": "r", "permission": "deny", "flows": ["egress"], "messages": ["put"], "key_exprs": ["k/**"]}
+                ],
+                "subjects": [{"id": "s", "zids": ["c2"]}],
+                "policies": [{"rules": ["r"], "subjects": ["s"]}],
+            }
+        )
+    )
 
 
 @pytest.mark.slow
@@ -206,7 +235,9 @@ def lone_batches(pair: Pair, msgs: list[Push]) -> bytes:
 
 def test_a_publishers_lone_batches_are_joined_into_one_run() -> None:
     pair = Pair(RoutingConfig(), clients)
-    pair.feed(lone_batches(pair, [Push(WireExpr(3, "", True), Put(b"%03d" % i)) for i in range(20)]), 1.0, CAPTURE_EPOCH)
+    pair.feed(
+        lone_batches(pair, [Push(WireExpr(3, "", True), Put(b"%03d" % i)) for i in range(20)]), 1.0, CAPTURE_EPOCH
+    )
     pair.check()
     assert pair.lanes.routed.runs == 1 and pair.lanes.routed.lone == 0
     assert len(pair.lanes.routed.per_face[1]) == 20
@@ -249,7 +280,10 @@ def test_regression_a_stamped_run_reads_z64_times_from_2_63() -> None:
     """A router neighbour's run stamped from 2**63 on: the ninth byte of each z64 carries
     eight bits (the run once read such times wrong and dropped them as future)."""
     zid = ZenohId(0x1234)
-    msgs = [Push(we("k/a"), Put(b"p" * n, Encoding(11), Timestamp(2**63 + 9 + i, zid))) for i, n in enumerate([0, 1, 2, 3, 4])]
+    msgs = [
+        Push(we("k/a"), Put(b"p" * n, Encoding(11), Timestamp(2**63 + 9 + i, zid)))
+        for i, n in enumerate([0, 1, 2, 3, 4])
+    ]
     pair = Pair(RoutingConfig(timestamping=True, drop_future_timestamp=True), clients)
     pair.feed(pair.batch(msgs), 1.0, CAPTURE_EPOCH)
     pair.check()
@@ -295,8 +329,11 @@ def test_captured_client_messages(scenario: str, one_per_batch: bool) -> None:
 
     pair = Pair(RoutingConfig(), setup)
     # (messages a batch cannot hold came fragmented: the lanes never see those)
-    sent = [(ev.message, ev.reliable) for ev in events(scenario) if ev.to_router and ev.conn == 1
-            and ev.message is not None and len(encode_network_message(ev.message)) < 60_000]  # fmt: skip
+    sent = [
+        (ev.message, ev.reliable)
+        for ev in events(scenario)
+        if ev.to_router and ev.conn == 1 and ev.message is not None and len(encode_network_message(ev.message)) < 60_000
+    ]
     assert sent
     if one_per_batch:
         data = b"".join(pair.batch([m], 5, rel) for m, rel in sent)

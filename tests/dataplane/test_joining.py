@@ -36,13 +36,24 @@ from tests.hyp import FUZZ, ROUNDTRIP
 from tests.transport.test_link import ZA, cfg, pair
 
 
-def router_side(resolution: int = 0x0A, qos: bool = True, batch_size: int = 65535,
-                lone_pushes: bool = False) -> tuple[Link, int]:  # fmt: skip
+def router_side(
+    resolution: int = 0x0A, qos: bool = True, batch_size: int = 65535, lone_pushes: bool = False
+) -> tuple[Link, int]:
     """An established router-side link reading with runs (as the router's; with
     ``lone_pushes`` too), and the next SN it expects on the reliable data channel."""
-    _, router, _, _ = pair(cfg(resolution=resolution, qos=qos),
-                           cfg(ZA, WhatAmI.ROUTER, resolution=resolution, qos=qos, batch_size=batch_size,
-                               push_runs=True, stamped_runs=True, lone_pushes=lone_pushes))  # fmt: skip
+    _, router, _, _ = pair(
+        cfg(resolution=resolution, qos=qos),
+        cfg(
+            ZA,
+            WhatAmI.ROUTER,
+            resolution=resolution,
+            qos=qos,
+            batch_size=batch_size,
+            push_runs=True,
+            stamped_runs=True,
+            lone_pushes=lone_pushes,
+        ),
+    )
     assert router.is_established
     return router, (router._rx_last[11] + 1) & router._mask
 
@@ -139,11 +150,13 @@ def test_a_run_sets_a_session_free_of_raw_bytes() -> None:
 # Streams of small batches as a publisher sends them, with every irregularity around:
 # other channels and priorities, gaps, replays, other messages, transport messages, cuts.
 _payload = st.binary(max_size=12)
-_shapes = st.sampled_from([
-    lambda p: Push(WireExpr(0, "a/b"), Put(p)),
-    lambda p: Push(WireExpr(3, "", True), Put(p)),
-    lambda p: Push(WireExpr(0, "a/b"), Del()),
-])  # fmt: skip
+_shapes = st.sampled_from(
+    [
+        lambda p: Push(WireExpr(0, "a/b"), Put(p)),
+        lambda p: Push(WireExpr(3, "", True), Put(p)),
+        lambda p: Push(WireExpr(0, "a/b"), Del()),
+    ]
+)
 
 
 Spec = tuple[int, bool, int, tuple[object, ...], object, float | None]
@@ -165,8 +178,16 @@ def streams(draw: st.DrawFn) -> list[Spec]:
             msgs = (draw(cs.network_messages),)
         extra = draw(cs.non_fragment_transport) if kind == 9 or draw(st.integers(0, 15)) == 0 else None
         cut = draw(st.floats(0.0, 1.0)) if draw(st.integers(0, 20)) == 0 else None
-        out.append((step, draw(st.sampled_from([True, True, True, False])), draw(st.sampled_from([5, 5, 5, 2])),
-                    msgs, extra, cut))  # fmt: skip
+        out.append(
+            (
+                step,
+                draw(st.sampled_from([True, True, True, False])),
+                draw(st.sampled_from([5, 5, 5, 2])),
+                msgs,
+                extra,
+                cut,
+            )
+        )
     return out
 
 
@@ -217,8 +238,9 @@ def test_lone_pushes_mean_what_decoded_frames_mean(stream: list[Spec], qos: bool
 @given(st.integers(MIN_JOIN, 40), st.data())
 def test_joining_survives_mutations(count: int, data: st.DataObject) -> None:
     _, sn = router_side()
-    batches = [bytearray(encode_batch([Frame(True, sn + i, (put(i, data.draw(st.integers(0, 9))),))]))
-               for i in range(count)]  # fmt: skip
+    batches = [
+        bytearray(encode_batch([Frame(True, sn + i, (put(i, data.draw(st.integers(0, 9))),))])) for i in range(count)
+    ]
     for _ in range(data.draw(st.integers(1, 3))):
         b = batches[data.draw(st.integers(0, count - 1))]
         b[data.draw(st.integers(0, len(b) - 1))] = data.draw(st.integers(0, 255))

@@ -115,8 +115,13 @@ def test_a_neighbours_pushes_with_node_ids_take_the_fast_path() -> None:
 
     for qos in (5, 0x0D):
         for node in (0, 3, 0x7F):
-            push = Push(WireExpr(2, "/x", False), Put(b"v", timestamp=Timestamp(ntp64(CAPTURE_EPOCH), ZenohId(9))),
-                        qos, None, node)  # fmt: skip
+            push = Push(
+                WireExpr(2, "/x", False),
+                Put(b"v", timestamp=Timestamp(ntp64(CAPTURE_EPOCH), ZenohId(9))),
+                qos,
+                None,
+                node,
+            )
             raw = encode_network_message(push)
             assert decode_push(raw, 0, len(raw)) == (push, len(raw))
 
@@ -133,7 +138,9 @@ def test_times_from_2_63_keep_the_ninth_byte_of_their_z64_whole() -> None:
     # (found by hypothesis: the run read such times as 9, 10, ...).
     zid = ZenohId(0x1234)
     for sizes in ([0, 0, 0, 0], [0, 1, 2, 3]):
-        msgs = [Push(we("k/a"), Put(b"p" * n, Encoding(11), Timestamp(2**63 + 9 + i, zid))) for i, n in enumerate(sizes)]
+        msgs = [
+            Push(we("k/a"), Put(b"p" * n, Encoding(11), Timestamp(2**63 + 9 + i, zid))) for i, n in enumerate(sizes)
+        ]
         (frame,) = decode_batch(frame_payload(msgs), keep_raw=True, runs=True, stamped=True)
         (run,) = frame.messages  # type: ignore[attr-defined]
         assert isinstance(run, PushRun) and run.times() == [2**63 + 9 + i for i in range(len(sizes))]

@@ -65,11 +65,17 @@ def _seed_batches() -> list[bytes]:
             ts = Timestamp(rng.getrandbits(rng.choice([7, 28, 63, 64])), zid) if rng.random() < 0.6 else None
             body: Put | Del = (
                 Put(rng.randbytes(rng.randint(0, 40)), Encoding(rng.randint(0, 70)), ts)
-                if rng.random() < 0.8 else Del(ts)
-            )  # fmt: skip
+                if rng.random() < 0.8
+                else Del(ts)
+            )
             key = "/".join(rng.choice(["a", "bb", "*", "é", "x" * 130]) for _ in range(rng.randint(1, 3)))
-            msgs.append(Push(WireExpr(rng.choice([0, 1, 127, 200]), key, rng.random() < 0.5), body,
-                             rng.choice([5, 5, 0x0D, 0x1A, 0x3F])))  # fmt: skip
+            msgs.append(
+                Push(
+                    WireExpr(rng.choice([0, 1, 127, 200]), key, rng.random() < 0.5),
+                    body,
+                    rng.choice([5, 5, 0x0D, 0x1A, 0x3F]),
+                )
+            )
         frame = Frame(rng.random() < 0.7, rng.getrandbits(rng.choice([7, 28, 32])), tuple(msgs), rng.randint(0, 7))
         out.append(encode_batch([frame]))
     return out
@@ -107,9 +113,11 @@ def check_lone(payload: bytes) -> None:
     if lone is None:
         return
     push, sn, priority, at = lone
-    assert fast_batch.decode_batch(payload, keep_raw=True) == decode_batch(payload, keep_raw=True) == [
-        Frame(bool(payload[0] & FLAG_R), sn, (push,), priority, (), (payload[at:],))
-    ]
+    assert (
+        fast_batch.decode_batch(payload, keep_raw=True)
+        == decode_batch(payload, keep_raw=True)
+        == [Frame(bool(payload[0] & FLAG_R), sn, (push,), priority, (), (payload[at:],))]
+    )
 
 
 def raws(msgs: object) -> list[object]:
@@ -207,6 +215,7 @@ def test_timestamps_of_every_length(time: int, zid: int) -> None:
 def test_key_representations_are_kept_within_bounds() -> None:
     """A PUSH's WireExpr is shared with the previous PUSH on the same key; long suffixes are
     never kept and the cache never grows past MAX_CACHED_KEYS."""
+
     def push_on(key: str) -> Push:
         payload = encode_batch([Frame(True, 1, (Push(WireExpr(0, key), Put(b"v")),))])
         frame = fast_batch.decode_batch(payload)[0]

@@ -16,9 +16,19 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
 # --- names ------------------------------------------------------------------------------------
 
-NAMES = ["AdvancedPublisher", "AdvancedSubscriber", "CacheConfig", "HistoryConfig", "Miss",
-         "MissDetectionConfig", "RecoveryConfig", "RepliesConfig", "SampleMissListener",
-         "declare_advanced_publisher", "declare_advanced_subscriber"]  # fmt: skip
+NAMES = [
+    "AdvancedPublisher",
+    "AdvancedSubscriber",
+    "CacheConfig",
+    "HistoryConfig",
+    "Miss",
+    "MissDetectionConfig",
+    "RecoveryConfig",
+    "RepliesConfig",
+    "SampleMissListener",
+    "declare_advanced_publisher",
+    "declare_advanced_subscriber",
+]
 
 
 def test_names_and_configs() -> None:
@@ -26,8 +36,12 @@ def test_names_and_configs() -> None:
         assert hasattr(zx, name), name
         assert name in px.__all__ and hasattr(px, name), name
     assert pyzenoh.ext.CacheConfig is px.CacheConfig
-    cc = px.CacheConfig(3, replies_config=px.RepliesConfig(congestion_control=pyzenoh.CongestionControl.DROP,
-                                                          priority=pyzenoh.Priority.DATA_HIGH, express=True))  # fmt: skip
+    cc = px.CacheConfig(
+        3,
+        replies_config=px.RepliesConfig(
+            congestion_control=pyzenoh.CongestionControl.DROP, priority=pyzenoh.Priority.DATA_HIGH, express=True
+        ),
+    )
     assert cc.max_samples == 3 and cc.replies_config.express
     assert px.CacheConfig().max_samples == 1
     h = px.HistoryConfig(detect_late_publishers=True, max_samples=4, max_age=1.5)

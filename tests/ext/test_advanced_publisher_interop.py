@@ -36,9 +36,13 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
 
 def test_pyzenoh_publisher_history_and_live_to_zenoh(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
-    pub = px.declare_advanced_publisher(ps, key, cache=px.CacheConfig(max_samples=5),
-                                        sample_miss_detection=px.MissDetectionConfig(heartbeat=0.2),
-                                        publisher_detection=True)  # fmt: skip
+    pub = px.declare_advanced_publisher(
+        ps,
+        key,
+        cache=px.CacheConfig(max_samples=5),
+        sample_miss_detection=px.MissDetectionConfig(heartbeat=0.2),
+        publisher_detection=True,
+    )
     with pub:
         for i in range(8):
             pub.put(f"h{i}", attachment=b"att")
@@ -46,9 +50,13 @@ def test_pyzenoh_publisher_history_and_live_to_zenoh(ps: pyzenoh.Session, zs: ze
         assert until(lambda: reachable(zs, f"{key}/@adv/**?_max=1"))  # the router knows the cache
         got: list[Any] = []
         misses: list[Any] = []
-        sub = zx.declare_advanced_subscriber(zs, key, got.append,
-                                             history=zx.HistoryConfig(detect_late_publishers=True),
-                                             recovery=zx.RecoveryConfig(heartbeat=True))  # fmt: skip
+        sub = zx.declare_advanced_subscriber(
+            zs,
+            key,
+            got.append,
+            history=zx.HistoryConfig(detect_late_publishers=True),
+            recovery=zx.RecoveryConfig(heartbeat=True),
+        )
         sub.sample_miss_listener(misses.append)
         assert until(lambda: len(got) >= 5)
         for i in range(8, 12):
@@ -86,8 +94,9 @@ def test_pyzenoh_heartbeat_and_token_wire(ps: pyzenoh.Session, zs: zenoh.Session
     beats: list[Any] = []
     spy = zs.declare_subscriber(f"{key}/@adv/**", beats.append)
     settle()
-    with px.declare_advanced_publisher(ps, key, sample_miss_detection=px.MissDetectionConfig(heartbeat=0.1),
-                                       publisher_detection=True) as pub:  # fmt: skip
+    with px.declare_advanced_publisher(
+        ps, key, sample_miss_detection=px.MissDetectionConfig(heartbeat=0.1), publisher_detection=True
+    ) as pub:
         adv = f"{key}/@adv/pub/{ps.zid()}/{pub.id.eid}/_"
         assert until(lambda: tokens(zs, f"{key}/@adv/**") == [adv])
         settle(0.3)
@@ -105,8 +114,9 @@ def test_pyzenoh_sporadic_heartbeat_only_after_news(ps: pyzenoh.Session, zs: zen
     beats: list[Any] = []
     spy = zs.declare_subscriber(f"{key}/@adv/**", beats.append)
     settle()
-    with px.declare_advanced_publisher(ps, key,
-                                       sample_miss_detection=px.MissDetectionConfig(sporadic_heartbeat=0.05)) as pub:  # fmt: skip
+    with px.declare_advanced_publisher(
+        ps, key, sample_miss_detection=px.MissDetectionConfig(sporadic_heartbeat=0.05)
+    ) as pub:
         pub.put("a")
         assert until(lambda: len(beats) >= 1)
         settle(0.3)  # six periods without news: no heartbeat
@@ -145,12 +155,17 @@ class _Lossy:
 
 
 @pytest.mark.parametrize("mode", ["heartbeat", "periodic"])
-def test_zenoh_subscriber_recovers_from_pyzenoh_cache(ps: pyzenoh.Session, zs: zenoh.Session, key: str,
-                                                     mode: str) -> None:  # fmt: skip
-    recovery = (zx.RecoveryConfig(heartbeat=True) if mode == "heartbeat"
-                else zx.RecoveryConfig(periodic_queries=datetime.timedelta(seconds=0.2)))  # fmt: skip
-    with px.declare_advanced_publisher(ps, key, cache=px.CacheConfig(max_samples=10),
-                                       sample_miss_detection=px.MissDetectionConfig(heartbeat=0.2)) as pub:  # fmt: skip
+def test_zenoh_subscriber_recovers_from_pyzenoh_cache(
+    ps: pyzenoh.Session, zs: zenoh.Session, key: str, mode: str
+) -> None:
+    recovery = (
+        zx.RecoveryConfig(heartbeat=True)
+        if mode == "heartbeat"
+        else zx.RecoveryConfig(periodic_queries=datetime.timedelta(seconds=0.2))
+    )
+    with px.declare_advanced_publisher(
+        ps, key, cache=px.CacheConfig(max_samples=10), sample_miss_detection=px.MissDetectionConfig(heartbeat=0.2)
+    ) as pub:
         got: list[Any] = []
         misses: list[Any] = []
         sub = zx.declare_advanced_subscriber(zs, key, got.append, recovery=recovery)
@@ -187,18 +202,32 @@ def test_zenoh_subscriber_reports_miss_from_pyzenoh(ps: pyzenoh.Session, zs: zen
         sub.undeclare()
 
 
-SELECTORS = ["", "_sn=1..3", "_sn=2..", "_sn=..1", "_sn=4", "_max=2", "_sn=1..4;_max=2", "_sn=9..", "_max=9", "_max=0",
-             "_time=[now(-60s)..]", "_time=[..now(-60s)]"]  # fmt: skip
+SELECTORS = [
+    "",
+    "_sn=1..3",
+    "_sn=2..",
+    "_sn=..1",
+    "_sn=4",
+    "_max=2",
+    "_sn=1..4;_max=2",
+    "_sn=9..",
+    "_max=9",
+    "_max=0",
+    "_time=[now(-60s)..]",
+    "_time=[..now(-60s)]",
+]
 
 
 def test_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
     """The same puts on a real and a pyzenoh AdvancedPublisher; the same queries on both
     caches get the same samples (payloads and sequence numbers, in order)."""
     kz, kp = f"{key}/real", f"{key}/py"
-    zpub = zx.declare_advanced_publisher(zs, kz, cache=zx.CacheConfig(max_samples=4),
-                                         sample_miss_detection=zx.MissDetectionConfig())  # fmt: skip
-    ppub = px.declare_advanced_publisher(ps, kp, cache=px.CacheConfig(max_samples=4),
-                                         sample_miss_detection=px.MissDetectionConfig())  # fmt: skip
+    zpub = zx.declare_advanced_publisher(
+        zs, kz, cache=zx.CacheConfig(max_samples=4), sample_miss_detection=zx.MissDetectionConfig()
+    )
+    ppub = px.declare_advanced_publisher(
+        ps, kp, cache=px.CacheConfig(max_samples=4), sample_miss_detection=px.MissDetectionConfig()
+    )
     for i in range(6):
         zpub.put(f"c{i}")
         ppub.put(f"c{i}")
@@ -206,8 +235,12 @@ def test_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session,
 
     def ask(k: str, params: str) -> list[tuple[str, int | None]]:
         sel = f"{k}/@adv/**" + (f"?{params}" if params else "")
-        replies = zs.get(sel, consolidation=zenoh.ConsolidationMode.NONE, accept_replies=zenoh.ReplyKeyExpr.ANY,
-                         target=zenoh.QueryTarget.ALL)  # fmt: skip
+        replies = zs.get(
+            sel,
+            consolidation=zenoh.ConsolidationMode.NONE,
+            accept_replies=zenoh.ReplyKeyExpr.ANY,
+            target=zenoh.QueryTarget.ALL,
+        )
         out = []
         for r in replies:
             assert r.ok is not None
@@ -224,8 +257,9 @@ def test_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session,
     ppub.undeclare()
 
 
-def test_timestamped_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session, zs_ts: zenoh.Session,
-                                                     key: str) -> None:  # fmt: skip
+def test_timestamped_cache_answers_like_the_real_one(
+    ps: pyzenoh.Session, zs: zenoh.Session, zs_ts: zenoh.Session, key: str
+) -> None:
     """Caches without miss detection (samples ordered and filtered by timestamp): the
     same ``_time``/``_max``/``_sn`` queries on a real and a pyzenoh cache."""
     kz, kp = f"{key}/real", f"{key}/py"
@@ -243,12 +277,25 @@ def test_timestamped_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: ze
     settle()
 
     def ask(k: str, params: str) -> list[str]:
-        replies = zs.get(f"{k}/@adv/**?{params}", consolidation=zenoh.ConsolidationMode.NONE,
-                         accept_replies=zenoh.ReplyKeyExpr.ANY, target=zenoh.QueryTarget.ALL)  # fmt: skip
+        replies = zs.get(
+            f"{k}/@adv/**?{params}",
+            consolidation=zenoh.ConsolidationMode.NONE,
+            accept_replies=zenoh.ReplyKeyExpr.ANY,
+            target=zenoh.QueryTarget.ALL,
+        )
         return [r.ok.payload.to_string() for r in replies if r.ok is not None]
 
-    for params in ("_time=[now(-60s)..]", "_time=[..now(-60s)]", f"_time=[{mid}..]", f"_time=[..{mid}]",
-                   f"_time=]{mid};1h[", f"_time=[{mid}..];_max=2", "_max=3", "_sn=0..9", "_time=bad"):  # fmt: skip
+    for params in (
+        "_time=[now(-60s)..]",
+        "_time=[..now(-60s)]",
+        f"_time=[{mid}..]",
+        f"_time=[..{mid}]",
+        f"_time=]{mid};1h[",
+        f"_time=[{mid}..];_max=2",
+        "_max=3",
+        "_sn=0..9",
+        "_time=bad",
+    ):
         assert ask(kp, params) == ask(kz, params), params
     assert ask(kp, f"_time=[{mid}..]") == ["c3", "c4", "c5"]
     zpub.undeclare()
@@ -256,8 +303,9 @@ def test_timestamped_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: ze
 
 
 def test_pyzenoh_delete_in_cache(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
-    with px.declare_advanced_publisher(ps, key, cache=px.CacheConfig(max_samples=2),
-                                       sample_miss_detection=px.MissDetectionConfig()) as pub:  # fmt: skip
+    with px.declare_advanced_publisher(
+        ps, key, cache=px.CacheConfig(max_samples=2), sample_miss_detection=px.MissDetectionConfig()
+    ) as pub:
         pub.put("x")
         pub.delete()
         assert until(lambda: reachable(zs, f"{key}/@adv/**?_max=1"))  # the router knows the cache
@@ -271,14 +319,16 @@ def test_pyzenoh_delete_in_cache(ps: pyzenoh.Session, zs: zenoh.Session, key: st
 # --- late joiner (see the island fixture) ------------------------------------------------------
 
 
-def test_late_pyzenoh_publisher_history_to_zenoh(zs: zenoh.Session, key: str,
-                                                 island: tuple[Proc, Callable[[], None]]) -> None:  # fmt: skip
+def test_late_pyzenoh_publisher_history_to_zenoh(
+    zs: zenoh.Session, key: str, island: tuple[Proc, Callable[[], None]]
+) -> None:
     other, link = island
     got: list[Any] = []
     sub = zx.declare_advanced_subscriber(zs, key, got.append, history=zx.HistoryConfig(detect_late_publishers=True))
     with pyzenoh.open(pyzenoh_config(other.endpoint)) as far:
-        pub = px.declare_advanced_publisher(far, key, cache=px.CacheConfig(max_samples=3),
-                                            sample_miss_detection=px.MissDetectionConfig())  # fmt: skip
+        pub = px.declare_advanced_publisher(
+            far, key, cache=px.CacheConfig(max_samples=3), sample_miss_detection=px.MissDetectionConfig()
+        )
         for i in range(4):
             pub.put(f"far{i}")
         settle()

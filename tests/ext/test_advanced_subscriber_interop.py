@@ -54,10 +54,24 @@ def test_subscriber_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Ses
         settle(0.1)
         return set(seen)
 
-    real = queries_of(lambda: zx.declare_advanced_subscriber(zs, key, lambda s: None, history=zx.HistoryConfig(**history),
-                                                             recovery=zx.RecoveryConfig(periodic_queries=period)))
-    mine = queries_of(lambda: px.declare_advanced_subscriber(ps, key, lambda s: None, history=px.HistoryConfig(**history),
-                                                             recovery=px.RecoveryConfig(periodic_queries=period)))
+    real = queries_of(
+        lambda: zx.declare_advanced_subscriber(
+            zs,
+            key,
+            lambda s: None,
+            history=zx.HistoryConfig(**history),
+            recovery=zx.RecoveryConfig(periodic_queries=period),
+        )
+    )
+    mine = queries_of(
+        lambda: px.declare_advanced_subscriber(
+            ps,
+            key,
+            lambda s: None,
+            history=px.HistoryConfig(**history),
+            recovery=px.RecoveryConfig(periodic_queries=period),
+        )
+    )
     assert mine == real
     assert (f"{key}/@adv/**", "_max=5;_time=[now(-1.5s)..];_anyke") in mine
     assert (f"{key}/@adv/*/{zs.zid()}/77/**", "_sn=..;_anyke") in mine
@@ -82,10 +96,12 @@ def test_heartbeat_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Sess
         sub.undeclare()
         return set(seen)
 
-    real = queries_of(lambda: zx.declare_advanced_subscriber(zs, key, lambda s: None,
-                                                             recovery=zx.RecoveryConfig(heartbeat=True)))  # fmt: skip
-    mine = queries_of(lambda: px.declare_advanced_subscriber(ps, key, lambda s: None,
-                                                             recovery=px.RecoveryConfig(heartbeat=True)))  # fmt: skip
+    real = queries_of(
+        lambda: zx.declare_advanced_subscriber(zs, key, lambda s: None, recovery=zx.RecoveryConfig(heartbeat=True))
+    )
+    mine = queries_of(
+        lambda: px.declare_advanced_subscriber(ps, key, lambda s: None, recovery=px.RecoveryConfig(heartbeat=True))
+    )
     assert mine == real == {(beat, "_sn=..4;_anyke")}
     spy.undeclare()
 
@@ -94,14 +110,23 @@ def test_heartbeat_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Sess
 
 
 def test_zenoh_publisher_history_and_live_to_pyzenoh(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
-    pub = zx.declare_advanced_publisher(zs, key, cache=zx.CacheConfig(max_samples=5),
-                                        sample_miss_detection=zx.MissDetectionConfig(heartbeat=0.2),
-                                        publisher_detection=True)  # fmt: skip
+    pub = zx.declare_advanced_publisher(
+        zs,
+        key,
+        cache=zx.CacheConfig(max_samples=5),
+        sample_miss_detection=zx.MissDetectionConfig(heartbeat=0.2),
+        publisher_detection=True,
+    )
     for i in range(8):
         pub.put(f"h{i}")
     settle()  # the live samples are gone before the subscriber comes
-    sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True),
-                                         recovery=px.RecoveryConfig(heartbeat=True), subscriber_detection=True)  # fmt: skip
+    sub = px.declare_advanced_subscriber(
+        ps,
+        key,
+        history=px.HistoryConfig(detect_late_publishers=True),
+        recovery=px.RecoveryConfig(heartbeat=True),
+        subscriber_detection=True,
+    )
     misses = sub.sample_miss_listener()
     got = [sub.recv(WAIT) for _ in range(5)]
     for i in range(8, 12):
@@ -119,19 +144,26 @@ def test_zenoh_publisher_history_and_live_to_pyzenoh(ps: pyzenoh.Session, zs: ze
     pub.undeclare()
 
 
-def test_zenoh_publisher_max_samples_to_pyzenoh_channel_and_callback(ps: pyzenoh.Session, zs: zenoh.Session,
-                                                                    key: str) -> None:  # fmt: skip
-    pub = zx.declare_advanced_publisher(zs, key, cache=zx.CacheConfig(max_samples=5),
-                                        sample_miss_detection=zx.MissDetectionConfig())  # fmt: skip
+def test_zenoh_publisher_max_samples_to_pyzenoh_channel_and_callback(
+    ps: pyzenoh.Session, zs: zenoh.Session, key: str
+) -> None:
+    pub = zx.declare_advanced_publisher(
+        zs, key, cache=zx.CacheConfig(max_samples=5), sample_miss_detection=zx.MissDetectionConfig()
+    )
     for i in range(5):
         pub.put(f"v{i}")
     settle()  # the live samples are gone before the subscriber comes
-    ring = px.declare_advanced_subscriber(ps, key, pyzenoh.handlers.RingChannel(10),
-                                          history=px.HistoryConfig(max_samples=2))  # fmt: skip
+    ring = px.declare_advanced_subscriber(
+        ps, key, pyzenoh.handlers.RingChannel(10), history=px.HistoryConfig(max_samples=2)
+    )
     seen: list[Any] = []
     ended: list[bool] = []
-    cb = px.declare_advanced_subscriber(ps, key, pyzenoh.handlers.Callback(seen.append, lambda: ended.append(True)),
-                                        history=px.HistoryConfig(max_age=60))  # fmt: skip
+    cb = px.declare_advanced_subscriber(
+        ps,
+        key,
+        pyzenoh.handlers.Callback(seen.append, lambda: ended.append(True)),
+        history=px.HistoryConfig(max_age=60),
+    )
     assert until(lambda: len(seen) == 5)
     assert texts([ring.recv(WAIT), ring.recv(WAIT)]) == ["v3", "v4"]
     assert texts(seen) == [f"v{i}" for i in range(5)]
@@ -163,8 +195,13 @@ def test_late_publisher_detected_by_pyzenoh(ps: pyzenoh.Session, zs: zenoh.Sessi
     sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True))
     detected = sub.detect_publishers(history=True)
     settle()
-    pub = zx.declare_advanced_publisher(zs, key, cache=zx.CacheConfig(max_samples=3),
-                                        sample_miss_detection=zx.MissDetectionConfig(), publisher_detection=True)  # fmt: skip
+    pub = zx.declare_advanced_publisher(
+        zs,
+        key,
+        cache=zx.CacheConfig(max_samples=3),
+        sample_miss_detection=zx.MissDetectionConfig(),
+        publisher_detection=True,
+    )
     token = detected.recv(WAIT)
     assert str(token.key_expr) == f"{key}/@adv/pub/{zs.zid()}/{pub.id.eid}/_"
     pub.put("late0")
@@ -194,12 +231,17 @@ class _Deaf:
 
 
 @pytest.mark.parametrize("mode", ["heartbeat", "periodic"])
-def test_pyzenoh_subscriber_recovers_from_zenoh_cache(ps: pyzenoh.Session, zs: zenoh.Session, key: str, mode: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    recovery = (px.RecoveryConfig(heartbeat=True) if mode == "heartbeat"
-                else px.RecoveryConfig(periodic_queries=datetime.timedelta(seconds=0.2)))  # fmt: skip
-    pub = zx.declare_advanced_publisher(zs, key, cache=zx.CacheConfig(max_samples=10),
-                                        sample_miss_detection=zx.MissDetectionConfig(heartbeat=0.2))  # fmt: skip
+def test_pyzenoh_subscriber_recovers_from_zenoh_cache(
+    ps: pyzenoh.Session, zs: zenoh.Session, key: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recovery = (
+        px.RecoveryConfig(heartbeat=True)
+        if mode == "heartbeat"
+        else px.RecoveryConfig(periodic_queries=datetime.timedelta(seconds=0.2))
+    )
+    pub = zx.declare_advanced_publisher(
+        zs, key, cache=zx.CacheConfig(max_samples=10), sample_miss_detection=zx.MissDetectionConfig(heartbeat=0.2)
+    )
     _Deaf(monkeypatch, {"s1", "s3"})
     sub = px.declare_advanced_subscriber(ps, key, recovery=recovery)
     misses = sub.sample_miss_listener()
@@ -214,8 +256,9 @@ def test_pyzenoh_subscriber_recovers_from_zenoh_cache(ps: pyzenoh.Session, zs: z
     pub.undeclare()
 
 
-def test_pyzenoh_subscriber_reports_miss_from_zenoh(ps: pyzenoh.Session, zs: zenoh.Session, key: str,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_pyzenoh_subscriber_reports_miss_from_zenoh(
+    ps: pyzenoh.Session, zs: zenoh.Session, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pub = zx.declare_advanced_publisher(zs, key, sample_miss_detection=zx.MissDetectionConfig())
     _Deaf(monkeypatch, {"m1", "m2"})
     sub = px.declare_advanced_subscriber(ps, key)
@@ -235,13 +278,18 @@ def test_pyzenoh_subscriber_reports_miss_from_zenoh(ps: pyzenoh.Session, zs: zen
 
 
 def test_pyzenoh_to_pyzenoh(ps: pyzenoh.Session, key: str) -> None:
-    with px.declare_advanced_publisher(ps, key, cache=px.CacheConfig(max_samples=3),
-                                       sample_miss_detection=px.MissDetectionConfig(sporadic_heartbeat=0.1),
-                                       publisher_detection=True) as pub:  # fmt: skip
+    with px.declare_advanced_publisher(
+        ps,
+        key,
+        cache=px.CacheConfig(max_samples=3),
+        sample_miss_detection=px.MissDetectionConfig(sporadic_heartbeat=0.1),
+        publisher_detection=True,
+    ) as pub:
         for i in range(4):
             pub.put(f"p{i}")
-        with px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True),
-                                            recovery=px.RecoveryConfig(heartbeat=True)) as sub:  # fmt: skip
+        with px.declare_advanced_subscriber(
+            ps, key, history=px.HistoryConfig(detect_late_publishers=True), recovery=px.RecoveryConfig(heartbeat=True)
+        ) as sub:
             got = [sub.recv(WAIT) for _ in range(3)]
             pub.put("p4")
             got.append(sub.recv(WAIT))
@@ -253,14 +301,16 @@ def test_pyzenoh_to_pyzenoh(ps: pyzenoh.Session, key: str) -> None:
 # --- late joiner (see the island fixture) ------------------------------------------------------
 
 
-def test_late_zenoh_publisher_history_to_pyzenoh(ps: pyzenoh.Session, key: str,
-                                                 island: tuple[Proc, Callable[[], None]]) -> None:  # fmt: skip
+def test_late_zenoh_publisher_history_to_pyzenoh(
+    ps: pyzenoh.Session, key: str, island: tuple[Proc, Callable[[], None]]
+) -> None:
     other, link = island
     sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True))
     far = zenoh.open(zenoh_config(other.endpoint))
     try:
-        pub = zx.declare_advanced_publisher(far, key, cache=zx.CacheConfig(max_samples=3),
-                                            sample_miss_detection=zx.MissDetectionConfig())  # fmt: skip
+        pub = zx.declare_advanced_publisher(
+            far, key, cache=zx.CacheConfig(max_samples=3), sample_miss_detection=zx.MissDetectionConfig()
+        )
         for i in range(4):
             pub.put(f"far{i}")
         settle()

@@ -93,7 +93,19 @@ SERIALIZE_ERRORS: list[Callable[[World], Any]] = [
         (lambda w, n=name, v=value: _bad_int(w, n, v))
         for name in INT_RANGES
         if name != "int"
-        for value in (-1, -(1 << 7) - 1, 1 << 8, 1 << 16, 1 << 32, 1 << 63, -(1 << 63) - 1, 1 << 64, 1 << 127, 1 << 128, -(1 << 128))
+        for value in (
+            -1,
+            -(1 << 7) - 1,
+            1 << 8,
+            1 << 16,
+            1 << 32,
+            1 << 63,
+            -(1 << 63) - 1,
+            1 << 64,
+            1 << 127,
+            1 << 128,
+            -(1 << 128),
+        )
     ),
 ]
 

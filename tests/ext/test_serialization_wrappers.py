@@ -12,10 +12,18 @@ from tests.ext.serialization_helpers import INT_RANGES, WRAPPERS, R
 
 def test_public_names_match_the_serialization_part_of_zenoh_ext() -> None:
     advanced = {
-        "AdvancedPublisher", "AdvancedSubscriber", "CacheConfig", "HistoryConfig", "Miss",
-        "MissDetectionConfig", "RecoveryConfig", "RepliesConfig", "SampleMissListener",
-        "declare_advanced_publisher", "declare_advanced_subscriber",
-    }  # fmt: skip
+        "AdvancedPublisher",
+        "AdvancedSubscriber",
+        "CacheConfig",
+        "HistoryConfig",
+        "Miss",
+        "MissDetectionConfig",
+        "RecoveryConfig",
+        "RepliesConfig",
+        "SampleMissListener",
+        "declare_advanced_publisher",
+        "declare_advanced_subscriber",
+    }
     real_names = {n for n in dir(R) if not n.startswith("_")} - advanced
     # the serializer's names, exactly (the advanced ones are tested in test_advanced_interop)
     assert set(P.__all__) - advanced == real_names

@@ -464,8 +464,9 @@ class Framer:
             out.append(bytes(batch))
         return out
 
-    def fragments(self, raw: bytes, reliable: bool = True, priority: int = DATA,
-                  sizes: Sequence[int] = ()) -> list[bytes]:  # fmt: skip
+    def fragments(
+        self, raw: bytes, reliable: bool = True, priority: int = DATA, sizes: Sequence[int] = ()
+    ) -> list[bytes]:
         """FRAGMENT payloads carrying ``raw`` (piece sizes from ``sizes`` or the batch size)."""
         prio = self.prio(priority)
         out: list[bytes] = []
@@ -479,8 +480,7 @@ class Framer:
             chunk = raw[pos : pos + max(1, size)]
             pos += len(chunk)
             exts = [ext_unit(EXT_FIRST)] if first else []
-            head = transport_header(ID_FRAGMENT, reliable, self.take(reliable, prio), prio, exts,
-                                    more=pos < len(raw))  # fmt: skip
+            head = transport_header(ID_FRAGMENT, reliable, self.take(reliable, prio), prio, exts, more=pos < len(raw))
             out.append(head + chunk)
             i += 1
         return out
@@ -489,11 +489,39 @@ class Framer:
 # --- synthetic network messages ---------------------------------------------------------------
 
 KEYS = (
-    "demo/a", "demo/**", "demo/*/x", "x/**", "q/**", "q/x", "**", "*", "@/**", "@/router/**",
-    "@/*/router", "a/b/c", "fz/a", "a/$*b", "$*", "a//b", "/a", "a/", "**/**", "a/**/**",
-    "a$*b", "\u00e9/\u00fc", "*/*/*/*/*/*/*/*", "a" * 300, "@", "@/", "lv/**", "lv/t1",
-    "a/**/b/**/c", "a*", "**/x", "@/" + "0" * 32 + "/router",
-)  # fmt: skip
+    "demo/a",
+    "demo/**",
+    "demo/*/x",
+    "x/**",
+    "q/**",
+    "q/x",
+    "**",
+    "*",
+    "@/**",
+    "@/router/**",
+    "@/*/router",
+    "a/b/c",
+    "fz/a",
+    "a/$*b",
+    "$*",
+    "a//b",
+    "/a",
+    "a/",
+    "**/**",
+    "a/**/**",
+    "a$*b",
+    "\u00e9/\u00fc",
+    "*/*/*/*/*/*/*/*",
+    "a" * 300,
+    "@",
+    "@/",
+    "lv/**",
+    "lv/t1",
+    "a/**/b/**/c",
+    "a*",
+    "**/x",
+    "@/" + "0" * 32 + "/router",
+)
 
 
 def _ext_obj(rng: random.Random, ext_id: int) -> Extension:
@@ -534,20 +562,39 @@ def synth_message(rng: random.Random, payload_max: int = 256) -> bytes:
     kind = rng.randrange(12)
     msg: Any
     if kind <= 2:
-        body: Put | Del = (Put(rng.randbytes(rng.randrange(payload_max + 1)), Encoding(rng.randrange(60)),
-                               _ts(rng), attachment=rng.randbytes(4) if rng.random() < 0.2 else None)
-                           if kind < 2 else Del(_ts(rng)))  # fmt: skip
+        body: Put | Del = (
+            Put(
+                rng.randbytes(rng.randrange(payload_max + 1)),
+                Encoding(rng.randrange(60)),
+                _ts(rng),
+                attachment=rng.randbytes(4) if rng.random() < 0.2 else None,
+            )
+            if kind < 2
+            else Del(_ts(rng))
+        )
         msg = Push(_wire_expr(rng), body, _qos(rng), extensions=exts)
     elif kind == 3:
         params = rng.choice(("", "x=1", "_time=[now(-1s)..]", "a;b;c", "\u00ff" * 3))
         qbody = QueryBody(rng.randbytes(8)) if rng.random() < 0.2 else None
-        msg = Request(rng.randrange(1 << 32), _wire_expr(rng), Query(rng.choice((None, 0, 1, 2, 3)), params, qbody),
-                      _qos(rng), target=rng.randrange(3), timeout_ms=rng.choice((None, 0, 1, 100, 10_000)),
-                      budget=rng.choice((None, 0, 1, 7)), extensions=exts)  # fmt: skip
+        msg = Request(
+            rng.randrange(1 << 32),
+            _wire_expr(rng),
+            Query(rng.choice((None, 0, 1, 2, 3)), params, qbody),
+            _qos(rng),
+            target=rng.randrange(3),
+            timeout_ms=rng.choice((None, 0, 1, 100, 10_000)),
+            budget=rng.choice((None, 0, 1, 7)),
+            extensions=exts,
+        )
     elif kind == 4:
         reply = Reply(Put(rng.randbytes(rng.randrange(32))))
-        msg = Response(rng.randrange(1 << 16), _wire_expr(rng), reply, _qos(rng),
-                       responder=EntityGlobalId(_zid(rng), rng.randrange(100)) if rng.random() < 0.5 else None)  # fmt: skip
+        msg = Response(
+            rng.randrange(1 << 16),
+            _wire_expr(rng),
+            reply,
+            _qos(rng),
+            responder=EntityGlobalId(_zid(rng), rng.randrange(100)) if rng.random() < 0.5 else None,
+        )
     elif kind == 5:
         msg = ResponseFinal(rng.randrange(1 << 16), _qos(rng))
     elif kind == 6:
@@ -556,21 +603,24 @@ def synth_message(rng: random.Random, payload_max: int = 256) -> bytes:
         we = _wire_expr(rng) if rng.random() < 0.6 else None
         msg = Interest(rng.randrange(1 << 16), mode, opts, we, rng.random() < 0.3, 8, extensions=exts)
     elif kind == 7:
-        msg = NetworkOam(rng.choice((1, 1, 2, rng.randrange(1 << 16))),
-                         rng.choice((None, 7, rng.randbytes(rng.randrange(40)))), 8)  # fmt: skip
+        msg = NetworkOam(
+            rng.choice((1, 1, 2, rng.randrange(1 << 16))), rng.choice((None, 7, rng.randbytes(rng.randrange(40)))), 8
+        )
     else:
         ident = rng.choice((1, 2, 3, rng.randrange(1 << 32)))
-        decl: Any = rng.choice((
-            DeclareKeyExpr(rng.randrange(1, 8), _wire_expr(rng)),
-            UndeclareKeyExpr(rng.randrange(0, 8)),
-            DeclareSubscriber(ident, _wire_expr(rng)),
-            UndeclareSubscriber(ident),
-            DeclareQueryable(ident, _wire_expr(rng), rng.random() < 0.5, rng.randrange(3)),
-            UndeclareQueryable(ident),
-            DeclareToken(ident, _wire_expr(rng)),
-            UndeclareToken(ident),
-            DeclareFinal(),
-        ))  # fmt: skip
+        decl: Any = rng.choice(
+            (
+                DeclareKeyExpr(rng.randrange(1, 8), _wire_expr(rng)),
+                UndeclareKeyExpr(rng.randrange(0, 8)),
+                DeclareSubscriber(ident, _wire_expr(rng)),
+                UndeclareSubscriber(ident),
+                DeclareQueryable(ident, _wire_expr(rng), rng.random() < 0.5, rng.randrange(3)),
+                UndeclareQueryable(ident),
+                DeclareToken(ident, _wire_expr(rng)),
+                UndeclareToken(ident),
+                DeclareFinal(),
+            )
+        )
         interest_id = rng.choice((None, None, 0, rng.randrange(1 << 16)))
         msg = Declare(decl, interest_id, 8, extensions=exts)
     try:
@@ -587,31 +637,52 @@ def synth_linkstate(rng: random.Random, zid: ZenohId, whatami: WhatAmI) -> bytes
     states = []
     for i in range(n):
         links = tuple(rng.sample(range(n + 2), rng.randint(0, min(n + 1, 4))))
-        states.append(LinkState(
-            psid=i if rng.random() < 0.9 else rng.randrange(1 << 20),
-            sn=rng.choice((1, 2, 3, rng.randrange(1 << 64))),
-            zid=zids[i] if rng.random() < 0.95 else None,
-            whatami=(whatami if i == 0 else rng.choice((WhatAmI.ROUTER, WhatAmI.PEER, WhatAmI.CLIENT)))
-            if rng.random() < 0.95 else None,
-            locators=tuple(rng.choice(("tcp/127.0.0.1:7447", "tcp/[::1]:1", "udp/x:1", "a/b"))
-                           for _ in range(rng.randint(0, 2))) if rng.random() < 0.5 else None,
-            links=links,
-            weights=tuple(rng.randrange(0x10000) for _ in links) if rng.random() < 0.3 else None,
-            gateway=rng.random() < 0.2,
-        ))  # fmt: skip
+        states.append(
+            LinkState(
+                psid=i if rng.random() < 0.9 else rng.randrange(1 << 20),
+                sn=rng.choice((1, 2, 3, rng.randrange(1 << 64))),
+                zid=zids[i] if rng.random() < 0.95 else None,
+                whatami=(whatami if i == 0 else rng.choice((WhatAmI.ROUTER, WhatAmI.PEER, WhatAmI.CLIENT)))
+                if rng.random() < 0.95
+                else None,
+                locators=tuple(
+                    rng.choice(("tcp/127.0.0.1:7447", "tcp/[::1]:1", "udp/x:1", "a/b"))
+                    for _ in range(rng.randint(0, 2))
+                )
+                if rng.random() < 0.5
+                else None,
+                links=links,
+                weights=tuple(rng.randrange(0x10000) for _ in links) if rng.random() < 0.3 else None,
+                gateway=rng.random() < 0.2,
+            )
+        )
     return encode_network_message(NetworkOam(OAM_LINKSTATE, encode_linkstates(states), 8))
 
 
 # --- cases -----------------------------------------------------------------------------------
 
 RAW_STRATEGIES: dict[str, int] = {
-    "raw_stream": 9, "raw_handshake": 9, "raw_garbage": 4, "raw_splice": 5, "raw_lies": 4,
-}  # fmt: skip
+    "raw_stream": 9,
+    "raw_handshake": 9,
+    "raw_garbage": 4,
+    "raw_splice": 5,
+    "raw_lies": 4,
+}
 HS_STRATEGIES: dict[str, int] = {
-    "hs_open": 6, "hs_replay": 3, "hs_batch_mut": 9, "hs_msg_mut": 12, "hs_lies": 5, "hs_vle": 6,
-    "hs_ext": 6, "hs_frag": 9, "hs_sn": 6, "hs_splice": 5, "hs_transport": 4, "hs_synth": 5,
+    "hs_open": 6,
+    "hs_replay": 3,
+    "hs_batch_mut": 9,
+    "hs_msg_mut": 12,
+    "hs_lies": 5,
+    "hs_vle": 6,
+    "hs_ext": 6,
+    "hs_frag": 9,
+    "hs_sn": 6,
+    "hs_splice": 5,
+    "hs_transport": 4,
+    "hs_synth": 5,
     "hs_linkstate": 5,
-}  # fmt: skip
+}
 _ALL = {**RAW_STRATEGIES, **HS_STRATEGIES}
 _NAMES = tuple(_ALL)
 _WEIGHTS = tuple(_ALL.values())
@@ -679,9 +750,15 @@ def _init_syn(rng: random.Random, whatami: WhatAmI, zid: ZenohId) -> bytes:
     exts: tuple[Extension, ...] = ()
     if rng.random() < 0.1:
         exts = tuple(Extension(rng.randrange(0x0A, 0x10)) for _ in range(rng.randint(1, 5)))
-    msg = InitSyn(zid=zid, whatami=whatami, resolution=res, batch_size=batch,
-                  qos=rng.random() < 0.8, patch=rng.choice((None, 0, 1, 1, 1, 2, 255)),
-                  extensions=exts)  # fmt: skip
+    msg = InitSyn(
+        zid=zid,
+        whatami=whatami,
+        resolution=res,
+        batch_size=batch,
+        qos=rng.random() < 0.8,
+        patch=rng.choice((None, 0, 1, 1, 1, 2, 255)),
+        extensions=exts,
+    )
     out = bytearray()
     msg.write(out)
     return prefix(bytes(out))
@@ -746,9 +823,12 @@ def _raw_lies(rng: random.Random) -> bytes:
 
 
 _RAW: dict[str, Callable[[random.Random], bytes]] = {
-    "raw_stream": _raw_stream, "raw_handshake": _raw_handshake, "raw_garbage": _raw_garbage,
-    "raw_splice": _raw_splice, "raw_lies": _raw_lies,
-}  # fmt: skip
+    "raw_stream": _raw_stream,
+    "raw_handshake": _raw_handshake,
+    "raw_garbage": _raw_garbage,
+    "raw_splice": _raw_splice,
+    "raw_lies": _raw_lies,
+}
 
 
 # handshake cases: OpenSyn + post-handshake bytes
@@ -868,8 +948,19 @@ def _hs_lies(rng: random.Random, neg: Negotiated, case: FuzzCase) -> bytes:
         if i != liar:
             out += prefix(p)
             continue
-        lie = rng.choice((0, 1, n - 1, n + 1, n + rng.randint(2, 200), neg.max_payload, neg.max_payload + 1,
-                          0xFFFF, max(0, n - rng.randint(1, n))))  # fmt: skip
+        lie = rng.choice(
+            (
+                0,
+                1,
+                n - 1,
+                n + 1,
+                n + rng.randint(2, 200),
+                neg.max_payload,
+                neg.max_payload + 1,
+                0xFFFF,
+                max(0, n - rng.randint(1, n)),
+            )
+        )
         out += (lie & 0xFFFF).to_bytes(2, "little") + p
     if rng.random() < 0.3:
         out += rng.randbytes(rng.randint(1, 100))
@@ -887,8 +978,10 @@ def _hs_vle(rng: random.Random, neg: Negotiated, case: FuzzCase) -> bytes:
     elif pick == 1:  # the FRAGMENT SN
         payload = transport_header(ID_FRAGMENT, True, huge_vle(rng), DATA, more=rng.random() < 0.5) + m.raw
     elif pick == 2:  # the priority extension's value
-        payload = transport_header(ID_FRAME, True, framer.take(True, DATA), DATA,
-                                   [ext_z64(EXT_PRIORITY, huge_vle(rng))]) + m.raw  # fmt: skip
+        payload = (
+            transport_header(ID_FRAME, True, framer.take(True, DATA), DATA, [ext_z64(EXT_PRIORITY, huge_vle(rng))])
+            + m.raw
+        )
     elif pick == 3:  # the message's first VLE field (scope, request id, entity id...)
         n = read_vle_len(m.raw, 1)
         raw = m.raw[:1] + huge_vle(rng) + m.raw[1 + n :]
@@ -916,23 +1009,29 @@ def _hs_ext(rng: random.Random, neg: Negotiated, case: FuzzCase) -> bytes:
     if pick == 0:  # on the FRAME
         payload = transport_header(ID_FRAME, True, framer.take(True, DATA), DATA, chain, unterminated) + m.raw
     elif pick == 1:  # an unknown mandatory one on the FRAME
-        payload = transport_header(ID_FRAME, True, framer.take(True, DATA), DATA,
-                                   [ext_unit(rng.choice(MANDATORY_UNKNOWN))]) + m.raw  # fmt: skip
+        payload = (
+            transport_header(ID_FRAME, True, framer.take(True, DATA), DATA, [ext_unit(rng.choice(MANDATORY_UNKNOWN))])
+            + m.raw
+        )
     elif pick == 2:  # on a KEEPALIVE
         payload = bytes((ID_KEEPALIVE | FLAG_Z,)) + ext_chain(chain, unterminated)
     elif pick == 3:  # on a FRAGMENT
         payload = transport_header(ID_FRAGMENT, True, framer.take(True, DATA), DATA, chain, unterminated) + m.raw
     elif pick == 4:  # Z set on a message that has no extensions
-        payload = transport_header(ID_FRAME, True, framer.take(True, DATA), DATA) + bytes((m.raw[0] | FLAG_Z,)) + m.raw[1:]
+        payload = (
+            transport_header(ID_FRAME, True, framer.take(True, DATA), DATA) + bytes((m.raw[0] | FLAG_Z,)) + m.raw[1:]
+        )
     elif pick == 5:  # a well-formed message carrying an unknown (maybe mandatory) extension
         ext = _ext_obj(rng, rng.choice(MANDATORY_UNKNOWN) if rng.random() < 0.5 else rng.randrange(0x0A, 0x10))
-        msg = rng.choice((
-            Push(_wire_expr(rng), Put(b"x"), extensions=(ext,)),
-            Push(_wire_expr(rng), Put(b"x", extensions=(ext,))),
-            Declare(DeclareSubscriber(rng.randrange(1, 9), _wire_expr(rng), (ext,)), qos=8),
-            Request(rng.randrange(100), _wire_expr(rng), Query(extensions=(ext,))),
-            Interest(rng.randrange(100), InterestMode.CURRENT_FUTURE, InterestOptions(15), extensions=(ext,)),
-        ))  # fmt: skip
+        msg = rng.choice(
+            (
+                Push(_wire_expr(rng), Put(b"x"), extensions=(ext,)),
+                Push(_wire_expr(rng), Put(b"x", extensions=(ext,))),
+                Declare(DeclareSubscriber(rng.randrange(1, 9), _wire_expr(rng), (ext,)), qos=8),
+                Request(rng.randrange(100), _wire_expr(rng), Query(extensions=(ext,))),
+                Interest(rng.randrange(100), InterestMode.CURRENT_FUTURE, InterestOptions(15), extensions=(ext,)),
+            )
+        )
         payload = transport_header(ID_FRAME, True, framer.take(True, DATA), DATA) + encode_network_message(msg)
     else:  # a chain inserted right after a message's first field
         n = 1 + read_vle_len(m.raw, 1)
@@ -964,8 +1063,10 @@ def _hs_frag(rng: random.Random, neg: Negotiated, case: FuzzCase) -> bytes:
         first = True
         while total > 0:
             exts = [ext_unit(EXT_FIRST)] if first and neg.patch >= 1 else []
-            frags.append(transport_header(ID_FRAGMENT, reliable, framer.take(reliable, prio), framer.prio(prio),
-                                          exts, more=True) + rng.randbytes(8) * (chunk // 8))  # fmt: skip
+            frags.append(
+                transport_header(ID_FRAGMENT, reliable, framer.take(reliable, prio), framer.prio(prio), exts, more=True)
+                + rng.randbytes(8) * (chunk // 8)
+            )
             total -= chunk
             first = False
         return head + b"".join(prefix(f) for f in frags)
@@ -988,8 +1089,16 @@ def _hs_frag(rng: random.Random, neg: Negotiated, case: FuzzCase) -> bytes:
         frags = mixed
     elif pick == 4:  # a DROP extension in the middle
         i = rng.randrange(len(frags))
-        d = bytearray(transport_header(ID_FRAGMENT, reliable, framer.take(reliable, prio), framer.prio(prio),
-                                       [ext_unit(EXT_DROP)], more=rng.random() < 0.5))  # fmt: skip
+        d = bytearray(
+            transport_header(
+                ID_FRAGMENT,
+                reliable,
+                framer.take(reliable, prio),
+                framer.prio(prio),
+                [ext_unit(EXT_DROP)],
+                more=rng.random() < 0.5,
+            )
+        )
         frags.insert(i, bytes(d))
     elif pick == 5:  # duplicated fragments and a mutated piece
         frags = frags + frags[: rng.randint(1, len(frags))]
@@ -997,8 +1106,11 @@ def _hs_frag(rng: random.Random, neg: Negotiated, case: FuzzCase) -> bytes:
         frags[i] = mutate_bytes(rng, frags[i], rng.randint(1, 3)) or b"\x06"
     elif pick == 6:  # trailing garbage after the message, or empty fragments
         garbage = raw + rng.randbytes(rng.randint(1, 20)) if rng.random() < 0.5 else b""
-        frags = framer.fragments(garbage, reliable, prio) if garbage else [
-            transport_header(ID_FRAGMENT, reliable, framer.take(reliable, prio), framer.prio(prio))]
+        frags = (
+            framer.fragments(garbage, reliable, prio)
+            if garbage
+            else [transport_header(ID_FRAGMENT, reliable, framer.take(reliable, prio), framer.prio(prio))]
+        )
     # pick 8: in order (the baseline)
     out = head + _cap(frags)
     if rng.random() < 0.3:
@@ -1056,13 +1168,13 @@ def _hs_transport(rng: random.Random, neg: Negotiated, case: FuzzCase) -> bytes:
             out += prefix(rng.choice(_handshake_batches()))
         elif pick == 1:
             j = bytearray()
-            Join(_zid(rng), WhatAmI.PEER, rng.randint(1, 10_000), rng.randrange(1 << 28),
-                 rng.randrange(1 << 28)).write(j)  # fmt: skip
+            Join(_zid(rng), WhatAmI.PEER, rng.randint(1, 10_000), rng.randrange(1 << 28), rng.randrange(1 << 28)).write(
+                j
+            )
             out += prefix(bytes(j))
         elif pick == 2:
             t = bytearray()
-            TransportOam(rng.randrange(1 << 16), rng.choice((None, 3, rng.randbytes(10))),
-                         rng.randrange(8)).write(t)  # fmt: skip
+            TransportOam(rng.randrange(1 << 16), rng.choice((None, 3, rng.randbytes(10))), rng.randrange(8)).write(t)
             out += prefix(bytes(t))
         elif pick == 3:
             out += prefix(bytes((ID_CLOSE | rng.choice((0, 0x20)), rng.randrange(256))))
@@ -1102,16 +1214,21 @@ def _hs_linkstate(rng: random.Random, neg: Negotiated, case: FuzzCase) -> bytes:
         else:
             node = rng.choice((0, 1, 2, 3, rng.randrange(1 << 16)))
             ident = rng.randrange(1, 6)
-            msg = rng.choice((
-                Declare(DeclareSubscriber(ident, _wire_expr(rng)), qos=8, node_id=node),
-                Declare(DeclareQueryable(ident, _wire_expr(rng), rng.random() < 0.5, rng.randrange(4)),
-                        qos=8, node_id=node),
-                Declare(DeclareToken(ident, _wire_expr(rng)), qos=8, node_id=node),
-                Declare(UndeclareSubscriber(ident, WireExpr(0, "demo/**", True)), qos=8, node_id=node),
-                Push(_wire_expr(rng), Put(b"ls"), node_id=node),
-                Request(rng.randrange(1 << 16), _wire_expr(rng), Query(), 13, node_id=node, budget=1),
-                Interest(rng.randrange(1 << 16), InterestMode.CURRENT_FUTURE, InterestOptions(15), node_id=node),
-            ))  # fmt: skip
+            msg = rng.choice(
+                (
+                    Declare(DeclareSubscriber(ident, _wire_expr(rng)), qos=8, node_id=node),
+                    Declare(
+                        DeclareQueryable(ident, _wire_expr(rng), rng.random() < 0.5, rng.randrange(4)),
+                        qos=8,
+                        node_id=node,
+                    ),
+                    Declare(DeclareToken(ident, _wire_expr(rng)), qos=8, node_id=node),
+                    Declare(UndeclareSubscriber(ident, WireExpr(0, "demo/**", True)), qos=8, node_id=node),
+                    Push(_wire_expr(rng), Put(b"ls"), node_id=node),
+                    Request(rng.randrange(1 << 16), _wire_expr(rng), Query(), 13, node_id=node, budget=1),
+                    Interest(rng.randrange(1 << 16), InterestMode.CURRENT_FUTURE, InterestOptions(15), node_id=node),
+                )
+            )
             try:
                 raw = encode_network_message(msg)
             except PyZenohError:
@@ -1123,11 +1240,20 @@ def _hs_linkstate(rng: random.Random, neg: Negotiated, case: FuzzCase) -> bytes:
 
 
 _POST: dict[str, Callable[[random.Random, Negotiated, FuzzCase], bytes]] = {
-    "hs_open": _hs_open, "hs_replay": _hs_replay, "hs_batch_mut": _hs_batch_mut,
-    "hs_msg_mut": _hs_msg_mut, "hs_lies": _hs_lies, "hs_vle": _hs_vle, "hs_ext": _hs_ext,
-    "hs_frag": _hs_frag, "hs_sn": _hs_sn, "hs_splice": _hs_splice,
-    "hs_transport": _hs_transport, "hs_synth": _hs_synth, "hs_linkstate": _hs_linkstate,
-}  # fmt: skip
+    "hs_open": _hs_open,
+    "hs_replay": _hs_replay,
+    "hs_batch_mut": _hs_batch_mut,
+    "hs_msg_mut": _hs_msg_mut,
+    "hs_lies": _hs_lies,
+    "hs_vle": _hs_vle,
+    "hs_ext": _hs_ext,
+    "hs_frag": _hs_frag,
+    "hs_sn": _hs_sn,
+    "hs_splice": _hs_splice,
+    "hs_transport": _hs_transport,
+    "hs_synth": _hs_synth,
+    "hs_linkstate": _hs_linkstate,
+}
 
 
 # --- the router under test -------------------------------------------------------------------
@@ -1153,8 +1279,19 @@ def run_router(tmp: Path, *extra: str, log_level: str = "info") -> Iterator[Rout
     file), stopped by PID."""
     port = free_port()
     log = tmp / f"fuzz-router-{port}.log"
-    cmd = [sys.executable, "-m", "pyzenoh", "--log-level", log_level, "router",
-           "-l", f"tcp/{LOOPBACK}:{port}", "--id", ROUTER_ID, *extra]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pyzenoh",
+        "--log-level",
+        log_level,
+        "router",
+        "-l",
+        f"tcp/{LOOPBACK}:{port}",
+        "--id",
+        ROUTER_ID,
+        *extra,
+    ]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy())
     try:
@@ -1241,7 +1378,6 @@ class Leftover:
     holders: frozenset[str] | None = None  # a declared entity's holder ids (None: not an entity)
 
 
-
 # --- healthy eclipse-zenoh clients --------------------------------------------------------------
 
 
@@ -1275,7 +1411,9 @@ class HealthyClients:
             self.a.close()  # type: ignore[no-untyped-call]
             raise
         self.a.declare_subscriber(self.KEY, lambda s: self._got.put(s.payload.to_bytes()))
-        self.a.declare_queryable(self.QKEY, lambda q: q.reply(self.QKEY, b"pong:" + str(q.parameters.get("t")).encode()))
+        self.a.declare_queryable(
+            self.QKEY, lambda q: q.reply(self.QKEY, b"pong:" + str(q.parameters.get("t")).encode())
+        )
         self.pub = self.b.declare_publisher(self.KEY)
 
     def check(self, attempts: int = 3, wait: float = 5.0) -> str | None:
@@ -1297,8 +1435,7 @@ class HealthyClients:
             if not seen:
                 problem = "the subscriber did not receive the put"
                 continue
-            replies = self.b.get(f"{self.QKEY}?t={token.decode()}", timeout=wait,
-                                 target=self._zenoh.QueryTarget.ALL)  # fmt: skip
+            replies = self.b.get(f"{self.QKEY}?t={token.decode()}", timeout=wait, target=self._zenoh.QueryTarget.ALL)
             answers = [r.ok.payload.to_bytes() for r in replies if r.ok is not None]
             if b"pong:" + token in answers:
                 return None
@@ -1357,8 +1494,9 @@ class HealthyClients:
         expected = {("subscriber", self.KEY), ("queryable", self.QKEY)}
         for kind, key, holders in entities:
             if (kind, key) not in expected or not holders <= mine:
-                out.append(Leftover(f"{kind} {key!r} still declared, held by {sorted(holders) or 'nobody'}",
-                                    holders - mine))  # fmt: skip
+                out.append(
+                    Leftover(f"{kind} {key!r} still declared, held by {sorted(holders) or 'nobody'}", holders - mine)
+                )
         for key, graph in self._admin(f"@/{router_id}/router/linkstate/**"):
             if graph.count(b"label =") != 1:
                 out.append(Leftover(f"{key} still has other nodes: {graph[:300]!r}"))
@@ -1453,8 +1591,9 @@ async def _send(writer: asyncio.StreamWriter, data: bytes, chunk: int) -> None:
         await asyncio.wait_for(writer.drain(), EOF_TIMEOUT)
 
 
-async def _read_until(reader: asyncio.StreamReader, rx: _Rx, timeout: float,
-                      stop: Callable[[], bool] = lambda: False) -> bool:  # fmt: skip
+async def _read_until(
+    reader: asyncio.StreamReader, rx: _Rx, timeout: float, stop: Callable[[], bool] = lambda: False
+) -> bool:
     """Read until EOF (True), ``stop()`` or ``timeout`` (False)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -1496,8 +1635,9 @@ async def run_case(port: int, case: FuzzCase, keep_sent: bool = False) -> Outcom
                     kind = _close_kind(rx, "eof" if eof else "no-initack")
                     if not eof and rx.close_reason is None:
                         anomaly = "the router did not answer a valid InitSyn"
-                    return Outcome(case.seed, case.strategy, kind, False, anomaly,
-                                   bytes(sent) if keep_sent else b"", len(sent))  # fmt: skip
+                    return Outcome(
+                        case.seed, case.strategy, kind, False, anomaly, bytes(sent) if keep_sent else b"", len(sent)
+                    )
                 rest = case.after_init_ack(Negotiated.of(rx.ack))
                 sent += rest
                 await _send(writer, rest, case.chunk)
@@ -1671,8 +1811,15 @@ async def fuzz(
     return report
 
 
-async def triage(router: Router, seeds: Sequence[int], watch: LogWatch, *, settle: float = 0.05,
-                 seconds: float = 120.0, max_found: int = 1) -> list[tuple[int, str]]:  # fmt: skip
+async def triage(
+    router: Router,
+    seeds: Sequence[int],
+    watch: LogWatch,
+    *,
+    settle: float = 0.05,
+    seconds: float = 120.0,
+    max_found: int = 1,
+) -> list[tuple[int, str]]:
     """Replay ``seeds`` one at a time, newest first; the seeds after which the log shows a
     problem (at most ``max_found``, within ``seconds``)."""
     watch.poll()
@@ -1702,7 +1849,7 @@ def describe(case: FuzzCase, outcome: Outcome) -> str:
     lines = [head + f"finish {case.finish}) -> {outcome.kind}"]
     if case.handshake:
         lines.append(f"  InitSyn batch: {case.first.hex()}")
-        lines.append(f"  then (OpenSyn with the router's cookie + the rest): {outcome.sent[len(case.first):].hex()}")
+        lines.append(f"  then (OpenSyn with the router's cookie + the rest): {outcome.sent[len(case.first) :].hex()}")
     else:
         lines.append(f"  bytes: {outcome.sent.hex()}")
     return "\n".join(lines)

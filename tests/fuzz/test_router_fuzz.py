@@ -76,10 +76,12 @@ def fuzz_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Router]:
 
 def _summary(report: Report, rss_start: int, rss_end: int) -> str:
     kinds = ", ".join(f"{k} {n}" for k, n in report.by_kind.most_common())
-    return (f"{report.inputs} inputs in {report.seconds:.1f} s ({report.rate:.0f}/s), "
-            f"{report.established} established, {report.bytes_sent / 1e6:.1f} MB sent; "
-            f"closes: {kinds}; router RSS {rss_start} -> {rss_end} KiB; "
-            f"{report.health_checks} health checks")  # fmt: skip
+    return (
+        f"{report.inputs} inputs in {report.seconds:.1f} s ({report.rate:.0f}/s), "
+        f"{report.established} established, {report.bytes_sent / 1e6:.1f} MB sent; "
+        f"closes: {kinds}; router RSS {rss_start} -> {rss_end} KiB; "
+        f"{report.health_checks} health checks"
+    )
 
 
 async def _explain_problems(router: Router, report: Report) -> str:
@@ -106,10 +108,17 @@ def test_router_survives_mutated_inputs(fuzz_router: Router, capsys: pytest.Capt
         watch = LogWatch(router.log)
         watch.poll()
         rss_start = rss_kb(pid)
-        report = asyncio.run(fuzz(
-            router, range(BASE_SEED, BASE_SEED + INPUTS), concurrency=CONCURRENCY, seconds=SECONDS,
-            watch=watch, health=health, health_every=HEALTH_EVERY,
-        ))  # fmt: skip
+        report = asyncio.run(
+            fuzz(
+                router,
+                range(BASE_SEED, BASE_SEED + INPUTS),
+                concurrency=CONCURRENCY,
+                seconds=SECONDS,
+                watch=watch,
+                health=health,
+                health_every=HEALTH_EVERY,
+            )
+        )
         final_health = health.check()
         leftovers = health.leftovers(ROUTER_ID)
         rss_end = rss_kb(pid)
@@ -123,7 +132,8 @@ def test_router_survives_mutated_inputs(fuzz_router: Router, capsys: pytest.Capt
     assert not report.router_died
     assert report.inputs > 0 and report.established > 0
     assert not report.anomalies, "\n".join(
-        f"{a.anomaly}: seed {a.seed} ({a.strategy}), ended {a.kind}" for a in report.anomalies[:10])
+        f"{a.anomaly}: seed {a.seed} ({a.strategy}), ended {a.kind}" for a in report.anomalies[:10]
+    )
     if report.problems:
         pytest.fail(f"tracebacks in the router log:\n{asyncio.run(_explain_problems(router, report))}")
     assert not report.health_failures, report.health_failures
@@ -193,14 +203,18 @@ def test_entities_of_an_unlinked_router_node_go_with_their_neighbour(tmp_path: P
         health = HealthyClients(router.endpoint)
         try:
             sock, link = _open(router.port, me, WhatAmI.ROUTER)
-            states = encode_linkstates([
-                LinkState(0, 1, me, WhatAmI.ROUTER, None, (), None, False),
-                LinkState(1, 1, node, WhatAmI.ROUTER, None, (), None, False),
-            ])  # fmt: skip
+            states = encode_linkstates(
+                [
+                    LinkState(0, 1, me, WhatAmI.ROUTER, None, (), None, False),
+                    LinkState(1, 1, node, WhatAmI.ROUTER, None, (), None, False),
+                ]
+            )
             link.send(NetworkOam(OAM_LINKSTATE, states, QOS_DECLARE), priority=0)
-            for body in (DeclareSubscriber(1, WireExpr(0, "demo/*/x", True)),
-                         DeclareQueryable(2, WireExpr(0, "demo/q", True), True, 1),
-                         DeclareToken(3, WireExpr(0, "demo/tok", True))):  # fmt: skip
+            for body in (
+                DeclareSubscriber(1, WireExpr(0, "demo/*/x", True)),
+                DeclareQueryable(2, WireExpr(0, "demo/q", True), True, 1),
+                DeclareToken(3, WireExpr(0, "demo/tok", True)),
+            ):
                 link.send(Declare(body, qos=QOS_DECLARE, node_id=1), priority=0)
             sock.sendall(link.data_to_send())
             _close_and_drain(sock)

@@ -55,8 +55,14 @@ class Mesh:
     routers: dict[str, Router] = field(default_factory=dict)
     sessions: list[Any] = field(default_factory=list)
 
-    def add(self, name: str, kind: str, connect: tuple[str, ...] = (), zid: str | None = None,
-            extra: dict[str, Any] | None = None) -> Router:  # fmt: skip
+    def add(
+        self,
+        name: str,
+        kind: str,
+        connect: tuple[str, ...] = (),
+        zid: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Router:
         """Start router ``name`` connecting to the routers named in ``connect``."""
         zid = zid or f"{len(self.routers) + 1:x}{name.encode().hex()}"[:32]
         r = Router(name, kind, zid, free_port(), [self.routers[c].endpoint for c in connect])
@@ -67,15 +73,17 @@ class Mesh:
     def start(self, name: str, extra: dict[str, Any] | None = None) -> None:
         r = self.routers[name]
         if r.kind == "zenoh":
-            conf: dict[str, Any] = {"id": r.zid, "connect/endpoints": r.connect,
-                                    "timestamping/enabled": {"router": True}}  # fmt: skip
+            conf: dict[str, Any] = {
+                "id": r.zid,
+                "connect/endpoints": r.connect,
+                "timestamping/enabled": {"router": True},
+            }
             conf.update(extra or {})
             r.proc = start_router(r.port, conf)
             return
         r.log = self.tmp / f"{name}-{r.port}.log"
         cfg = self.tmp / f"{name}.json5"
-        tree: dict[str, Any] = {"id": r.zid, "listen": {"endpoints": [r.endpoint]},
-                                "connect": {"endpoints": r.connect}}  # fmt: skip
+        tree: dict[str, Any] = {"id": r.zid, "listen": {"endpoints": [r.endpoint]}, "connect": {"endpoints": r.connect}}
         tree.update(extra or {})
         cfg.write_text(json.dumps(tree))
         cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-c", str(cfg)]
@@ -194,4 +202,3 @@ def get_all(session: Any, selector: str, timeout: float = 5.0, **kw: Any) -> tup
         else:
             errs.append(reply.err.payload.to_string())
     return sorted(oks), errs
-

@@ -47,18 +47,31 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
 WAIT = 15.0  # bound for anything that should happen soon
 GET_TIMEOUT = 20.0  # a get's own timeout: a denied get must end long before it
-MESSAGES = ["put", "delete", "declare_subscriber", "query", "declare_queryable", "reply", "liveliness_token",
-            "declare_liveliness_subscriber", "liveliness_query"]  # fmt: skip
+MESSAGES = [
+    "put",
+    "delete",
+    "declare_subscriber",
+    "query",
+    "declare_queryable",
+    "reply",
+    "liveliness_token",
+    "declare_liveliness_subscriber",
+    "liveliness_query",
+]
 USERS = ["alice", "bob", "carol", "erin", "dave", "frank", "root"]
 ZIDS = {"dave": "da7e0001", "frank": "f7a40002"}
 #: client pairs (a, b) of the matrix, and the subject property identifying them
-PAIRS = {"user": ("alice", "bob", "usernames"), "cn": ("carol", "erin", "cert_common_names"),
-         "zid": ("dave", "frank", "zids")}  # fmt: skip
+PAIRS = {
+    "user": ("alice", "bob", "usernames"),
+    "cn": ("carol", "erin", "cert_common_names"),
+    "zid": ("dave", "frank", "zids"),
+}
 TLS_CLIENTS = ("carol", "erin")
 
 
-def _rule(ident: str, messages: list[str], keys: list[str], flows: list[str] | None = None,
-          permission: str = "allow") -> dict[str, Any]:  # fmt: skip
+def _rule(
+    ident: str, messages: list[str], keys: list[str], flows: list[str] | None = None, permission: str = "allow"
+) -> dict[str, Any]:
     out: dict[str, Any] = {"id": ident, "messages": messages, "key_exprs": keys, "permission": permission}
     if flows is not None:
         out["flows"] = flows
@@ -73,39 +86,59 @@ def acl_tree() -> dict[str, Any]:
         ra, rb = [], []
         for kind in MESSAGES:
             others = [m for m in MESSAGES if m != kind]
-            ra += [_rule(f"{pair}-a-in-{kind}", [kind], [f"{pair}/in/{kind}/yes/**"], ["ingress"]),
-                   _rule(f"{pair}-a-in-{kind}-rest", others, [f"{pair}/in/{kind}/**"], ["ingress"])]
-            rb += [_rule(f"{pair}-b-out-{kind}", [kind], [f"{pair}/out/{kind}/yes/**"], ["egress"]),
-                   _rule(f"{pair}-b-out-{kind}-rest", others, [f"{pair}/out/{kind}/**"], ["egress"])]
-        ra += [_rule(f"{pair}-a-egress", MESSAGES, [f"{pair}/in/**"], ["egress"]),
-               _rule(f"{pair}-a-out", MESSAGES, [f"{pair}/out/**"])]
-        rb += [_rule(f"{pair}-b-in", MESSAGES, [f"{pair}/in/**"]),
-               _rule(f"{pair}-b-ingress", MESSAGES, [f"{pair}/out/**"], ["ingress"])]
+            ra += [
+                _rule(f"{pair}-a-in-{kind}", [kind], [f"{pair}/in/{kind}/yes/**"], ["ingress"]),
+                _rule(f"{pair}-a-in-{kind}-rest", others, [f"{pair}/in/{kind}/**"], ["ingress"]),
+            ]
+            rb += [
+                _rule(f"{pair}-b-out-{kind}", [kind], [f"{pair}/out/{kind}/yes/**"], ["egress"]),
+                _rule(f"{pair}-b-out-{kind}-rest", others, [f"{pair}/out/{kind}/**"], ["egress"]),
+            ]
+        ra += [
+            _rule(f"{pair}-a-egress", MESSAGES, [f"{pair}/in/**"], ["egress"]),
+            _rule(f"{pair}-a-out", MESSAGES, [f"{pair}/out/**"]),
+        ]
+        rb += [
+            _rule(f"{pair}-b-in", MESSAGES, [f"{pair}/in/**"]),
+            _rule(f"{pair}-b-ingress", MESSAGES, [f"{pair}/out/**"], ["ingress"]),
+        ]
         rules += ra + rb
         value = (lambda name: ZIDS[name]) if prop == "zids" else (lambda name: name)
         subjects += [{"id": f"{pair}-a", prop: [value(a)]}, {"id": f"{pair}-b", prop: [value(b)]}]
-        policies += [{"id": f"{pair}-a", "rules": [r["id"] for r in ra], "subjects": [f"{pair}-a"]},
-                     {"id": f"{pair}-b", "rules": [r["id"] for r in rb], "subjects": [f"{pair}-b"]}]
+        policies += [
+            {"id": f"{pair}-a", "rules": [r["id"] for r in ra], "subjects": [f"{pair}-a"]},
+            {"id": f"{pair}-b", "rules": [r["id"] for r in rb], "subjects": [f"{pair}-b"]},
+        ]
     # identities: a put on id/<what>/** is allowed to the subject of one property only
-    subjects += [{"id": "alice", "usernames": ["alice"]}, {"id": "carol", "cert_common_names": ["carol"]},
-                 {"id": "dave", "zids": [ZIDS["dave"]]}, {"id": "lo", "interfaces": ["lo"]},
-                 {"id": "nowhere", "interfaces": ["nope0"]}, {"id": "tls", "link_protocols": ["tls"]},
-                 {"id": "tcp", "link_protocols": ["tcp"]}, {"id": "root", "usernames": ["root"]},
-                 # the combinations of one value of each: (carol, carol) is carol's; erin's
-                 # username and bob's missing certificate match none
-                 {"id": "cart", "usernames": ["carol", "bob"], "cert_common_names": ["carol", "erin"]}]  # fmt: skip
+    subjects += [
+        {"id": "alice", "usernames": ["alice"]},
+        {"id": "carol", "cert_common_names": ["carol"]},
+        {"id": "dave", "zids": [ZIDS["dave"]]},
+        {"id": "lo", "interfaces": ["lo"]},
+        {"id": "nowhere", "interfaces": ["nope0"]},
+        {"id": "tls", "link_protocols": ["tls"]},
+        {"id": "tcp", "link_protocols": ["tcp"]},
+        {"id": "root", "usernames": ["root"]},
+        # the combinations of one value of each: (carol, carol) is carol's; erin's
+        # username and bob's missing certificate match none
+        {"id": "cart", "usernames": ["carol", "bob"], "cert_common_names": ["carol", "erin"]},
+    ]
     for what in ("alice", "carol", "dave", "lo", "nowhere", "tls", "tcp", "cart"):
         rules.append(_rule(f"id-{what}", ["put"], [f"id/{what}/**"], ["ingress"]))
         policies.append({"rules": [f"id-{what}"], "subjects": [what]})
     # any allow wins: alice's own subject denies id/any/**, the "lo" subject allows it
-    rules += [_rule("id-any-deny", ["put"], ["id/any/**"], ["ingress"], "deny"),
-              _rule("id-any-allow", ["put"], ["id/any/**"], ["ingress"]),
-              _rule("id-denied", ["put"], ["id/denied/**"], ["ingress"], "deny"),
-              _rule("root-all", MESSAGES, ["**", "@/**"])]  # fmt: skip
-    policies += [{"rules": ["id-any-deny", "id-denied"], "subjects": ["alice"]},
-                 {"rules": ["id-any-allow"], "subjects": ["lo"]}, {"rules": ["root-all"], "subjects": ["root"]}]
-    return {"enabled": True, "default_permission": "deny", "rules": rules, "subjects": subjects,
-            "policies": policies}  # fmt: skip
+    rules += [
+        _rule("id-any-deny", ["put"], ["id/any/**"], ["ingress"], "deny"),
+        _rule("id-any-allow", ["put"], ["id/any/**"], ["ingress"]),
+        _rule("id-denied", ["put"], ["id/denied/**"], ["ingress"], "deny"),
+        _rule("root-all", MESSAGES, ["**", "@/**"]),
+    ]
+    policies += [
+        {"rules": ["id-any-deny", "id-denied"], "subjects": ["alice"]},
+        {"rules": ["id-any-allow"], "subjects": ["lo"]},
+        {"rules": ["root-all"], "subjects": ["root"]},
+    ]
+    return {"enabled": True, "default_permission": "deny", "rules": rules, "subjects": subjects, "policies": policies}
 
 
 # --- routers and sessions ------------------------------------------------------------------------
@@ -146,10 +179,16 @@ class Net:
 
 
 def _router_config(tcp: str, tls: str, pki: Pki, server: Any, dictionary: Path) -> dict[str, Any]:
-    return {"mode": "router", "listen": {"endpoints": [tcp, tls]}, "scouting": {"multicast": {"enabled": False}},
-            "transport": {"auth": {"usrpwd": {"dictionary_file": str(dictionary)}},
-                          "link": {"tls": pki.listen_config(server, mtls=True)}},
-            "access_control": acl_tree()}  # fmt: skip
+    return {
+        "mode": "router",
+        "listen": {"endpoints": [tcp, tls]},
+        "scouting": {"multicast": {"enabled": False}},
+        "transport": {
+            "auth": {"usrpwd": {"dictionary_file": str(dictionary)}},
+            "link": {"tls": pki.listen_config(server, mtls=True)},
+        },
+        "access_control": acl_tree(),
+    }
 
 
 @contextlib.contextmanager
@@ -265,8 +304,9 @@ def allowed_then_denied(allowed: Callable[[str], None], denied: Callable[[str], 
 def get_keys(session: Any, key: str, *, liveliness: bool = False) -> tuple[list[str], list[str], float]:
     """(reply keys, error payloads, seconds taken) of one get."""
     start = time.monotonic()
-    replies = (session.liveliness().get(key, timeout=GET_TIMEOUT) if liveliness
-               else session.get(key, timeout=GET_TIMEOUT))  # fmt: skip
+    replies = (
+        session.liveliness().get(key, timeout=GET_TIMEOUT) if liveliness else session.get(key, timeout=GET_TIMEOUT)
+    )
     ok, err = [], []
     for r in replies:
         if r.ok is not None:
@@ -338,12 +378,17 @@ def check_ingress(kind: str, a: Any, b: Any, p: str) -> None:
             assert get_keys(b, f"{p}/**", liveliness=True)[:2] == ([f"{yes}/t"], [])
     elif kind == "declare_liveliness_subscriber":
         lv = a.liveliness()
-        with declared(lv.declare_subscriber(f"{no}/**", inbox.sample, history=True),
-                      lv.declare_subscriber(f"{yes}/**", inbox.sample, history=True)):  # fmt: skip
+        with declared(
+            lv.declare_subscriber(f"{no}/**", inbox.sample, history=True),
+            lv.declare_subscriber(f"{yes}/**", inbox.sample, history=True),
+        ):
             tokens: list[Any] = []
             try:
-                allowed_then_denied(lambda m: tokens.append(b.liveliness().declare_token(f"{yes}/{m}")),
-                                    lambda m: tokens.append(b.liveliness().declare_token(f"{no}/{m}")), inbox)  # fmt: skip
+                allowed_then_denied(
+                    lambda m: tokens.append(b.liveliness().declare_token(f"{yes}/{m}")),
+                    lambda m: tokens.append(b.liveliness().declare_token(f"{no}/{m}")),
+                    inbox,
+                )
             finally:
                 for t in tokens:
                     t.undeclare()
@@ -455,8 +500,10 @@ def test_identities(net: Net, key: str) -> None:
     allowed_put = IDENTITY_CASES[key] | {"root"}
     with declared(root.declare_subscriber("id/**", inbox.sample)):
         # the subscription stands once a put of another client comes through
-        expect(lambda: bool(net["bob"].put("id/lo/warm", "w")) or inbox.wait(lambda i: i[0] == "id/lo/warm", 0.3),
-              "root's subscription never took")  # fmt: skip
+        expect(
+            lambda: bool(net["bob"].put("id/lo/warm", "w")) or inbox.wait(lambda i: i[0] == "id/lo/warm", 0.3),
+            "root's subscription never took",
+        )
         for name in USERS:
             s = net[name]
             target = f"{key}/{name}"
@@ -496,8 +543,9 @@ def test_denials_are_counted_and_logged_once(net: Net) -> None:
     expect(lambda: json.loads(admin("access_control"))["denied"].get("id-denied", 0) >= 3, "denials not counted")
     info = json.loads(admin("access_control"))
     assert info["enabled"] is True and info["default_permission"] == "deny"
-    assert {"rule": "id-denied", "flow": "ingress", "message": "put", "count": info["denied"]["id-denied"]} \
-        in info["denials"]  # fmt: skip
+    assert {"rule": "id-denied", "flow": "ingress", "message": "put", "count": info["denied"]["id-denied"]} in info[
+        "denials"
+    ]
     sessions = {s["username"]: s for s in info["sessions"]}
     assert sessions["alice"]["interfaces"] == ["lo"] and sessions["alice"]["link_protocol"] == "tcp"
     assert set(sessions["alice"]["subjects"]) == {"alice", "lo", "tcp", "user-a"}
@@ -505,8 +553,11 @@ def test_denials_are_counted_and_logged_once(net: Net) -> None:
     assert sessions["dave"]["zid"] == ZIDS["dave"]
     # the same totals by rule in the metrics
     text = admin("metrics?compression=false")
-    counts = dict(re.findall(r'^pyzenoh_router_access_control_denied_total\{reason="([^"]+)"\} (\d+)$',
-                             text.decode(), re.MULTILINE))  # fmt: skip
+    counts = dict(
+        re.findall(
+            r'^pyzenoh_router_access_control_denied_total\{reason="([^"]+)"\} (\d+)$', text.decode(), re.MULTILINE
+        )
+    )
     assert int(counts["id-denied"]) >= 3 and int(counts["<default_permission>"]) > 0
     # logged once per (subject, rule), with the reason
     assert net.log is not None

@@ -52,21 +52,31 @@ ROUTER_ZID = "ac1"
 NEIGHBOUR_ZID = "f7"
 
 
-def rule(ident: str, messages: list[str], keys: list[str], flows: list[str] | None = None,
-         permission: str = "deny") -> dict[str, Any]:  # fmt: skip
+def rule(
+    ident: str, messages: list[str], keys: list[str], flows: list[str] | None = None, permission: str = "deny"
+) -> dict[str, Any]:
     out: dict[str, Any] = {"id": ident, "messages": messages, "key_exprs": keys, "permission": permission}
     if flows is not None:
         out["flows"] = flows
     return out
 
 
-def tree(rules: list[dict[str, Any]], policies: list[tuple[list[str], list[str]]],
-         subjects: list[dict[str, Any]] | None = None, default: str = "allow") -> dict[str, Any]:  # fmt: skip
+def tree(
+    rules: list[dict[str, Any]],
+    policies: list[tuple[list[str], list[str]]],
+    subjects: list[dict[str, Any]] | None = None,
+    default: str = "allow",
+) -> dict[str, Any]:
     """An access_control tree; ``policies``: (rule ids, subject ids); a subject per client
     (``{"id": "a", "zids": ["a1"]}``) unless ``subjects`` are given."""
     subjects = subjects if subjects is not None else [{"id": n, "zids": [z]} for n, z in ZIDS.items()]
-    return {"enabled": True, "default_permission": default, "rules": rules, "subjects": subjects,
-            "policies": [{"rules": r, "subjects": s} for r, s in policies]}  # fmt: skip
+    return {
+        "enabled": True,
+        "default_permission": default,
+        "rules": rules,
+        "subjects": subjects,
+        "policies": [{"rules": r, "subjects": s} for r, s in policies],
+    }
 
 
 # --- routers and sessions ------------------------------------------------------------------------
@@ -98,21 +108,28 @@ class Site:
 
 
 @contextlib.contextmanager
-def router(impl: str, zid: str, acl: dict[str, Any] | None = None, connect: str | None = None,
-           host: str = "127.0.0.1") -> Iterator[str]:  # fmt: skip
+def router(
+    impl: str, zid: str, acl: dict[str, Any] | None = None, connect: str | None = None, host: str = "127.0.0.1"
+) -> Iterator[str]:
     """A router listening on ``host`` and a fresh port (its endpoint on 127.0.0.1 yielded),
     with ``acl`` if given."""
     port = free_port()
     endpoint = f"tcp/127.0.0.1:{port}"
-    config: dict[str, Any] = {"mode": "router", "id": zid, "listen": {"endpoints": [f"tcp/{host}:{port}"]},
-                              "scouting": {"multicast": {"enabled": False}, "gossip": {"enabled": False}}}  # fmt: skip
+    config: dict[str, Any] = {
+        "mode": "router",
+        "id": zid,
+        "listen": {"endpoints": [f"tcp/{host}:{port}"]},
+        "scouting": {"multicast": {"enabled": False}, "gossip": {"enabled": False}},
+    }
     if acl is not None:
         config["access_control"] = acl
     if connect is not None:
         config["connect"] = {"endpoints": [connect]}
     if impl == "pyzenoh":
-        with tempfile.TemporaryDirectory() as tmp, \
-                pyzenoh_router_process(config, Path(tmp) / "router.json5", [port]) as (proc, log):  # fmt: skip
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            pyzenoh_router_process(config, Path(tmp) / "router.json5", [port]) as (proc, log),
+        ):
             yield endpoint
             assert proc.poll() is None, log.read_text()
     else:
@@ -208,10 +225,13 @@ def test_targets_when_the_chosen_queryable_may_not_receive_the_query(start: Call
     a, b, c = site["a"], site["b"], site["c"]
     target = zenoh.QueryTarget
     probe = site["d"].declare_querier("t/one/k", target=target.ALL_COMPLETE)
-    with declared(probe, b.declare_queryable("t/two/**", replying("t/two/b"), complete=True),
-                  b.declare_queryable("t/one/**", replying("t/one/b"), complete=True),
-                  c.declare_queryable("t/one/**", replying("t/one/c"), complete=False),
-                  c.declare_queryable("t/two/**", replying("t/two/c"), complete=True)):  # fmt: skip
+    with declared(
+        probe,
+        b.declare_queryable("t/two/**", replying("t/two/b"), complete=True),
+        b.declare_queryable("t/one/**", replying("t/one/b"), complete=True),
+        c.declare_queryable("t/one/**", replying("t/one/c"), complete=False),
+        c.declare_queryable("t/two/**", replying("t/two/c"), complete=True),
+    ):
         # b's queryables stand once d's querier matches (only b's on t/one/** is complete)
         expect(lambda: probe.matching_status.matching, "b's queryables never matched")
         expect(lambda: answers(a, "t/*/*")[0] == ["t/one/c", "t/two/c"], "c's queryables never answered")
@@ -226,8 +246,12 @@ def test_replies_and_errors_denied_in_and_out(start: Callable[..., Site]) -> Non
     """b's replies on r/in/** may not enter, a may not be sent replies on r/out/**. An ERR
     reply carries the query's key and is judged on it: a get on r/** (not included in
     either rule) gets its ERR, a get on r/in/k does not."""
-    site = start(tree([rule("in", ["reply"], ["r/in/**"], ["ingress"]), rule("out", ["reply"], ["r/out/**"], ["egress"])],
-                      [(["in"], ["b"]), (["out"], ["a"])]))  # fmt: skip
+    site = start(
+        tree(
+            [rule("in", ["reply"], ["r/in/**"], ["ingress"]), rule("out", ["reply"], ["r/out/**"], ["egress"])],
+            [(["in"], ["b"]), (["out"], ["a"])],
+        )
+    )
     a, b, c = site["a"], site["b"], site["c"]
 
     def handler(query: Any) -> None:
@@ -257,19 +281,29 @@ def test_querier_matching_status(start: Callable[..., Site]) -> None:
     """A queryable hidden from a (egress declare_queryable) or refused from b (ingress)
     never matches a's querier, declared before or after it; one that may not receive
     queries (egress query) matches, and a's get there ends at once with nothing."""
-    site = start(tree([rule("hide", ["declare_queryable"], ["m/hidden/**"], ["egress"]),
-                       rule("quiet", ["query"], ["m/quiet/**"], ["egress"]),
-                       rule("refuse", ["declare_queryable"], ["m/refused/**"], ["ingress"])],
-                      [(["hide"], ["a"]), (["quiet", "refuse"], ["b"])]))  # fmt: skip
+    site = start(
+        tree(
+            [
+                rule("hide", ["declare_queryable"], ["m/hidden/**"], ["egress"]),
+                rule("quiet", ["query"], ["m/quiet/**"], ["egress"]),
+                rule("refuse", ["declare_queryable"], ["m/refused/**"], ["ingress"]),
+            ],
+            [(["hide"], ["a"]), (["quiet", "refuse"], ["b"])],
+        )
+    )
     a, b = site["a"], site["b"]
     complete = zenoh.QueryTarget.ALL_COMPLETE
     early = a.declare_querier("m/hidden/k", target=complete)
-    qabls = [b.declare_queryable(f"m/{k}/k", replying(""), complete=True) for k in ("hidden", "quiet", "refused", "open")]
+    qabls = [
+        b.declare_queryable(f"m/{k}/k", replying(""), complete=True) for k in ("hidden", "quiet", "refused", "open")
+    ]
     with declared(early, *qabls):
         queriers = {k: a.declare_querier(f"m/{k}/k", target=complete) for k in ("hidden", "quiet", "refused", "open")}
         with declared(*queriers.values()):
-            expect(lambda: queriers["open"].matching_status.matching and queriers["quiet"].matching_status.matching,
-                  "the open queryables never matched")  # fmt: skip
+            expect(
+                lambda: queriers["open"].matching_status.matching and queriers["quiet"].matching_status.matching,
+                "the open queryables never matched",
+            )
             assert not queriers["hidden"].matching_status.matching and not early.matching_status.matching
             assert not queriers["refused"].matching_status.matching
             assert answers(a, "m/quiet/k") == ([], [])
@@ -283,9 +317,15 @@ def test_denied_tokens_never_appear_nor_disappear(start: Callable[..., Site]) ->
     """b's tokens on l/in/no/** may not enter; a may not be told of those on l/out/no/**
     (c may). Liveliness subscribers, declared before the tokens and after them with
     history, see the allowed ones come and go, nothing of the denied ones."""
-    site = start(tree([rule("in", ["liveliness_token"], ["l/in/no/**"], ["ingress"]),
-                       rule("out", ["liveliness_token"], ["l/out/no/**"], ["egress"])],
-                      [(["in"], ["b"]), (["out"], ["a"])]))  # fmt: skip
+    site = start(
+        tree(
+            [
+                rule("in", ["liveliness_token"], ["l/in/no/**"], ["ingress"]),
+                rule("out", ["liveliness_token"], ["l/out/no/**"], ["egress"]),
+            ],
+            [(["in"], ["b"]), (["out"], ["a"])],
+        )
+    )
     a, b, c = site["a"], site["b"], site["c"]
     early, late = Inbox(), Inbox()
     with declared(a.liveliness().declare_subscriber("l/**", early.sample)):
@@ -310,7 +350,11 @@ def test_denied_tokens_never_appear_nor_disappear(start: Callable[..., Site]) ->
             for inbox in (early, late):
                 assert inbox.wait(lambda item: item == ("l/out/yes/t", "DELETE"), WAIT)
                 assert sorted({i for i in inbox.seen if not i[0].startswith("l/probe/")}) == [
-                    ("l/in/yes/t", ""), ("l/in/yes/t", "DELETE"), ("l/out/yes/t", ""), ("l/out/yes/t", "DELETE")]
+                    ("l/in/yes/t", ""),
+                    ("l/in/yes/t", "DELETE"),
+                    ("l/out/yes/t", ""),
+                    ("l/out/yes/t", "DELETE"),
+                ]
         assert tokens(a, "l/*/*/t") == tokens(c, "l/*/*/t") == []
 
 
@@ -322,19 +366,30 @@ def test_rules_include_keys_wildcard_subscriptions_are_not_denied_by_narrower_on
     subscriber on w/d/k may not be declared (b, d), one on w/** or w/d/* may (the rule
     w/d/k does not include them): a's put on w/d/k reaches b, and d once it subscribes
     to w/d/*."""
-    site = start(tree([rule("no-put", ["put"], ["w/x/**"], ["egress"]),
-                       rule("no-sub", ["declare_subscriber"], ["w/d/k"], ["ingress"])],
-                      [(["no-put", "no-sub"], ["b"]), (["no-sub"], ["d"])]))  # fmt: skip
+    site = start(
+        tree(
+            [
+                rule("no-put", ["put"], ["w/x/**"], ["egress"]),
+                rule("no-sub", ["declare_subscriber"], ["w/d/k"], ["ingress"]),
+            ],
+            [(["no-put", "no-sub"], ["b"]), (["no-sub"], ["d"])],
+        )
+    )
     a, b, d = site["a"], site["b"], site["d"]
     inbox_b, inbox_d = Inbox(), Inbox()
-    with declared(b.declare_subscriber("w/**", inbox_b.sample), d.declare_subscriber("w/d/k", inbox_d.sample),
-                  d.declare_subscriber("w/s/d", inbox_d.sample)):  # fmt: skip
+    with declared(
+        b.declare_subscriber("w/**", inbox_b.sample),
+        d.declare_subscriber("w/d/k", inbox_d.sample),
+        d.declare_subscriber("w/s/d", inbox_d.sample),
+    ):
         assert delivered_in_order(lambda m: a.put("w/x/1", m), lambda m: a.put("w/y/1", m), inbox_b) == []
         assert delivered_in_order(lambda m: a.put("w/d/k", m), lambda m: a.put("w/y/1", m), inbox_b) == ["w/d/k"]
         assert delivered_in_order(lambda m: a.put("w/d/k", m), lambda m: a.put("w/s/d", m), inbox_d) == []
         with declared(d.declare_subscriber("w/d/*", inbox_d.sample)):
-            expect(lambda: delivered_in_order(lambda m: a.put("w/d/k", m), lambda m: a.put("w/s/d", m), inbox_d) != [],
-                  "d's subscriber on w/d/* never got a's put on w/d/k")  # fmt: skip
+            expect(
+                lambda: delivered_in_order(lambda m: a.put("w/d/k", m), lambda m: a.put("w/s/d", m), inbox_d) != [],
+                "d's subscriber on w/d/* never got a's put on w/d/k",
+            )
 
 
 def test_a_put_on_a_wildcard_key(start: Callable[..., Site], impl: str) -> None:
@@ -372,8 +427,11 @@ def test_publisher_matching_with_the_subscriber_declared_before_and_after(start:
         with declared(*pubs.values()):
             check(pubs)
         pubs = {w: a.declare_publisher(f"pm/{w}/2") for w in ("no", "yes")}
-        with declared(*pubs.values(), b.declare_subscriber("pm/no/2", inbox.sample),
-                      b.declare_subscriber("pm/yes/2", inbox.sample)):  # fmt: skip
+        with declared(
+            *pubs.values(),
+            b.declare_subscriber("pm/no/2", inbox.sample),
+            b.declare_subscriber("pm/yes/2", inbox.sample),
+        ):
             check(pubs)
 
 
@@ -391,15 +449,20 @@ def test_subject_combinations(start: Callable[..., Site]) -> None:
     * i: zids [i1] x interfaces [nope0], and x link_protocols [tls]: neither matches i;
     * j: zids [j1] x link_protocols [tcp, tls]: the tcp combination matches.
     """
-    subjects = [{"id": "e", "zids": [ZIDS["e"]]}, {"id": "e-tcp", "zids": [ZIDS["e"]], "link_protocols": ["tcp"]},
-                {"id": "f", "zids": [ZIDS["f"]]}, {"id": "f-too", "zids": [ZIDS["f"]]},
-                {"id": "gh", "zids": [ZIDS["g"], ZIDS["h"]], "interfaces": ["lo"]},
-                {"id": "i-nope", "zids": [ZIDS["i"]], "interfaces": ["nope0"]},
-                {"id": "i-tls", "zids": [ZIDS["i"]], "link_protocols": ["tls"]},
-                {"id": "j", "zids": [ZIDS["j"]], "link_protocols": ["tcp", "tls"]}]  # fmt: skip
+    subjects = [
+        {"id": "e", "zids": [ZIDS["e"]]},
+        {"id": "e-tcp", "zids": [ZIDS["e"]], "link_protocols": ["tcp"]},
+        {"id": "f", "zids": [ZIDS["f"]]},
+        {"id": "f-too", "zids": [ZIDS["f"]]},
+        {"id": "gh", "zids": [ZIDS["g"], ZIDS["h"]], "interfaces": ["lo"]},
+        {"id": "i-nope", "zids": [ZIDS["i"]], "interfaces": ["nope0"]},
+        {"id": "i-tls", "zids": [ZIDS["i"]], "link_protocols": ["tls"]},
+        {"id": "j", "zids": [ZIDS["j"]], "link_protocols": ["tcp", "tls"]},
+    ]
     rules = [rule("no-put", ["put"], ["s/**"]), rule("other", ["query"], ["elsewhere"])]
-    site = start(tree(rules, [(["no-put"], ["e", "f", "gh", "i-nope", "i-tls", "j"]), (["other"], ["f-too"])],
-                      subjects))  # fmt: skip
+    site = start(
+        tree(rules, [(["no-put"], ["e", "f", "gh", "i-nope", "i-tls", "j"]), (["other"], ["f-too"])], subjects)
+    )
     observer = site["d"]
     inbox = Inbox()
     allowed = {"e", "i"}
@@ -412,8 +475,13 @@ def test_subject_combinations(start: Callable[..., Site]) -> None:
             # retries stay for a first put that could go before the client heard of s/**.
             tries = []
             for _ in range(3):
-                tries.append(delivered_in_order(lambda m, s=s: s.put(f"s/{m}", m),  # type: ignore[misc]
-                                                lambda m, s=s: s.put(f"t/{m}", m), inbox))  # type: ignore[misc]
+                tries.append(
+                    delivered_in_order(
+                        lambda m, s=s: s.put(f"s/{m}", m),  # type: ignore[misc]
+                        lambda m, s=s: s.put(f"t/{m}", m),
+                        inbox,
+                    )
+                )  # type: ignore[misc]
                 if tries[-1]:
                     break
             assert any(tries) == (name in allowed), f"{name}'s puts: {tries}"
@@ -432,7 +500,9 @@ def _dual_stack() -> bool:
 def test_interfaces_of_links_to_a_listener_on_the_ipv6_wildcard(impl: str) -> None:
     """A router listening on [::] takes IPv4 clients too; a client on 127.0.0.1 and one on
     [::1] both arrive on interface lo (puts on i/** are denied to subject lo)."""
-    acl = tree([rule("no-put", ["put"], ["i/**"], ["ingress"])], [(["no-put"], ["lo"])], [{"id": "lo", "interfaces": ["lo"]}])
+    acl = tree(
+        [rule("no-put", ["put"], ["i/**"], ["ingress"])], [(["no-put"], ["lo"])], [{"id": "lo", "interfaces": ["lo"]}]
+    )
     with router(impl, ROUTER_ZID, acl, host="[::]") as endpoint:
         port = endpoint.rsplit(":", 1)[1]
         v4, v6 = Site(impl, endpoint), Site(impl, f"tcp/[::1]:{port}")
@@ -440,7 +510,9 @@ def test_interfaces_of_links_to_a_listener_on_the_ipv6_wildcard(impl: str) -> No
             inbox = Inbox()
             with declared(v4["b"].declare_subscriber("**", inbox.sample)):
                 for s in (v4["a"], v6["c"]):
-                    got = delivered_in_order(lambda m, s=s: s.put(f"i/{m}", m), lambda m, s=s: s.put(f"j/{m}", m), inbox)  # type: ignore[misc]
+                    got = delivered_in_order(
+                        lambda m, s=s: s.put(f"i/{m}", m), lambda m, s=s: s.put(f"j/{m}", m), inbox
+                    )  # type: ignore[misc]
                     assert got == []
         finally:
             v4.close()
@@ -454,28 +526,41 @@ def test_a_neighbour_router_is_a_subject_by_zid(impl: str) -> None:
     """A real router (zid f7, no access control) connects to the router under test, whose
     rules for subject f7 apply on that router link: a is a client of the neighbour, b of
     the router under test."""
-    acl = tree([rule("put-in", ["put"], ["n/put/no/**"], ["ingress"]),
-                rule("put-out", ["put"], ["n/eput/no/**"], ["egress"]),
-                rule("sub-in", ["declare_subscriber"], ["n/sub/no/**"], ["ingress"]),
-                rule("token-out", ["liveliness_token"], ["n/tok/no/**"], ["egress"]),
-                rule("query-in", ["query"], ["n/q/no/**"], ["ingress"]),
-                rule("reply-out", ["reply"], ["n/r/no/**"], ["egress"])],
-               [(["put-in", "put-out", "sub-in", "token-out", "query-in", "reply-out"], ["nb"])],
-               [{"id": "nb", "zids": [NEIGHBOUR_ZID]}])  # fmt: skip
+    acl = tree(
+        [
+            rule("put-in", ["put"], ["n/put/no/**"], ["ingress"]),
+            rule("put-out", ["put"], ["n/eput/no/**"], ["egress"]),
+            rule("sub-in", ["declare_subscriber"], ["n/sub/no/**"], ["ingress"]),
+            rule("token-out", ["liveliness_token"], ["n/tok/no/**"], ["egress"]),
+            rule("query-in", ["query"], ["n/q/no/**"], ["ingress"]),
+            rule("reply-out", ["reply"], ["n/r/no/**"], ["egress"]),
+        ],
+        [(["put-in", "put-out", "sub-in", "token-out", "query-in", "reply-out"], ["nb"])],
+        [{"id": "nb", "zids": [NEIGHBOUR_ZID]}],
+    )
     with router(impl, ROUTER_ZID, acl) as tested, router("zenohd", NEIGHBOUR_ZID, connect=tested) as neighbour:
         there, here = Site("zenohd", neighbour), Site(impl, tested)
         try:
             a, b = there["a"], here["b"]
             inbox_a, inbox_b = Inbox(), Inbox()
-            with declared(b.declare_subscriber("n/put/**", inbox_b.sample), a.declare_subscriber("n/eput/**", inbox_a.sample),
-                          a.declare_subscriber("n/sub/no/k", inbox_a.sample), a.declare_subscriber("n/sub/yes/k", inbox_a.sample),
-                          b.liveliness().declare_token("n/tok/no/t"), b.liveliness().declare_token("n/tok/yes/t"),
-                          b.declare_queryable("n/q/**", replying("")),
-                          b.declare_queryable("n/r/**", replying("n/r/no/k", "n/r/yes/k"))):  # fmt: skip
-                assert delivered_in_order(lambda m: a.put("n/put/no/k", m), lambda m: a.put("n/put/yes/k", m),
-                                          inbox_b) == []  # fmt: skip
-                assert delivered_in_order(lambda m: b.put("n/eput/no/k", m), lambda m: b.put("n/eput/yes/k", m),
-                                          inbox_a) == []  # fmt: skip
+            with declared(
+                b.declare_subscriber("n/put/**", inbox_b.sample),
+                a.declare_subscriber("n/eput/**", inbox_a.sample),
+                a.declare_subscriber("n/sub/no/k", inbox_a.sample),
+                a.declare_subscriber("n/sub/yes/k", inbox_a.sample),
+                b.liveliness().declare_token("n/tok/no/t"),
+                b.liveliness().declare_token("n/tok/yes/t"),
+                b.declare_queryable("n/q/**", replying("")),
+                b.declare_queryable("n/r/**", replying("n/r/no/k", "n/r/yes/k")),
+            ):
+                assert (
+                    delivered_in_order(lambda m: a.put("n/put/no/k", m), lambda m: a.put("n/put/yes/k", m), inbox_b)
+                    == []
+                )
+                assert (
+                    delivered_in_order(lambda m: b.put("n/eput/no/k", m), lambda m: b.put("n/eput/yes/k", m), inbox_a)
+                    == []
+                )
                 pubs = {w: b.declare_publisher(f"n/sub/{w}/k") for w in ("no", "yes")}
                 with declared(*pubs.values()):
                     expect(lambda: pubs["yes"].matching_status.matching, "a's allowed subscriber never matched")
@@ -494,8 +579,12 @@ def test_a_neighbour_router_is_a_subject_by_zid(impl: str) -> None:
 
 
 GOOD_RULE = {"id": "r", "messages": ["put"], "key_exprs": ["a/**"], "permission": "allow", "flows": ["ingress"]}
-GOOD = {"enabled": True, "rules": [GOOD_RULE], "subjects": [{"id": "s", "usernames": ["u"]}],
-        "policies": [{"rules": ["r"], "subjects": ["s"]}]}  # fmt: skip
+GOOD = {
+    "enabled": True,
+    "rules": [GOOD_RULE],
+    "subjects": [{"id": "s", "usernames": ["u"]}],
+    "policies": [{"rules": ["r"], "subjects": ["s"]}],
+}
 
 
 def _with(rule_: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
@@ -510,20 +599,30 @@ def _with(rule_: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
 #: name -> (tree, None when both routers start, else what pyzenoh's refusal names)
 START_UP: dict[str, tuple[dict[str, Any], str | None]] = {
     "disabled, a policy naming no rule": (_with(enabled=False, policies=[{"rules": ["x"], "subjects": ["s"]}]), None),
-    "disabled, an unknown message": (_with({"messages": ["publish"]}, enabled=False), "access_control/rules/0/messages"),
+    "disabled, an unknown message": (
+        _with({"messages": ["publish"]}, enabled=False),
+        "access_control/rules/0/messages",
+    ),
     "a rule without flows": (_with({"flows": None}), None),
     "empty rules list": (_with(rules=[]), None),
     "empty key_exprs": (_with({"key_exprs": []}), "access_control/rules/0/key_exprs"),
     "key expression not canon": (_with({"key_exprs": ["a/**/*"]}), "access_control/rules/0/key_exprs/0"),
     "unknown flow": (_with({"flows": ["inbound"]}), "access_control/rules/0/flows"),
     "zid in uppercase": (_with(subjects=[{"id": "s", "zids": ["A1"]}]), "access_control/subjects/0/zids/0"),
-    "lists missing": (_with(rules=None, subjects=None, policies=None),
-                      "All ACL rules/subjects/policies config lists must be provided"),
-    "a policy naming no rule": (_with(policies=[{"rules": ["x"], "subjects": ["s"]}]),
-                                "Rule 'x' in policy #0 does not exist in rules list"),
-    "a blank username": (_with(subjects=[{"id": "s", "usernames": [" "]}]), "Found empty username value in subject 's'"),
+    "lists missing": (
+        _with(rules=None, subjects=None, policies=None),
+        "All ACL rules/subjects/policies config lists must be provided",
+    ),
+    "a policy naming no rule": (
+        _with(policies=[{"rules": ["x"], "subjects": ["s"]}]),
+        "Rule 'x' in policy #0 does not exist in rules list",
+    ),
+    "a blank username": (
+        _with(subjects=[{"id": "s", "usernames": [" "]}]),
+        "Found empty username value in subject 's'",
+    ),
     "a repeated rule id": (_with(rules=[GOOD_RULE, GOOD_RULE]), "Rule id must be unique"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(START_UP))
@@ -532,8 +631,12 @@ def test_which_trees_a_router_refuses_at_start_up(impl: str, case: str, tmp_path
     checks (ids, empty values) only when enabled; pyzenoh refuses the same, naming the key
     or zenohd's reason (``pyzenoh router -c`` then exits 2 with that message)."""
     acl, refusal = START_UP[case]
-    config = {"mode": "router", "listen": {"endpoints": [f"tcp/127.0.0.1:{free_port()}"]},
-              "scouting": {"multicast": {"enabled": False}}, "access_control": acl}  # fmt: skip
+    config = {
+        "mode": "router",
+        "listen": {"endpoints": [f"tcp/127.0.0.1:{free_port()}"]},
+        "scouting": {"multicast": {"enabled": False}},
+        "access_control": acl,
+    }
     error: str | None = None
     if impl == "pyzenoh":
         path = tmp_path / "router.json5"

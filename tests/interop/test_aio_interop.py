@@ -90,8 +90,7 @@ def test_aio_pubsub_get_liveliness(router: Proc, zs: zenoh.Session, prefix: str)
             assert gone.kind is pz.SampleKind.DELETE
 
     asyncio.run(main())
-    expected = {(f"{prefix}/a", "PUT"), (f"{prefix}/pub", "PUT"),
-                (f"{prefix}/pub", "DELETE")}  # fmt: skip
+    expected = {(f"{prefix}/a", "PUT"), (f"{prefix}/pub", "PUT"), (f"{prefix}/pub", "DELETE")}
     seen: set[Any] = set()
     for _ in range(20):  # the zenoh session's own puts arrive here too
         s = zq.get(timeout=WAIT)

@@ -256,8 +256,9 @@ def run_strict(router: Router, qos: bool, tag: bytes) -> tuple[StrictReader, lis
     # (see strict_reader.StrictReader). pyzenoh must send one FRAME per batch, SNs
     # consecutive.
     real = router.kind == "zenohd"
-    reader = StrictReader(router.port, next(_zids), qos=qos, allow_reliability_switch=real,
-                          allow_sn_gap_after_fragments=real)  # fmt: skip
+    reader = StrictReader(
+        router.port, next(_zids), qos=qos, allow_reliability_switch=real, allow_sn_gap_after_fragments=real
+    )
     sends = schedule()
     try:
         assert reader.qos is qos
@@ -368,8 +369,9 @@ def _bad_batches(isn: int, mask: int) -> list[bytes]:
 @pytest.mark.parametrize("lenient", [False, True], ids=["strict", "real-router-latitude"])
 def test_strict_reader_rejects_bad_batches(lenient: bool) -> None:
     with fake_router(_bad_batches) as port:
-        reader = StrictReader(port, 0xB1_0000, qos=False, allow_reliability_switch=lenient,
-                              allow_sn_gap_after_fragments=lenient)  # fmt: skip
+        reader = StrictReader(
+            port, 0xB1_0000, qos=False, allow_reliability_switch=lenient, allow_sn_gap_after_fragments=lenient
+        )
         try:
             reader.subscribe("bt/**")
             reader.wait_until(lambda: len(reader.batches) >= 2 + 9, 10)  # InitAck, OpenAck, 9
@@ -506,8 +508,9 @@ class PicoProc:
     def __init__(self, pico: Pico, exe: Path, args: list[str], out: Path) -> None:
         self.out = out
         with out.open("wb") as f:
-            self.popen = subprocess.Popen([pico.stdbuf, "-oL", str(exe), *args], stdout=f,
-                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
+            self.popen = subprocess.Popen(
+                [pico.stdbuf, "-oL", str(exe), *args], stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
 
     def text(self) -> str:
         return self.out.read_text(errors="replace")
@@ -609,8 +612,22 @@ def test_pico_mixed_priority_pub_reaches_python_subscriber(pico: Pico, pz_router
     src.write_text(MIXED_PUB_C)
     exe = tmp_path / "mixed_pub"
     lib = pico.build / "lib"
-    subprocess.run([cc, *pico.compile_flags(), f"-DPICO_FRAGMENTED={PICO_FRAGMENTED}", "-O2", "-o", str(exe), str(src),
-                    f"-L{lib}", "-lzenohpico", f"-Wl,-rpath,{lib}"], check=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [
+            cc,
+            *pico.compile_flags(),
+            f"-DPICO_FRAGMENTED={PICO_FRAGMENTED}",
+            "-O2",
+            "-o",
+            str(exe),
+            str(src),
+            f"-L{lib}",
+            "-lzenohpico",
+            f"-Wl,-rpath,{lib}",
+        ],
+        check=True,
+        timeout=120,
+    )
     count = 70
     tag = b"pc"
     sends = [Send(i, 1 + i % 7, True, i % 5 == 0, PICO_FRAGMENTED if i % 7 == 3 else 20 + i) for i in range(count)]

@@ -35,8 +35,11 @@ def _queryable(session: object, key: str, value: str, complete: bool = True) -> 
     return session.declare_queryable(key, reply, complete=complete)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("kinds", [("zenoh", "pyzenoh"), ("pyzenoh", "zenoh"), ("pyzenoh", "pyzenoh")],
-                         ids=["zenoh<-pyzenoh", "pyzenoh<-zenoh", "pyzenoh<-pyzenoh"])  # fmt: skip
+@pytest.mark.parametrize(
+    "kinds",
+    [("zenoh", "pyzenoh"), ("pyzenoh", "zenoh"), ("pyzenoh", "pyzenoh")],
+    ids=["zenoh<-pyzenoh", "pyzenoh<-zenoh", "pyzenoh<-pyzenoh"],
+)
 def test_pair_pubsub_queries_liveliness(tmp_path: Path, kinds: tuple[str, str]) -> None:
     with mesh(tmp_path) as m:
         m.add("A", kinds[0])
@@ -59,8 +62,9 @@ def test_pair_pubsub_queries_liveliness(tmp_path: Path, kinds: tuple[str, str]) 
         # B's queryable known on A's side too: ca's get reaches it (under load it once
         # had not yet, and only ca's own queryable answered)
         none = zenoh.ConsolidationMode.NONE
-        assert until(lambda: "fromB" in get_all(ca, "q/b", 2.0, target=zenoh.QueryTarget.ALL, consolidation=none)[0]), \
-            m.logs()  # fmt: skip
+        assert until(lambda: "fromB" in get_all(ca, "q/b", 2.0, target=zenoh.QueryTarget.ALL, consolidation=none)[0]), (
+            m.logs()
+        )
         for target in (zenoh.QueryTarget.ALL, zenoh.QueryTarget.ALL_COMPLETE, zenoh.QueryTarget.BEST_MATCHING):
             oks, errs = get_all(ca, "q/b", target=target)
             assert oks and set(oks) <= {"fromA", "fromB"} and not errs
@@ -79,9 +83,11 @@ def test_pair_pubsub_queries_liveliness(tmp_path: Path, kinds: tuple[str, str]) 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kinds", [("zenoh", "pyzenoh", "zenoh"), ("pyzenoh", "zenoh", "pyzenoh"),
-                                   ("pyzenoh", "pyzenoh", "pyzenoh")],
-                         ids=["pyzenoh-transit", "pyzenoh-edges", "pyzenoh-only"])  # fmt: skip
+@pytest.mark.parametrize(
+    "kinds",
+    [("zenoh", "pyzenoh", "zenoh"), ("pyzenoh", "zenoh", "pyzenoh"), ("pyzenoh", "pyzenoh", "pyzenoh")],
+    ids=["pyzenoh-transit", "pyzenoh-edges", "pyzenoh-only"],
+)
 def test_line_of_three(tmp_path: Path, kinds: tuple[str, str, str]) -> None:
     from tests.interop.zenoh_procs import start_pyzenoh_token
 
@@ -115,9 +121,11 @@ def test_line_of_three(tmp_path: Path, kinds: tuple[str, str, str]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kinds", [("zenoh", "pyzenoh", "pyzenoh"), ("pyzenoh", "pyzenoh", "pyzenoh"),
-                                   ("pyzenoh", "zenoh", "zenoh")],
-                         ids=["one-zenoh", "pyzenoh-only", "two-zenoh"])  # fmt: skip
+@pytest.mark.parametrize(
+    "kinds",
+    [("zenoh", "pyzenoh", "pyzenoh"), ("pyzenoh", "pyzenoh", "pyzenoh"), ("pyzenoh", "zenoh", "zenoh")],
+    ids=["one-zenoh", "pyzenoh-only", "two-zenoh"],
+)
 def test_triangle_no_duplicates_and_link_cut(tmp_path: Path, kinds: tuple[str, str, str]) -> None:
     with mesh(tmp_path) as m:
         m.add("A", kinds[0])
@@ -150,8 +158,9 @@ def test_triangle_no_duplicates_and_link_cut(tmp_path: Path, kinds: tuple[str, s
         assert sorted(got) == sorted(f"after-{i}" for i in range(50)), m.logs()
 
 
-@pytest.mark.parametrize("kinds", [("zenoh", "pyzenoh", "zenoh"), ("pyzenoh", "zenoh", "pyzenoh")],
-                         ids=["pyzenoh-middle", "zenoh-middle"])  # fmt: skip
+@pytest.mark.parametrize(
+    "kinds", [("zenoh", "pyzenoh", "zenoh"), ("pyzenoh", "zenoh", "pyzenoh")], ids=["pyzenoh-middle", "zenoh-middle"]
+)
 def test_middle_router_killed_and_restarted(tmp_path: Path, kinds: tuple[str, str, str]) -> None:
     with mesh(tmp_path) as m:
         m.add("A", kinds[0])

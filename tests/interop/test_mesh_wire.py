@@ -81,6 +81,8 @@ PYZENOH_EXTRA: dict[str, Any] = {
 NEIGHBOUR_EXTRA: dict[str, Any] = {"scouting/gossip/enabled": True}
 
 L_JOINS = "L connects (R's side, M and N hold a subscriber, a queryable, a token each)"
+
+
 @dataclass(frozen=True)
 class LinkStateOam:
     """A LINKSTATE network OAM, decoded and normalised (see :func:`normalise`)."""
@@ -266,8 +268,15 @@ def scenario(w: World) -> None:
     with w.step("m: put w/n/2 (enters the mesh at M)"):
         pub_m.put(b"y")
     with w.step("a: put w/n/3 with encoding, attachment, priority, express, block"):
-        a.put("w/n/3", b"z", encoding="text/plain", attachment=b"att", priority=zenoh.Priority.REAL_TIME,
-              express=True, congestion_control=zenoh.CongestionControl.BLOCK)  # fmt: skip
+        a.put(
+            "w/n/3",
+            b"z",
+            encoding="text/plain",
+            attachment=b"att",
+            priority=zenoh.Priority.REAL_TIME,
+            express=True,
+            congestion_control=zenoh.CongestionControl.BLOCK,
+        )
     with w.step("a: delete w/n/4"):
         a.delete("w/n/4")
     with w.step("a: put w/m/5 (to M and to N, each with its own key ids)"):
@@ -322,8 +331,9 @@ def scenario(w: World) -> None:
     with w.step("a: get q/n with parameters and a 5 s timeout"):
         assert get(a, "q/n?x=1;y=2") == ["rn"]
     with w.step("a: get q/n with target ALL, no consolidation, a payload"):
-        replies = a.get("q/n", target=zenoh.QueryTarget.ALL, consolidation=zenoh.ConsolidationMode.NONE,
-                        payload=b"qp", timeout=5)  # fmt: skip
+        replies = a.get(
+            "q/n", target=zenoh.QueryTarget.ALL, consolidation=zenoh.ConsolidationMode.NONE, payload=b"qp", timeout=5
+        )
         assert [r.ok.payload.to_string() for r in replies] == ["rn"]
     with w.step("a2: undeclares q/e"):
         keep.pop("qe").undeclare()

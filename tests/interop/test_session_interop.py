@@ -215,8 +215,13 @@ def test_priority_express_block_reach_zenoh(ps: pz.Session, zs: zenoh.Session, p
     q, cb = zqueue()
     zsub = zs.declare_subscriber(f"{prefix}/q", cb)
     routed(ps, f"{prefix}/q")
-    ps.put(f"{prefix}/q", b"x", priority=pz.Priority.INTERACTIVE_HIGH, express=True,
-           congestion_control=pz.CongestionControl.BLOCK)  # fmt: skip
+    ps.put(
+        f"{prefix}/q",
+        b"x",
+        priority=pz.Priority.INTERACTIVE_HIGH,
+        express=True,
+        congestion_control=pz.CongestionControl.BLOCK,
+    )
     s = q.get(timeout=WAIT)
     assert s.priority == zenoh.Priority.INTERACTIVE_HIGH
     assert s.congestion_control == zenoh.CongestionControl.BLOCK
@@ -268,15 +273,27 @@ def test_get_pyzenoh_to_zenoh_queryable(ps: pz.Session, zs: zenoh.Session, prefi
     seen: queue.Queue[Any] = queue.Queue()
 
     def answer(q: zenoh.Query) -> None:
-        seen.put((str(q.parameters), q.payload.to_bytes() if q.payload else None,
-                  q.attachment.to_bytes() if q.attachment else None))  # fmt: skip
+        seen.put(
+            (
+                str(q.parameters),
+                q.payload.to_bytes() if q.payload else None,
+                q.attachment.to_bytes() if q.attachment else None,
+            )
+        )
         q.reply(f"{prefix}/q/1", "r1", encoding="text/plain")
         q.reply_del(f"{prefix}/q/2")
 
     zq = zs.declare_queryable(f"{prefix}/q/**", answer, complete=True)
     routed(ps, f"{prefix}/q/*", query=True)
-    replies = drain(ps.get(f"{prefix}/q/*?a=1;b=2", target=getattr(pz.QueryTarget, target),
-                           payload=b"body", attachment=b"att", timeout=10))  # fmt: skip
+    replies = drain(
+        ps.get(
+            f"{prefix}/q/*?a=1;b=2",
+            target=getattr(pz.QueryTarget, target),
+            payload=b"body",
+            attachment=b"att",
+            timeout=10,
+        )
+    )
     oks = {str(r.ok.key_expr): r.ok for r in replies if r.ok}
     assert set(oks) == {f"{prefix}/q/1", f"{prefix}/q/2"}, replies
     assert oks[f"{prefix}/q/1"].payload.to_string() == "r1"

@@ -49,8 +49,13 @@ class Certs:
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     pki = Pki(tmp_path_factory.mktemp("tls-pki"))
-    return Certs(pki, pki.server(), pki.server("other.example", common_name="other"), pki.client("alice"),
-                 pki.unrelated().client("alice"))  # fmt: skip
+    return Certs(
+        pki,
+        pki.server(),
+        pki.server("other.example", common_name="other"),
+        pki.client("alice"),
+        pki.unrelated().client("alice"),
+    )
 
 
 # --- processes -------------------------------------------------------------------------------
@@ -67,13 +72,18 @@ class PyRouter:
 
 
 @contextlib.contextmanager
-def pyzenoh_router(tmp: Path, listen: dict[str, str], tls: dict[str, Any], connect: list[str] | None = None
-                   ) -> Iterator[PyRouter]:  # fmt: skip
+def pyzenoh_router(
+    tmp: Path, listen: dict[str, str], tls: dict[str, Any], connect: list[str] | None = None
+) -> Iterator[PyRouter]:
     """``pyzenoh router`` with the listen endpoints ``{name: "tls/127.0.0.1:{port}#..."}``."""
     ports = {name: free_port() for name in listen}
-    config = {"mode": "router", "listen": {"endpoints": [ep.format(port=ports[n]) for n, ep in listen.items()]},
-              "connect": {"endpoints": connect or []}, "scouting": {"multicast": {"enabled": False}},
-              "transport": {"link": {"tls": tls}}}  # fmt: skip
+    config = {
+        "mode": "router",
+        "listen": {"endpoints": [ep.format(port=ports[n]) for n, ep in listen.items()]},
+        "connect": {"endpoints": connect or []},
+        "scouting": {"multicast": {"enabled": False}},
+        "transport": {"link": {"tls": tls}},
+    }
     name = f"pz-router-{ports[next(iter(ports))]}"
     with pyzenoh_router_process(config, tmp / f"{name}.json5", ports.values()) as (proc, log):
         yield PyRouter(proc, log, ports)
@@ -133,8 +143,8 @@ def pz_router(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         "mtls": "tls/127.0.0.1:{port}#enable_mtls=true",  # mTLS set by the endpoint
         "tcp": "tcp/127.0.0.1:{port}",
         "elsewhere": f"tls/127.0.0.1:{{port}}#listen_certificate_file={certs.elsewhere.cert};"
-                     f"listen_private_key_file={certs.elsewhere.key}",
-    }  # fmt: skip
+        f"listen_private_key_file={certs.elsewhere.key}",
+    }
     tls = {**certs.pki.listen_config(certs.server), "root_ca_certificate": str(certs.pki.ca_cert)}
     with pyzenoh_router(tmp_path_factory.mktemp("pz-router"), listen, tls) as router:
         yield router
@@ -182,20 +192,38 @@ def _refusals(c: Certs) -> dict[str, tuple[str, dict[str, Any] | None, str | Non
     return {
         "mtls-without-client-cert": ("mtls", ca, "PEER_DID_NOT_RETURN_A_CERTIFICATE"),
         # zenohd's clients present their certificate only with enable_mtls
-        "mtls-cert-without-enable-mtls": ("mtls", {**c.pki.connect_config(c.alice), "enable_mtls": False},
-                                          "PEER_DID_NOT_RETURN_A_CERTIFICATE"),
-        "mtls-cert-of-another-ca": ("mtls", {**ca, "enable_mtls": True, "connect_certificate": str(c.rogue.cert),
-                                             "connect_private_key": str(c.rogue.key)}, "CERTIFICATE_VERIFY_FAILED"),
+        "mtls-cert-without-enable-mtls": (
+            "mtls",
+            {**c.pki.connect_config(c.alice), "enable_mtls": False},
+            "PEER_DID_NOT_RETURN_A_CERTIFICATE",
+        ),
+        "mtls-cert-of-another-ca": (
+            "mtls",
+            {
+                **ca,
+                "enable_mtls": True,
+                "connect_certificate": str(c.rogue.cert),
+                "connect_private_key": str(c.rogue.key),
+            },
+            "CERTIFICATE_VERIFY_FAILED",
+        ),
         # the client refuses the server's certificate and tells so
         "server-cert-for-another-name": ("elsewhere", ca, "SSLV3_ALERT_BAD_CERTIFICATE"),
         "server-cert-of-unknown-ca": ("tls", None, "TLSV1_ALERT_UNKNOWN_CA"),
         "plaintext-on-tls-port": ("tls:tcp", None, "WRONG_VERSION_NUMBER"),
         "tls-on-tcp-port": ("tcp:tls", ca, None),
-    }  # fmt: skip
+    }
 
 
-REFUSALS = ["mtls-without-client-cert", "mtls-cert-without-enable-mtls", "mtls-cert-of-another-ca",
-            "server-cert-for-another-name", "server-cert-of-unknown-ca", "plaintext-on-tls-port", "tls-on-tcp-port"]  # fmt: skip
+REFUSALS = [
+    "mtls-without-client-cert",
+    "mtls-cert-without-enable-mtls",
+    "mtls-cert-of-another-ca",
+    "server-cert-for-another-name",
+    "server-cert-of-unknown-ca",
+    "plaintext-on-tls-port",
+    "tls-on-tcp-port",
+]
 
 
 @pytest.mark.parametrize("case", REFUSALS)
@@ -212,7 +240,7 @@ def test_refused_and_the_router_still_serves(case: str, pz_router: PyRouter, cer
     if logged is not None:  # the router logs the failure once, with the client's address
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
-            new = pz_router.log.read_text()[len(log_before):]
+            new = pz_router.log.read_text()[len(log_before) :]
             if "TLS handshake with 127.0.0.1:" in new:
                 break
             time.sleep(0.05)
@@ -235,8 +263,11 @@ def test_verify_name_off_accepts_a_certificate_for_another_name(pz_router: PyRou
 @pytest.fixture(scope="module")
 def zrouter(certs: Certs) -> Iterator[dict[str, str]]:
     ports = {"tcp": free_port(), "tls": free_port(), "mtls": free_port()}
-    endpoints = {"tcp": f"tcp/127.0.0.1:{ports['tcp']}", "tls": f"tls/127.0.0.1:{ports['tls']}",
-                 "mtls": f"tls/127.0.0.1:{ports['mtls']}"}  # fmt: skip
+    endpoints = {
+        "tcp": f"tcp/127.0.0.1:{ports['tcp']}",
+        "tls": f"tls/127.0.0.1:{ports['tls']}",
+        "mtls": f"tls/127.0.0.1:{ports['mtls']}",
+    }
     tls = {**certs.pki.listen_config(certs.server), "root_ca_certificate": str(certs.pki.ca_cert)}
     listen = [endpoints["tcp"], endpoints["tls"], endpoints["mtls"] + "#enable_mtls=true"]
     with zenoh_router(listen, tls):
@@ -272,8 +303,9 @@ def test_pyzenoh_router_connects_to_zenoh_router_over_mtls(
     zrouter: dict[str, str], certs: Certs, tmp_path: Path
 ) -> None:
     # the mTLS listener: the pyzenoh router presents alice's certificate
-    with pyzenoh_router(tmp_path, {"tcp": "tcp/127.0.0.1:{port}"}, certs.pki.connect_config(certs.alice),
-                        connect=[zrouter["mtls"]]) as router:  # fmt: skip
+    with pyzenoh_router(
+        tmp_path, {"tcp": "tcp/127.0.0.1:{port}"}, certs.pki.connect_config(certs.alice), connect=[zrouter["mtls"]]
+    ) as router:
         near = zopen(router.endpoint("tcp"))
         far = zopen(zrouter["tcp"])
         with opened(near, far):
@@ -282,9 +314,7 @@ def test_pyzenoh_router_connects_to_zenoh_router_over_mtls(
         assert "TLS handshake" not in router.log.read_text()
 
 
-def test_zenoh_router_connects_to_pyzenoh_router_over_tls(
-    pz_router: PyRouter, certs: Certs
-) -> None:
+def test_zenoh_router_connects_to_pyzenoh_router_over_tls(pz_router: PyRouter, certs: Certs) -> None:
     port = free_port()
     with zenoh_router([f"tcp/127.0.0.1:{port}"], certs.pki.connect_config(), connect=[pz_router.endpoint("tls")]):
         near = zopen(pz_router.endpoint("tcp"))

@@ -49,9 +49,12 @@ def pyzenoh_router(tmp: Path, name: str, auth: dict[str, Any], connect: tuple[st
     port = free_port()
     zid = f"{port:x}{name.encode().hex()}"[:32]
     config = {
-        "id": zid, "listen": {"endpoints": [f"tcp/127.0.0.1:{port}"]}, "connect": {"endpoints": list(connect)},
-        "scouting": {"multicast": {"enabled": False}}, "transport": {"auth": {"usrpwd": auth}},
-    }  # fmt: skip
+        "id": zid,
+        "listen": {"endpoints": [f"tcp/127.0.0.1:{port}"]},
+        "connect": {"endpoints": list(connect)},
+        "scouting": {"multicast": {"enabled": False}},
+        "transport": {"auth": {"usrpwd": auth}},
+    }
     with pyzenoh_router_process(config, tmp / f"{name}.json5", [port]) as (proc, log):
         yield PyRouter(proc, f"tcp/127.0.0.1:{port}", zid, log)
 
@@ -78,8 +81,11 @@ def zconf(endpoint: str, user: str | None = None, password: str | None = None) -
 
 
 def pconf(endpoint: str, user: str | None = None, password: str | None = None) -> dict[str, Any]:
-    cfg: dict[str, Any] = {"mode": "client", "connect": {"endpoints": [endpoint]},
-                           "scouting": {"multicast": {"enabled": False}}}  # fmt: skip
+    cfg: dict[str, Any] = {
+        "mode": "client",
+        "connect": {"endpoints": [endpoint]},
+        "scouting": {"multicast": {"enabled": False}},
+    }
     if user is not None:
         cfg["transport"] = {"auth": {"usrpwd": {"user": user, "password": password}}}
     return cfg
@@ -128,8 +134,11 @@ def test_real_clients_to_pyzenoh_router(tmp_path: Path, dictionary: str) -> None
                 got.get_nowait()
             assert put_until_received(lambda: bob.put("auth/demo/z", "still"), got) == b"still"
             # the refusals are counted in the admin space metrics
-            metrics = [rep.ok.payload.to_bytes().decode() for rep in
-                       bob.get(f"@/{r.zid}/router/metrics?compression=false", timeout=WAIT) if rep.ok]  # fmt: skip
+            metrics = [
+                rep.ok.payload.to_bytes().decode()
+                for rep in bob.get(f"@/{r.zid}/router/metrics?compression=false", timeout=WAIT)
+                if rep.ok
+            ]
             counts = re.findall(r"^pyzenoh_router_auth_failed\S* (\d+)", metrics[0], re.MULTILINE)
             assert counts and int(counts[0]) == 4
             sub.undeclare()
@@ -206,9 +215,20 @@ def test_router_to_router_wrong_password_is_refused(tmp_path: Path, dictionary: 
 
 def test_pyzenoh_router_refuses_to_start_on_a_bad_dictionary(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.json5"
-    cfg.write_text(json.dumps({"listen": {"endpoints": [f"tcp/127.0.0.1:{free_port()}"]},
-                               "transport": {"auth": {"usrpwd": {"dictionary_file": str(tmp_path / "nope")}}}}))  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "pyzenoh", "router", "-c", str(cfg)],
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    cfg.write_text(
+        json.dumps(
+            {
+                "listen": {"endpoints": [f"tcp/127.0.0.1:{free_port()}"]},
+                "transport": {"auth": {"usrpwd": {"dictionary_file": str(tmp_path / "nope")}}},
+            }
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pyzenoh", "router", "-c", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert f"{KEY}/dictionary_file" in done.stderr + done.stdout

@@ -48,8 +48,6 @@ session.close()
 """
 
 
-
-
 @dataclass
 class Proc:
     """A started subprocess; ``endpoint`` is where it listens (routers) or connects."""
@@ -154,8 +152,7 @@ def start_zenoh_session(connect: str, mode: str = "client") -> Proc:
 
 def start_pyzenoh_token(connect: str, key: str, lease_ms: int = 1000, mode: str = "client") -> Proc:
     """A pyzenoh session process holding one liveliness token on ``key``."""
-    config = {"mode": mode, "connect": {"endpoints": [connect]},
-              "transport": {"link": {"tx": {"lease": lease_ms}}}}  # fmt: skip
+    config = {"mode": mode, "connect": {"endpoints": [connect]}, "transport": {"link": {"tx": {"lease": lease_ms}}}}
     return _start(_PYZENOH_TOKEN, [json.dumps(config), key], connect)
 
 
@@ -207,9 +204,12 @@ def pyzenoh_router_process(
     config_file.write_text(json.dumps(config))
     log = config_file.with_suffix(".log")
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-c",
-                                 str(config_file)], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-c", str(config_file)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     try:
         for port in ports:
             wait_listening(port, proc, START_TIMEOUT_S)

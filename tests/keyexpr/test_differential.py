@@ -84,10 +84,7 @@ SEEDED_BATCH = 24  # 576 ordered pairs per example, nearly all distinct
 @given(st.randoms(use_true_random=False))
 def test_relations_match_zenoh_seeded(rng: random.Random) -> None:
     # CI: 100 x 576 = 57,600 pairs (hypothesis-drawn chunk lists repeat a lot, these don't).
-    keys = [
-        random_keyexpr(rng, max_chunks=rng.choice((3, 6, 9)))
-        for _ in range(SEEDED_BATCH)
-    ]
+    keys = [random_keyexpr(rng, max_chunks=rng.choice((3, 6, 9))) for _ in range(SEEDED_BATCH)]
     assert _check_relations(keys) == SEEDED_BATCH * SEEDED_BATCH
 
 

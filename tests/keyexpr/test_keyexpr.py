@@ -139,7 +139,5 @@ def test_long_expressions_are_iterative() -> None:
     assert not includes(many + "/b", "/".join(["a"] * 200))
     long_chunk = "a" + "$*a" * 5_000
     assert validate(long_chunk) == long_chunk
-    assert intersects(long_chunk, "a" * 10_001) and not intersects(
-        long_chunk, "a" * 5_000
-    )
+    assert intersects(long_chunk, "a" * 10_001) and not intersects(long_chunk, "a" * 5_000)
     assert autocanonize("/".join(["**"] * 10_000)) == "**"

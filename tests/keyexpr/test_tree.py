@@ -25,9 +25,7 @@ def brute(entries: list[Entry], kind: str, q: str) -> list[Entry]:
     return sorted(e for e in entries if includes(q, e[0]))
 
 
-def check_queries(
-    tree: KeyExprTree[int], entries: list[Entry], queries: list[str]
-) -> None:
+def check_queries(tree: KeyExprTree[int], entries: list[Entry], queries: list[str]) -> None:
     assert len(tree) == len(entries)
     assert sorted(tree.items()) == sorted(entries)
     for q in queries:
@@ -71,9 +69,7 @@ def run_sequence(rng: random.Random, n_ops: int, max_chunks: int) -> None:
 @pytest.mark.slow
 @examples(ci=300, local=50)
 @given(st.randoms(use_true_random=False), st.sampled_from([3, 5, 8]))
-def test_random_sequences_match_brute_force(
-    rng: random.Random, max_chunks: int
-) -> None:
+def test_random_sequences_match_brute_force(rng: random.Random, max_chunks: int) -> None:
     run_sequence(rng, n_ops=60, max_chunks=max_chunks)
 
 
@@ -96,15 +92,9 @@ def test_queries_match_zenoh(rng: random.Random) -> None:
     for _ in range(5):
         q = random_keyexpr(rng, 6)
         zq = ZK(q)
-        assert sorted(k for k, _ in tree.intersecting(q)) == sorted(
-            k for k in keys if zk[k].intersects(zq)
-        )
-        assert sorted(k for k, _ in tree.including(q)) == sorted(
-            k for k in keys if zk[k].includes(zq)
-        )
-        assert sorted(k for k, _ in tree.included_by(q)) == sorted(
-            k for k in keys if zq.includes(zk[k])
-        )
+        assert sorted(k for k, _ in tree.intersecting(q)) == sorted(k for k in keys if zk[k].intersects(zq))
+        assert sorted(k for k, _ in tree.including(q)) == sorted(k for k in keys if zk[k].includes(zq))
+        assert sorted(k for k, _ in tree.included_by(q)) == sorted(k for k in keys if zq.includes(zk[k]))
 
 
 class TreeMachine(RuleBasedStateMachine):
@@ -153,9 +143,7 @@ def test_several_values_per_key_and_snapshot() -> None:
     tree.insert(KeyExpr("a/*"), "y")
     tree.insert("a/*", "x")
     assert len(tree) == 3
-    assert Counter(tree.intersecting("a/b")) == Counter(
-        {("a/*", "x"): 2, ("a/*", "y"): 1}
-    )
+    assert Counter(tree.intersecting("a/b")) == Counter({("a/*", "x"): 2, ("a/*", "y"): 1})
     assert tree.values_at("a/*") == ["x", "y", "x"]
     assert "a/*" in tree and "a/b" not in tree and 3 not in tree
     it = tree.intersecting("a/b")
@@ -214,4 +202,6 @@ def test_lookup_does_not_visit_unrelated_subtrees() -> None:
     root = tree._root
     root.lit = Exploding(root.lit)  # type: ignore[assignment]
     assert sorted(v for _, v in tree.intersecting("site7/dev/temp")) == [-1, 7]
+
+
 TestTreeMachine.pytestmark = [pytest.mark.slow]

@@ -22,9 +22,7 @@ CASES_FILE = Path(__file__).resolve().parents[1] / "vectors" / "keyexpr-cases.tx
 
 def _load() -> list[tuple[int, list[str]]]:
     out = []
-    for lineno, line in enumerate(
-        CASES_FILE.read_text(encoding="utf-8").splitlines(), 1
-    ):
+    for lineno, line in enumerate(CASES_FILE.read_text(encoding="utf-8").splitlines(), 1):
         if not line or line.startswith("#"):
             continue
         out.append((lineno, line.split("\t")))

@@ -28,9 +28,7 @@ def load_vectors() -> list[dict[str, Any]]:
 class DaemonThread:
     """A MsgqDaemon running on a private event loop in a background thread."""
 
-    def __init__(
-        self, socket_file: str | None, tcp: tuple[str, ...] = (), unix: bool = True, **options: Any
-    ) -> None:
+    def __init__(self, socket_file: str | None, tcp: tuple[str, ...] = (), unix: bool = True, **options: Any) -> None:
         self.socket_file = socket_file
         self.tcp = tcp
         self.unix = unix

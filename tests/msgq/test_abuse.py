@@ -158,8 +158,10 @@ def test_idle_connections_do_not_lock_clients_out(sock_path: str) -> None:
                 sock.sendall(GETLNAME[:3])  # part of a first frame, never finished
             elif n % 3 == 2:
                 sock.sendall(encode_message({"no": "type"}))  # a frame, but no valid command
-        wait_until(lambda: running.call(lambda: running.daemon.client_count) == IDLE_CONNECTIONS,
-                   "the daemon to accept every idle connection")  # fmt: skip
+        wait_until(
+            lambda: running.call(lambda: running.daemon.client_count) == IDLE_CONNECTIONS,
+            "the daemon to accept every idle connection",
+        )
         with Session(sock_path) as a, Session(sock_path) as b:
             b.group_subscribe("work")
             b.ping()

@@ -105,8 +105,17 @@ def test_end_of_stream_raises(sock_path: str) -> None:
 def test_queueing_and_seq_matching(daemon: DaemonThread, sock_path: str) -> None:
     """The isc.cc.Session queue rules: seq=None wants a non-reply, seq=N wants reply N."""
     with Session(sock_path) as me, Session(sock_path) as peer:
+
         def send(body: dict[str, object], **extra: object) -> None:
-            header = {"type": "send", "from": peer.lname, "to": me.lname, "group": "q", "instance": "*", "seq": 99, **extra}
+            header = {
+                "type": "send",
+                "from": peer.lname,
+                "to": me.lname,
+                "group": "q",
+                "instance": "*",
+                "seq": 99,
+                **extra,
+            }
             peer.sendmsg(header, body)
 
         send({"n": "A"})

@@ -34,11 +34,23 @@ class Net:
     def connect(self) -> int:
         return self.core.connect(self.now)
 
-    def feed(self, cid: int, header: dict[str, Any], body: Any = None, dialect: Dialect = Dialect.BIND10) -> list[Deliver | Disconnect]:
+    def feed(
+        self, cid: int, header: dict[str, Any], body: Any = None, dialect: Dialect = Dialect.BIND10
+    ) -> list[Deliver | Disconnect]:
         return self.core.receive(cid, encode_message(header, body, dialect=dialect))
 
-    def send(self, cid: int, group: str, body: Any = None, *, instance: str = "*", to: str = "*", **extra: Any) -> dict[int, Msg]:
-        header = {"type": "send", "from": self.core.lname(cid), "to": to, "group": group, "instance": instance, "seq": 2, **extra}
+    def send(
+        self, cid: int, group: str, body: Any = None, *, instance: str = "*", to: str = "*", **extra: Any
+    ) -> dict[int, Msg]:
+        header = {
+            "type": "send",
+            "from": self.core.lname(cid),
+            "to": to,
+            "group": group,
+            "instance": instance,
+            "seq": 2,
+            **extra,
+        }
         return deliveries(self.feed(cid, header, body))
 
     def sub(self, cid: int, group: str, instance: str = "*", subtype: str | None = None) -> None:
@@ -125,7 +137,9 @@ def test_body_is_opaque_and_header_re_encoded() -> None:
     sender, receiver = net.connect(), net.connect()
     net.sub(receiver, "g")
     # Non-minimal length forms and a duplicate key in the header; a non-Skan body.
-    header = b"Skan\x04type\x08\x00\x00\x00\x04send\x05group\x18\x00\x01g\x08instance\x28\x01*\x02to\x28\x01*\x02to\x28\x01*"
+    header = (
+        b"Skan\x04type\x08\x00\x00\x00\x04send\x05group\x18\x00\x01g\x08instance\x28\x01*\x02to\x28\x01*\x02to\x28\x01*"
+    )
     out = net.core.receive(sender, encode_frame(header, b"not-skan-body"))
     assert len(out) == 1 and isinstance(out[0], Deliver)
     frame = decode_frame(out[0].data)
@@ -267,7 +281,9 @@ def test_undecodable_header_disconnects_only_that_client() -> None:
     assert set(net.send(good, "g", {})) == {other}
 
 
-@pytest.mark.parametrize("prefix", [b"\x00\x00\x00\x01\x00\x00", b"\x00\x00\x00\x05\x00\x00", b"\x00\x00\x00\x05\x00\x09"])
+@pytest.mark.parametrize(
+    "prefix", [b"\x00\x00\x00\x01\x00\x00", b"\x00\x00\x00\x05\x00\x00", b"\x00\x00\x00\x05\x00\x09"]
+)
 def test_bad_frame_disconnects(prefix: bytes) -> None:
     net = Net()
     a = net.connect()
@@ -340,7 +356,15 @@ def test_each_client_is_answered_in_its_dialect() -> None:
     assert decode_ex(frame.header).dialect == Dialect.SEED
     assert decode(frame.header)["seq"] == b"5" and decode(frame.body or b"") == {"n": 1}
     # seed -> typed: seq text becomes an INT again, strings become UTF8.
-    header = {"type": "send", "from": net.core.lname(seed), "to": "*", "group": "g", "instance": "*", "seq": 9, "want_answer": False}
+    header = {
+        "type": "send",
+        "from": net.core.lname(seed),
+        "to": "*",
+        "group": "g",
+        "instance": "*",
+        "seq": 9,
+        "want_answer": False,
+    }
     received = deliveries(net.feed(seed, header, {"n": 1}, dialect=Dialect.SEED))
     assert received[typed][0] == header
     assert received[typed][1] == {"n": b"1"}  # the body is opaque: still seed-encoded
@@ -449,11 +473,21 @@ def test_fuzz_core_input(chunks: list[bytes]) -> None:
 
 @pytest.mark.slow
 @FUZZ
-@given(st.dictionaries(st.sampled_from(["type", "group", "instance", "to", "from", "seq", "reply", "subtype", "want_answer"]),
-                       st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5), st.binary(max_size=5),
-                                 st.sampled_from(["send", "subscribe", "unsubscribe", "getlname", "stats", "ping", "*", "g"])),
-                       max_size=9),
-       st.sampled_from(list(Dialect)))
+@given(
+    st.dictionaries(
+        st.sampled_from(["type", "group", "instance", "to", "from", "seq", "reply", "subtype", "want_answer"]),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.text(max_size=5),
+            st.binary(max_size=5),
+            st.sampled_from(["send", "subscribe", "unsubscribe", "getlname", "stats", "ping", "*", "g"]),
+        ),
+        max_size=9,
+    ),
+    st.sampled_from(list(Dialect)),
+)
 def test_fuzz_headers(header: dict[str, Any], dialect: Dialect) -> None:
     net = Net()
     a, b = net.connect(), net.connect()

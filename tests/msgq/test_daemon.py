@@ -133,7 +133,10 @@ def test_request_reply_bind10_style(sessions: list[Session]) -> None:
     assert env["reply"] == seq and env["seq"] == reply_seq and env["to"] == client.lname
     # The broadcast read while waiting for the reply was kept for later (its order kept).
     assert client.has_queued_msgs()
-    assert client.group_recvmsg(nonblock=True) == ({"news": 1}, {"type": "send", "from": noise.lname, "to": "*", "group": "Broadcast", "instance": "*", "seq": 2})
+    assert client.group_recvmsg(nonblock=True) == (
+        {"news": 1},
+        {"type": "send", "from": noise.lname, "to": "*", "group": "Broadcast", "instance": "*", "seq": 2},
+    )
     assert not client.has_queued_msgs()
     assert client.group_recvmsg(nonblock=True) == (None, None)
 

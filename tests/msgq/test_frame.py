@@ -150,7 +150,12 @@ def test_fuzz_mutated_frame_vectors(base: bytes, noise: bytes, pos: int) -> None
 
 
 def test_encode_message_helper() -> None:
-    frame = decode_frame(encode_message({"type": "ping"}, {"x": 1}, ))
+    frame = decode_frame(
+        encode_message(
+            {"type": "ping"},
+            {"x": 1},
+        )
+    )
     assert frame.header == encode({"type": "ping"})
     assert frame.body == encode({"x": 1})
     assert decode_frame(encode_message({"type": "ping"}, b"raw")).body == b"raw"

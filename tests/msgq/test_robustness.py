@@ -194,9 +194,7 @@ def test_slow_reader_is_disconnected(sock_path: str) -> None:
 
 def test_slow_reader_drop_policy(sock_path: str) -> None:
     with (
-        DaemonThread(
-            sock_path, max_queue_bytes=256 * 1024, max_frame_size=SMALL_FRAMES, slow_reader="drop"
-        ) as _,
+        DaemonThread(sock_path, max_queue_bytes=256 * 1024, max_frame_size=SMALL_FRAMES, slow_reader="drop") as _,
         Session(sock_path) as sender,
     ):
         slow = RawClient(sock_path)

@@ -168,7 +168,9 @@ def test_depth_limit() -> None:
     # Hand-built: MAX_DEPTH + 1 nested LISTs.
     inner = b""
     for _ in range(MAX_DEPTH + 1):
-        inner = bytes((0x23, len(inner))) + inner if len(inner) < 256 else b"\x13" + struct.pack(">H", len(inner)) + inner
+        inner = (
+            bytes((0x23, len(inner))) + inner if len(inner) < 256 else b"\x13" + struct.pack(">H", len(inner)) + inner
+        )
     with pytest.raises(SkanError, match="deeper"):
         decode(b"Skan\x01l" + inner)
     assert decode(b"Skan\x01l" + inner, max_depth=MAX_DEPTH + 1)["l"] is not None

@@ -31,9 +31,7 @@ def submitted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Submitted | 
 
 
 @pytest.fixture(scope="session")
-def spark(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Any]:
+def spark(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
@@ -42,10 +40,7 @@ def spark(
     # When a selected test will want the spark-submit run, it starts now, in the
     # background: it then runs alongside the tests using this session, not after them.
     # (Should it fail to start, the tests asking for it get that error, not this fixture.)
-    if any(
-        "submitted" in getattr(item, "fixturenames", ())
-        for item in request.session.items
-    ):
+    if any("submitted" in getattr(item, "fixturenames", ()) for item in request.session.items):
         with contextlib.suppress(Exception):
             request.getfixturevalue("submitted")
 
@@ -59,9 +54,7 @@ def spark(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
-        .config(
-            "spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-        )
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
         .config("spark.sql.execution.arrow.pyspark.validateSchema.enabled", "true")
         .getOrCreate()

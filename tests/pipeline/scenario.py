@@ -61,9 +61,7 @@ def build(directory: Path, *, max_segment_bytes: int = 64 << 20) -> Facts:
         at(15)
         s["put_e_denied"] = sim.put(1, "demo/e", b"v8", denied_in="no-e")
         at(16)
-        s["put_bw_denied3"] = sim.put(
-            1, "demo/b/w", b"v9", denied_out=(3,), rule="no-bw"
-        )
+        s["put_bw_denied3"] = sim.put(1, "demo/b/w", b"v9", denied_out=(3,), rule="no-bw")
         at(20)
         s["q1"], fwd1 = sim.get(5, 1, "demo/q/x", "n=1", timeout_ms=1000)
         at(25)

@@ -67,13 +67,17 @@ def start(cwd: Path) -> Submitted | None:
     main = ROOT / "src" / "pyzenoh" / "pipeline" / "__main__.py"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     cmd = [
-        str(spark_submit), "--master", "local[1]",
-        "--conf", "spark.ui.enabled=false",
-        "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        str(main), "rec", "out",  # relative paths, resolved against the submit directory
-    ]  # fmt: skip
+        str(spark_submit),
+        "--master",
+        "local[1]",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        str(main),
+        "rec",
+        "out",  # relative paths, resolved against the submit directory
+    ]
     with (cwd / "stdout.txt").open("wb") as out, (cwd / "stderr.txt").open("wb") as err:
-        proc = subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
-        )
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
     return Submitted(proc, cwd, facts)

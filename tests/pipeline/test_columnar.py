@@ -47,9 +47,7 @@ def both_paths(directory: Path, partition: int) -> tuple[pa.Table, pa.Table]:
         empty = SCHEMA.empty_table()
         return empty, empty
     end = (segments[-1].number, segments[-1].count(fmt.CH_NET))
-    parts = plan_slices(
-        cat, segments, fmt.CH_NET, (segments[0].number, 0), end, partition
-    )
+    parts = plan_slices(cat, segments, fmt.CH_NET, (segments[0].number, 0), end, partition)
     fast = [b for p in parts for b in read_slice(p, SCHEMA)]
     slow = [b for p in parts for b in R.rows_to_batches(slice_rows(p), SCHEMA)]
     return (
@@ -65,15 +63,11 @@ def assert_same(fast: pa.Table, slow: pa.Table) -> None:
 
 
 @pytest.mark.parametrize("partition", [1, 7, 1000, 200_000])
-def test_scripted_scenario_reads_the_same_both_ways(
-    tmp_path: Path, partition: int
-) -> None:
+def test_scripted_scenario_reads_the_same_both_ways(tmp_path: Path, partition: int) -> None:
     scenario.build(tmp_path / "rec", max_segment_bytes=4096)
     fast, slow = both_paths(tmp_path / "rec", partition)
     assert fast.num_rows > 0
-    assert (
-        "invalid" in fast["msg_type"].to_pylist()
-    )  # the scenario's undecodable record
+    assert "invalid" in fast["msg_type"].to_pylist()  # the scenario's undecodable record
     assert_same(fast, slow)
 
 
@@ -151,9 +145,7 @@ def test_damaged_bytes_anywhere_read_the_same_both_ways(
     assert_same(fast, slow)
 
 
-def test_damaged_index_with_intact_chunk_falls_back(
-    small_recording: Path, tmp_path: Path
-) -> None:
+def test_damaged_index_with_intact_chunk_falls_back(small_recording: Path, tmp_path: Path) -> None:
     """A MessageIndex is outside the chunk's CRC: an offset pointing elsewhere must be caught."""
     dst = tmp_path / "rec"
     shutil.copytree(small_recording, dst)
@@ -171,9 +163,7 @@ def test_damaged_index_with_intact_chunk_falls_back(
     data[second_offset] ^= 0x01  # net record 1's offset, moved by one byte
     path.write_bytes(bytes(data))
     records = bytes(data[chunk.records_at : chunk.records_at + chunk.records_len])
-    offsets = index_offsets(
-        bytes(data[chunk.records_at + chunk.records_len : chunk.end])
-    )
+    offsets = index_offsets(bytes(data[chunk.records_at + chunk.records_len : chunk.end]))
     assert offsets is not None
     assert chunk_rows(records, offsets, 0, chunk.net, 1, 0, 1, {}, SCHEMA) is None
     fast, slow = both_paths(dst, 1000)
@@ -203,11 +193,7 @@ def test_push_template_on_arbitrary_bytes(raw: bytes) -> None:
 @given(tail=st.binary(max_size=200))
 def test_index_parser_never_raises(tail: bytes) -> None:
     offsets = index_offsets(tail)
-    assert (
-        offsets is None
-        or set(offsets) <= {fmt.CH_NET, fmt.CH_LINK, fmt.CH_ROUTE}
-        or True
-    )
+    assert offsets is None or set(offsets) <= {fmt.CH_NET, fmt.CH_LINK, fmt.CH_ROUTE} or True
 
 
 def test_a_bad_link_event_in_an_intact_chunk_changes_nothing(tmp_path: Path) -> None:
@@ -226,17 +212,11 @@ def test_a_bad_link_event_in_an_intact_chunk_changes_nothing(tmp_path: Path) -> 
     at = data.index(b'"event":"close"', chunk.records_at)
     data[at - 1] = ord("[")  # no longer a JSON object
     records = bytes(data[chunk.records_at : chunk.records_at + chunk.records_len])
-    struct.pack_into(
-        "<I", data, chunk.offset + 9 + 24, zlib.crc32(records)
-    )  # still intact
+    struct.pack_into("<I", data, chunk.offset + 9 + 24, zlib.crc32(records))  # still intact
     path.write_bytes(bytes(data))
-    offsets = index_offsets(
-        bytes(data[chunk.records_at + chunk.records_len : chunk.end])
-    )
+    offsets = index_offsets(bytes(data[chunk.records_at + chunk.records_len : chunk.end]))
     assert offsets is not None
-    assert (
-        chunk_rows(records, offsets, 0, chunk.net, 1, 0, 1, {}, SCHEMA) is not None
-    )
+    assert chunk_rows(records, offsets, 0, chunk.net, 1, 0, 1, {}, SCHEMA) is not None
     fast, slow = both_paths(tmp_path / "rec", 100)
     assert_same(fast, slow)
     assert fast["zid"].to_pylist() == ["aa", "aa", None]
@@ -249,9 +229,12 @@ def test_a_bad_link_event_in_an_intact_chunk_changes_nothing(tmp_path: Path) -> 
     table=st.sampled_from(["routes", "links"]),
 )
 def test_damaged_bytes_never_break_the_other_tables(
-    small_recording: Path, tmp_path_factory: pytest.TempPathFactory, where: float, value: int,
+    small_recording: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    where: float,
+    value: int,
     table: str,
-) -> None:  # fmt: skip
+) -> None:
     dst = tmp_path_factory.mktemp("damaged") / "rec"
     _damage(small_recording, dst, where, value)
     channel = {"routes": fmt.CH_ROUTE, "links": fmt.CH_LINK}[table]
@@ -262,9 +245,7 @@ def test_damaged_bytes_never_break_the_other_tables(
         return
     end = (segments[-1].number, segments[-1].count(channel))
     try:
-        for part in plan_slices(
-            cat, segments, channel, (segments[0].number, 0), end, 5
-        ):
+        for part in plan_slices(cat, segments, channel, (segments[0].number, 0), end, 5):
             for batch in read_slice(part, schema):
                 assert batch.schema == schema
     except DecodeError:

@@ -22,9 +22,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.interop]
 def _record_real_traffic(rec_dir: Path) -> int:
     endpoint = f"tcp/127.0.0.1:{free_port()}"
     router = subprocess.Popen(
-        [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router", "-l", endpoint,
-         "--record", str(rec_dir)],
-    )  # fmt: skip
+        [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router", "-l", endpoint, "--record", str(rec_dir)],
+    )
     sessions: list[Any] = []
     try:
         for _ in range(100):  # the router listens within a few hundred ms
@@ -38,9 +37,7 @@ def _record_real_traffic(rec_dir: Path) -> int:
         pub, subscriber, server = sessions
         got = Collector()
         sub = subscriber.declare_subscriber("demo/**", got)
-        server.declare_queryable(
-            "svc/**", lambda q: q.reply(str(q.key_expr), b"answer")
-        )
+        server.declare_queryable("svc/**", lambda q: q.reply(str(q.key_expr), b"answer"))
         token = subscriber.liveliness().declare_token("alive/sub")
         probe_deadline = time.monotonic() + 30
         while time.monotonic() < probe_deadline and not got.matching("demo/probe"):
@@ -49,9 +46,7 @@ def _record_real_traffic(rec_dir: Path) -> int:
         for i in range(30):
             pub.put(f"demo/{i % 3}", f"v{i}".encode())
             pub.put("other/x", b"nobody listens")
-        replies = [
-            r.ok.payload.to_bytes() for r in pub.get("svc/one?x=1", timeout=5) if r.ok
-        ]
+        replies = [r.ok.payload.to_bytes() for r in pub.get("svc/one?x=1", timeout=5) if r.ok]
         assert replies == [b"answer"]
         got.wait_for("demo/", 30 + len(got.matching("demo/probe")))
         token.undeclare()
@@ -101,18 +96,12 @@ def test_real_router_recording_through_the_pipeline(spark: Any, tmp_path: Path) 
     decl = spark.read.parquet(result["tables"]["declarations"]["path"]).where(
         "direction = 'rx' AND NOT startswith(key, '@/')"
     )
-    kinds = {
-        (r["kind"], r["key"], r["end_reason"])
-        for r in decl.collect()
-        if r["kind"] != "keyexpr"
-    }
+    kinds = {(r["kind"], r["key"], r["end_reason"]) for r in decl.collect() if r["kind"] != "keyexpr"}
     assert kinds == {
         ("subscriber", "demo/**", "undeclared"),
         ("queryable", "svc/**", "link_closed"),
         ("token", "alive/sub", "undeclared"),
     }
-    delivered = spark.read.parquet(result["tables"]["delivery"]["path"]).where(
-        "key LIKE 'demo/%'"
-    )
+    delivered = spark.read.parquet(result["tables"]["delivery"]["path"]).where("key LIKE 'demo/%'")
     assert delivered.where("size(sent_to) = 1").count() >= 30
     assert probes >= 1

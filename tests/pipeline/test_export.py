@@ -31,9 +31,7 @@ def _assert_same_table(spark: Any, exported: Path, recording: Path, table: str) 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("table", ["messages", "links", "routes"])
-def test_scenario_tables_equal_the_source(
-    spark: Any, tmp_path: Path, table: str
-) -> None:
+def test_scenario_tables_equal_the_source(spark: Any, tmp_path: Path, table: str) -> None:
     from pyzenoh.pipeline.export import export_table
 
     scenario.build(tmp_path / "rec", max_segment_bytes=4_000)

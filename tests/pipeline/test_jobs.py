@@ -34,9 +34,7 @@ def test_a_recording_without_data_still_reports(spark: Any, tmp_path: Path) -> N
         rec.link_closed(T0 + 2 * MS, 1, "bye")
     out = run_pipeline(tmp_path / "rec", tmp_path / "out", progress=False)
     assert out["tables"]["messages"]["rows"] == 1
-    assert (
-        out["tables"]["delivery"]["rows"] == 0 and out["tables"]["queries"]["rows"] == 0
-    )
+    assert out["tables"]["delivery"]["rows"] == 0 and out["tables"]["queries"]["rows"] == 0
     assert out["audit"]["passed"] is True
     html = Path(out["report"]).read_text(encoding="utf-8")
     assert "No keyed traffic." in html and "No answered queries." in html
@@ -58,12 +56,8 @@ def generated(
     generate(base / "rec", 12_000, seed=3)
     export_table(spark, base / "rec", base / "messages")
     messages = spark.read.parquet(str(base / "messages"))
-    links = (
-        spark.read.format("pyzenoh").option("table", "links").load(str(base / "rec"))
-    )
-    routes = (
-        spark.read.format("pyzenoh").option("table", "routes").load(str(base / "rec"))
-    )
+    links = spark.read.format("pyzenoh").option("table", "links").load(str(base / "rec"))
+    routes = spark.read.format("pyzenoh").option("table", "routes").load(str(base / "rec"))
     declarations = jobs.declarations_table(messages, links).cache()
 
     data = messages.where("msg_type = 'push' AND direction = 'rx'")
@@ -108,9 +102,7 @@ def test_audit_buckets_find_the_same_subscribers_as_the_plain_join(
     monkeypatch.setattr(home, "AUDIT_BUCKETS", buckets)
     audit = {
         r["seq"]: sorted(r["subscribed"])
-        for r in jobs.delivery_audit(messages, routes, declarations)
-        .select("seq", "subscribed")
-        .collect()
+        for r in jobs.delivery_audit(messages, routes, declarations).select("seq", "subscribed").collect()
     }
     assert len(audit) == len(expected) > 1_000
     assert audit == expected
@@ -132,12 +124,7 @@ def test_audit_knows_access_control(spark: Any, tmp_path: Path) -> None:
     without_denials = scenario.build_acl(rec_dir, record_denials=False)
     load = spark.read.format("pyzenoh")
     messages = load.load(str(rec_dir)).cache()
-    links = (
-        load.option("table", "links")
-        .load(str(rec_dir))
-        .where(~F.col("carried"))
-        .cache()
-    )
+    links = load.option("table", "links").load(str(rec_dir)).where(~F.col("carried")).cache()
     routes = load.option("table", "routes").load(str(rec_dir))
     declarations = jobs.declarations_table(messages, links).cache()
     table = jobs.delivery_audit(messages, routes, declarations, links).cache()
@@ -167,7 +154,7 @@ def test_audit_knows_access_control(spark: Any, tmp_path: Path) -> None:
     got = {
         name: (list(r["subscribed"]), list(r["denied"]), r["ingress_denied"], list(r["expected"]), list(r["sent_to"]))
         for name, r in ((n, rows[s[n]]) for n in ("put_in", "put_out", "put_ok"))
-    }  # fmt: skip
+    }
     assert got == {
         "put_in": ([2, 3], [2, 3], True, [], []),
         "put_out": ([2, 3], [3], False, [2], [2]),
@@ -188,11 +175,7 @@ def test_audit_knows_access_control(spark: Any, tmp_path: Path) -> None:
             (s["put_ok"], 4),
         ]
     )
-    assert all(
-        "access control did not deny it" in d["explanation"]
-        for d in diffs
-        if d["kind"] == "missing"
-    )
+    assert all("access control did not deny it" in d["explanation"] for d in diffs if d["kind"] == "missing")
 
 
 # --- the scenario, through spark-submit ---------------------------------------------
@@ -292,10 +275,7 @@ def test_traffic_table(spark: Any, result: dict[str, Any]) -> None:
     assert (a["publishers"], a["subscribers_reached"], a["messages"]) == (1, 1, 4)
     assert per_key["other/z"]["subscribers_reached"] == 1  # the injected extra delivery
     per_link = {(r["key"], r["link"]): r for r in rows if r["link"] is not None}
-    assert (
-        per_link[("demo/a", 2)]["tx_messages"] == 2
-        and per_link[("demo/a", 1)]["rx_messages"] == 2
-    )
+    assert per_link[("demo/a", 2)]["tx_messages"] == 2 and per_link[("demo/a", 1)]["rx_messages"] == 2
     assert all(r["minute"].minute == 0 for r in rows)
 
 
@@ -405,10 +385,7 @@ def test_delivery_audit(spark: Any, result: dict[str, Any]) -> None:
             route,
             ok,
         ), name
-    diffs = sorted(
-        (r["seq"], r["kind"], r["face"])
-        for r in _rows(spark, result, "delivery_differences")
-    )
+    diffs = sorted((r["seq"], r["kind"], r["face"]) for r in _rows(spark, result, "delivery_differences"))
     assert diffs == sorted(
         [
             (seqs["put_bx"], "missing", 3),
@@ -427,9 +404,7 @@ def test_report(result: dict[str, Any]) -> None:
     assert "FAIL: 3 of 9 data messages differ" in html
     assert "Access control denials" in html
     assert "ingress declare_subscriber denied by rule &#x27;no-sub&#x27;" in html
-    assert (
-        len(re.findall(r'src="data:image/png;base64,[A-Za-z0-9+/=]{100,}"', html)) == 4
-    )
+    assert len(re.findall(r'src="data:image/png;base64,[A-Za-z0-9+/=]{100,}"', html)) == 4
     for heading in (
         "Routing audit",
         "Message rate",

@@ -41,9 +41,9 @@ messages = st.one_of(
     shaped_pushes.map(encode_network_message),
     any_plain_pushes.map(encode_network_message),
     pushes.map(encode_network_message),
-    st.tuples(
-        shaped_pushes.map(encode_network_message), st.integers(0), st.integers(0, 255)
-    ).map(lambda t: _mutate(*t)),
+    st.tuples(shaped_pushes.map(encode_network_message), st.integers(0), st.integers(0, 255)).map(
+        lambda t: _mutate(*t)
+    ),
     st.binary(max_size=40).map(lambda b: b"\x1d" + b),
     st.binary(max_size=40),
 )

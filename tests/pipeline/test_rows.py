@@ -49,9 +49,7 @@ from tests.hyp import FUZZ
 ZID = ZenohId(0xC1C2C3C4C5C6C7C8)
 
 
-def row_of(
-    msg: object | bytes, key: str | None = "k/x", direction: str = "rx"
-) -> dict[str, Any]:
+def row_of(msg: object | bytes, key: str | None = "k/x", direction: str = "rx") -> dict[str, Any]:
     raw = msg if isinstance(msg, bytes) else encode_network_message(msg)  # type: ignore[arg-type]
     row = R.message_row(
         1,
@@ -73,10 +71,7 @@ def row_of(
 def test_position_and_link_columns() -> None:
     r = row_of(Push(WireExpr(0, "k/x"), Put(b"hi")))
     assert (r["seg"], r["rec"], r["run"], r["seq"]) == (1, 2, 1, 42)
-    assert (
-        r["time_ns"] == 1_500_000_000_123_456_789
-        and r["timestamp"] == 1_500_000_000_123_456
-    )
+    assert r["time_ns"] == 1_500_000_000_123_456_789 and r["timestamp"] == 1_500_000_000_123_456
     assert (r["link"], r["zid"], r["whatami"], r["remote"]) == (
         7,
         "aa",
@@ -179,11 +174,7 @@ def test_responses_and_final() -> None:
         6,
         1,
     )
-    err = row_of(
-        Response(
-            2, WireExpr(0, "demo/q1"), Err(b"nope", Encoding.from_str("text/plain"))
-        )
-    )
+    err = row_of(Response(2, WireExpr(0, "demo/q1"), Err(b"nope", Encoding.from_str("text/plain"))))
     assert (err["reply_kind"], err["body_type"], err["payload"], err["encoding"]) == (
         "err",
         "err",
@@ -224,9 +215,7 @@ def test_responses_and_final() -> None:
         (DeclareFinal(), "d_final", "final", "final", None),
     ],
 )
-def test_declarations(
-    body: object, body_type: str, kind: str, op: str, eid: int | None
-) -> None:
+def test_declarations(body: object, body_type: str, kind: str, op: str, eid: int | None) -> None:
     r = row_of(Declare(body, interest_id=4, qos=QOS_DECLARE), key=None)  # type: ignore[arg-type]
     assert (r["msg_type"], r["body_type"], r["decl_kind"], r["decl_op"]) == (
         "declare",
@@ -311,16 +300,11 @@ def test_any_bytes_give_a_row(raw: bytes) -> None:
 def test_batches_match_the_spark_schema_exactly() -> None:
     pa = pytest.importorskip("pyarrow")
     schema = R.arrow_schema(R.MESSAGES_DDL)
-    rows = [
-        tuple(row_of(Push(WireExpr(0, "k"), Put(bytes([i])))).values())
-        for i in range(5)
-    ] + [tuple(row_of(b"\x00").values())]
+    rows = [tuple(row_of(Push(WireExpr(0, "k"), Put(bytes([i])))).values()) for i in range(5)] + [
+        tuple(row_of(b"\x00").values())
+    ]
     (batch,) = R.rows_to_batches(iter(rows), schema)
-    assert (
-        isinstance(batch, pa.RecordBatch)
-        and batch.schema == schema
-        and batch.num_rows == 6
-    )
+    assert isinstance(batch, pa.RecordBatch) and batch.schema == schema and batch.num_rows == 6
     assert str(schema.field("timestamp").type) == "timestamp[us, tz=UTC]"
     routes = list(
         R.rows_to_batches(

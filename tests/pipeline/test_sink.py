@@ -77,26 +77,16 @@ def subscriber(router: str) -> Iterator[Collector]:
 
 
 @pytest.mark.slow
-def test_batch_write_publishes_every_row(
-    spark: Any, router: str, subscriber: Collector
-) -> None:
-    rows = [
-        (f"sink/batch/{i}", f"value-{i}".encode(), "text/plain") for i in range(200)
-    ]
+def test_batch_write_publishes_every_row(spark: Any, router: str, subscriber: Collector) -> None:
+    rows = [(f"sink/batch/{i}", f"value-{i}".encode(), "text/plain") for i in range(200)]
     rows.append((None, b"skipped", None))  # type: ignore[arg-type]
-    df = spark.createDataFrame(
-        rows, "key STRING, payload BINARY, encoding STRING"
-    ).repartition(2)
+    df = spark.createDataFrame(rows, "key STRING, payload BINARY, encoding STRING").repartition(2)
     df.write.format("pyzenoh").option("connect", router).mode("append").save()
     got = subscriber.wait_for("sink/batch/", 200)
-    assert sorted(got) == sorted(
-        (k, p, "text/plain") for k, p, _ in rows if k is not None
-    )
+    assert sorted(got) == sorted((k, p, "text/plain") for k, p, _ in rows if k is not None)
 
 
-def test_string_payload_and_custom_columns(
-    spark: Any, router: str, subscriber: Collector
-) -> None:
+def test_string_payload_and_custom_columns(spark: Any, router: str, subscriber: Collector) -> None:
     df = spark.createDataFrame([("sink/str/a", "hello")], "topic STRING, body STRING")
     (
         df.write.format("pyzenoh")
@@ -106,9 +96,7 @@ def test_string_payload_and_custom_columns(
         .mode("append")
         .save()
     )
-    assert subscriber.wait_for("sink/str/", 1) == [
-        ("sink/str/a", b"hello", "zenoh/bytes")
-    ]
+    assert subscriber.wait_for("sink/str/", 1) == [("sink/str/a", b"hello", "zenoh/bytes")]
 
 
 def test_missing_options_are_reported(spark: Any, router: str) -> None:
@@ -116,9 +104,7 @@ def test_missing_options_are_reported(spark: Any, router: str) -> None:
     with pytest.raises(Exception, match="connect"):
         df.write.format("pyzenoh").mode("append").save()
     with pytest.raises(Exception, match="payload"):
-        df.select("key").write.format("pyzenoh").option("connect", router).mode(
-            "append"
-        ).save()
+        df.select("key").write.format("pyzenoh").option("connect", router).mode("append").save()
 
 
 @pytest.mark.slow
@@ -129,14 +115,7 @@ def test_stream_replays_a_recording_onto_the_bus(
     with Recorder(rec_dir, max_segment_bytes=8_000) as rec:
         for i in range(120):
             key = f"replay/{i % 4}"
-            raw = (
-                b"\x7d\x00"
-                + bytes([len(key)])
-                + key.encode()
-                + b"\x41\x0a"
-                + bytes([2])
-                + i.to_bytes(2, "little")
-            )
+            raw = b"\x7d\x00" + bytes([len(key)]) + key.encode() + b"\x41\x0a" + bytes([2]) + i.to_bytes(2, "little")
             rec.message(i * 1_000_000, 1, "rx", key, raw)
             rec.message(i * 1_000_000, 2, "tx", key, raw, cause=i)
     query = (
@@ -153,7 +132,4 @@ def test_stream_replays_a_recording_onto_the_bus(
     )
     query.awaitTermination(120)
     got = subscriber.wait_for("replay/", 120)
-    assert sorted(got) == sorted(
-        (f"replay/{i % 4}", i.to_bytes(2, "little"), "application/json")
-        for i in range(120)
-    )
+    assert sorted(got) == sorted((f"replay/{i % 4}", i.to_bytes(2, "little"), "application/json") for i in range(120))

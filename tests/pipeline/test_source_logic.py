@@ -33,9 +33,7 @@ from tests.hyp import examples
 SEC = 1_000_000_000
 
 
-def _record(
-    path: Path, n: int = 600, *, close: bool = True, max_segment_bytes: int = 16_000
-) -> Recorder:
+def _record(path: Path, n: int = 600, *, close: bool = True, max_segment_bytes: int = 16_000) -> Recorder:
     """Links that open and close along the way, so slices must carry link state."""
     rec = Recorder(path, max_segment_bytes=max_segment_bytes)
     rec.link_opened(0, 1, "a1", "client", "tcp/x:1")
@@ -45,9 +43,7 @@ def _record(
         if i == 2 * n // 3:
             rec.link_closed(i, 1, "bye")
         link = 2 if i >= n // 3 and i % 2 else 1
-        rec.message(
-            i, link, "rx", f"k/{i}", b"\x7d\x00\x03k/x\x01\x01" + bytes([i % 256])
-        )
+        rec.message(i, link, "rx", f"k/{i}", b"\x7d\x00\x03k/x\x01\x01" + bytes([i % 256]))
         rec.route(i, i, f"k/{i}", [link])
     if close:
         rec.close()
@@ -80,9 +76,7 @@ def test_batch_partitions_cover_every_record_once_with_link_state(
         assert row["key"] == rec.key and row["link"] == rec.link
         assert row["msg_type"] == "push" and row["payload"] == rec.raw[-1:]
         # Link 1 closes two thirds in: its later messages have no link details.
-        assert row["zid"] == (
-            zid_of[rec.link] if not (rec.link == 1 and row["time_ns"] >= 400) else None
-        )
+        assert row["zid"] == (zid_of[rec.link] if not (rec.link == 1 and row["time_ns"] >= 400) else None)
     assert len({(r["seg"], r["rec"]) for r in rows}) == len(rows)
 
 
@@ -90,10 +84,7 @@ def test_routes_and_links_tables(tmp_path: Path) -> None:
     _record(tmp_path, 90)
     routes = _all_rows(_reader(tmp_path, table="routes"))
     assert [r["cause"] for r in routes] == list(range(90))
-    assert all(
-        r["expected_links"] == [r2["link"]]
-        for r, r2 in zip(routes, _all_rows(_reader(tmp_path)), strict=True)
-    )
+    assert all(r["expected_links"] == [r2["link"]] for r, r2 in zip(routes, _all_rows(_reader(tmp_path)), strict=True))
     links = _all_rows(_reader(tmp_path, table="links"))
     real = [(r["event"], r["link"]) for r in links if not r["carried"]]
     assert real == [("open", 1), ("open", 2), ("close", 1)]
@@ -106,9 +97,7 @@ def test_denials_are_links_rows_and_change_no_link(tmp_path: Path) -> None:
     with Recorder(tmp_path, max_segment_bytes=1 << 20) as rec:
         rec.link_opened(0, 1, "a1", "client", "tcp/x:1")
         for i in range(40):
-            s = rec.message(
-                i * SEC // 10, 1, "rx", "k/a", b"\x7d\x00\x03k/a\x01\x01\x00"
-            )
+            s = rec.message(i * SEC // 10, 1, "rx", "k/a", b"\x7d\x00\x03k/a\x01\x01\x00")
             if i % 10 == 3:
                 rec.access_denied(
                     i * SEC // 10,
@@ -119,17 +108,20 @@ def test_denials_are_links_rows_and_change_no_link(tmp_path: Path) -> None:
                     "k/a",
                     "ingress put denied by rule 'r'",
                 )
-    links = [
-        r for r in _all_rows(_reader(tmp_path, table="links")) if r["event"] == "denied"
-    ]
+    links = [r for r in _all_rows(_reader(tmp_path, table="links")) if r["event"] == "denied"]
     assert len(links) == 4
     first = links[0]
-    assert (first["link"], first["cause"], first["flow"], first["message"], first["key"], first["reason"],
-            first["carried"], first["zid"]) == (1, 4, "ingress", "put", "k/a", "ingress put denied by rule 'r'",
-                                                False, None)  # fmt: skip
-    opens = [
-        r for r in _all_rows(_reader(tmp_path, table="links")) if r["event"] == "open"
-    ]
+    assert (
+        first["link"],
+        first["cause"],
+        first["flow"],
+        first["message"],
+        first["key"],
+        first["reason"],
+        first["carried"],
+        first["zid"],
+    ) == (1, 4, "ingress", "put", "k/a", "ingress put denied by rule 'r'", False, None)
+    opens = [r for r in _all_rows(_reader(tmp_path, table="links")) if r["event"] == "open"]
     assert opens[0]["cause"] is None
     for partition in (3, 1000):
         rows = _all_rows(_reader(tmp_path, partitionRecords=partition))
@@ -137,9 +129,7 @@ def test_denials_are_links_rows_and_change_no_link(tmp_path: Path) -> None:
     cat = SegmentCatalog(str(tmp_path))
     (info,) = cat.refresh()
     assert len(info.chunks) > 2
-    assert cat.links_before(info, len(info.chunks) - 1) == (
-        (1, "a1", "client", "tcp/x:1"),
-    )
+    assert cat.links_before(info, len(info.chunks) - 1) == ((1, "a1", "client", "tcp/x:1"),)
 
 
 def test_offsets_and_admission_on_a_growing_recording(tmp_path: Path) -> None:
@@ -167,9 +157,7 @@ def test_offsets_and_admission_on_a_growing_recording(tmp_path: Path) -> None:
         end = stream.latestOffset(start, limit)
         if end == start:
             break
-        n = sum(
-            b.num_rows for p in stream.partitions(start, end) for b in stream.read(p)
-        )
+        n = sum(b.num_rows for p in stream.partitions(start, end) for b in stream.read(p))
         assert 0 < n <= 100
         seen += [0] * n
         start = end
@@ -230,9 +218,7 @@ def test_starting_and_ending_offsets(tmp_path: Path) -> None:
     )
     assert part and part[0]["seg"] == 2 and part[0]["rec"] == 3
     assert part[-1]["seg"] == 3 and part[-1]["rec"] == 0
-    assert [r["seq"] for r in part] == [
-        r["seq"] for r in full if (2, 3) <= (r["seg"], r["rec"]) < (3, 1)
-    ]
+    assert [r["seq"] for r in part] == [r["seq"] for r in full if (2, 3) <= (r["seg"], r["rec"]) < (3, 1)]
     assert _all_rows(_reader(tmp_path, startingOffsets="latest")) == []
 
 

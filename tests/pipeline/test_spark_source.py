@@ -32,9 +32,7 @@ def test_batch_read(spark: Any, tmp_path: Path) -> None:
     df = spark.read.format("pyzenoh").load(str(tmp_path))
     assert df.columns[:6] == ["seg", "rec", "run", "seq", "time_ns", "timestamp"]
     assert df.count() == 501
-    counts = {
-        r["msg_type"]: r["count"] for r in df.groupBy("msg_type").count().collect()
-    }
+    counts = {r["msg_type"]: r["count"] for r in df.groupBy("msg_type").count().collect()}
     assert counts == {"push": 500, "invalid": 1}
     row = df.where("seq = 1").first()
     assert row is not None
@@ -47,14 +45,7 @@ def test_batch_read(spark: Any, tmp_path: Path) -> None:
     assert row["timestamp"].year == 1970
     bad = df.where("msg_type = 'invalid'").first()
     assert bad is not None and bad["error"] and bad["raw"] == b"\xff"
-    assert (
-        spark.read.format("pyzenoh")
-        .option("table", "links")
-        .load(str(tmp_path))
-        .where("not carried")
-        .count()
-        == 1
-    )
+    assert spark.read.format("pyzenoh").option("table", "links").load(str(tmp_path)).where("not carried").count() == 1
 
 
 @pytest.mark.slow
@@ -75,9 +66,7 @@ def test_stream_max_records_and_available_now(spark: Any, tmp_path: Path) -> Non
     query.awaitTermination(120)
     sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
     assert sizes == [100, 100, 100, 100, 50]
-    got = spark.sql(
-        "SELECT count(*) AS n, count(DISTINCT seq) AS d FROM stream_limits"
-    ).first()
+    got = spark.sql("SELECT count(*) AS n, count(DISTINCT seq) AS d FROM stream_limits").first()
     assert (got["n"], got["d"]) == (450, 450)
 
 
@@ -120,9 +109,7 @@ def test_stream_restarts_exactly_once_into_parquet(spark: Any, tmp_path: Path) -
     written = [r.seq for r in read_records(rec_dir) if isinstance(r, NetRecord)]
     assert len(written) == 450
     got = spark.read.parquet(str(out))
-    stats = got.selectExpr(
-        "count(*) AS n", "count(DISTINCT seq) AS d", "min(seq) AS lo", "max(seq) AS hi"
-    ).first()
+    stats = got.selectExpr("count(*) AS n", "count(DISTINCT seq) AS d", "min(seq) AS lo", "max(seq) AS hi").first()
     assert (stats["n"], stats["d"], stats["lo"], stats["hi"]) == (
         450,
         450,

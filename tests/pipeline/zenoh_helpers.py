@@ -10,8 +10,6 @@ from typing import Any
 WAIT_S = 60.0
 
 
-
-
 def client(endpoint: str) -> Any:
     """An eclipse-zenoh client session connected to ``endpoint`` only."""
     import zenoh
@@ -32,9 +30,7 @@ class Collector:
 
     def __call__(self, sample: Any) -> None:
         with self.lock:
-            self.samples.append(
-                (str(sample.key_expr), sample.payload.to_bytes(), str(sample.encoding))
-            )
+            self.samples.append((str(sample.key_expr), sample.payload.to_bytes(), str(sample.encoding)))
 
     def matching(self, prefix: str) -> list[tuple[str, bytes, str]]:
         with self.lock:

@@ -29,8 +29,9 @@ class PluginRouter:
     router: RouterProc
     http: int
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
         conn = http.client.HTTPConnection("127.0.0.1", self.http, timeout=WAIT)
         try:
             conn.request(method, path, body=body, headers=headers or {})

@@ -24,8 +24,16 @@ def stored(session: Any, key: str) -> dict[str, bytes]:
 
 
 def test_a_storage_added_and_removed_through_the_admin_space(tmp_path: Path) -> None:
-    with plugin_router(tmp_path, "-i", ZID, "--adminspace-permissions", "rw",
-                       "--cfg", "plugins/storage_manager:{}", ready=("storage_manager",)) as r:  # fmt: skip
+    with plugin_router(
+        tmp_path,
+        "-i",
+        ZID,
+        "--adminspace-permissions",
+        "rw",
+        "--cfg",
+        "plugins/storage_manager:{}",
+        ready=("storage_manager",),
+    ) as r:
         s = r.open()
         try:
             s.put(STORAGE_CONFIG, '{key_expr: "live/**", volume: "memory"}')
@@ -33,12 +41,17 @@ def test_a_storage_added_and_removed_through_the_admin_space(tmp_path: Path) -> 
             s.put("live/a", b"1")
             assert eventually(lambda: stored(s, "live/a"), "the new storage answers") == {"live/a": b"1"}
             # the fs backend README's workflow, through REST: another storage by curl-like PUT
-            status, _, _ = r.request("PUT", "/@/local/router/config/plugins/storage_manager/storages/viarest",
-                                     b'{key_expr:"rest/**",volume:"memory"}',
-                                     {"Content-Type": "application/json"})  # fmt: skip
+            status, _, _ = r.request(
+                "PUT",
+                "/@/local/router/config/plugins/storage_manager/storages/viarest",
+                b'{key_expr:"rest/**",volume:"memory"}',
+                {"Content-Type": "application/json"},
+            )
             assert status == 200
-            eventually(lambda: zget(s, f"@/{ZID}/router/status/plugins/storage_manager/storages/viarest"),
-                       "the storage added through REST is running")  # fmt: skip
+            eventually(
+                lambda: zget(s, f"@/{ZID}/router/status/plugins/storage_manager/storages/viarest"),
+                "the storage added through REST is running",
+            )
             s.delete(STORAGE_CONFIG)
             eventually(lambda: not zget(s, STATUS), "the storage is gone")
             assert stored(s, "live/a") == {}
@@ -57,13 +70,16 @@ def test_a_storage_added_and_removed_through_the_admin_space(tmp_path: Path) -> 
 
 
 def test_writes_without_permission_are_logged_and_change_nothing(tmp_path: Path) -> None:
-    with plugin_router(tmp_path, "-i", ZID, "--cfg", "plugins/storage_manager:{}", rest=False,
-                       ready=("storage_manager",)) as r:
+    with plugin_router(
+        tmp_path, "-i", ZID, "--cfg", "plugins/storage_manager:{}", rest=False, ready=("storage_manager",)
+    ) as r:
         s = r.open()
         try:
             s.put(STORAGE_CONFIG, '{key_expr: "live/**", volume: "memory"}')
-            log = eventually(lambda: (text := r.router.log.read_text()) and
-                             "adminspace.permissions.write=false" in text and text, "the refusal is logged")  # fmt: skip
+            log = eventually(
+                lambda: (text := r.router.log.read_text()) and "adminspace.permissions.write=false" in text and text,
+                "the refusal is logged",
+            )
             assert STORAGE_CONFIG in log
             assert zget(s, STATUS) == []
         finally:
@@ -71,8 +87,9 @@ def test_writes_without_permission_are_logged_and_change_nothing(tmp_path: Path)
 
 
 def test_write_only_permissions_take_writes_and_answer_no_reads(tmp_path: Path) -> None:
-    with plugin_router(tmp_path, "-i", ZID, "--adminspace-permissions", "w", "--cfg", "plugins/storage_manager:{}",
-                       rest=False) as r:  # fmt: skip
+    with plugin_router(
+        tmp_path, "-i", ZID, "--adminspace-permissions", "w", "--cfg", "plugins/storage_manager:{}", rest=False
+    ) as r:
         s = r.open()
         try:
             s.put(STORAGE_CONFIG, '{key_expr: "wo/**", volume: "memory"}')

@@ -13,8 +13,9 @@ TS = Timestamp(0x0102030405060708, ZenohId(0xE242AA002F9F301A106DC298A61B73C0))
 def test_filesystem_tuple_bytes() -> None:
     data = encode(Encoding.from_str("text/plain;utf-8"), TS)
     # u64 LE, [u8; 16] (length 16 then the id little-endian), u16 LE, Vec<u8>
-    assert data == (bytes.fromhex("0807060504030201") + b"\x10" + TS.id.value.to_bytes(16, "little")
-                    + b"\x04\x00" + b"\x05utf-8")  # fmt: skip
+    assert data == (
+        bytes.fromhex("0807060504030201") + b"\x10" + TS.id.value.to_bytes(16, "little") + b"\x04\x00" + b"\x05utf-8"
+    )
     assert decode(data, with_deleted=False) == (Encoding(4, b"utf-8"), TS, False)
 
 

@@ -54,8 +54,9 @@ def install_plugin(root: Path) -> None:
 def test_a_plugin_from_an_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     install_plugin(tmp_path / "site")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]))
-    with plugin_router(tmp_path, "-P", "hello", "--cfg", 'plugins/hello/greeting:"bonjour"', rest=False,
-                       ready=("hello",)) as r:
+    with plugin_router(
+        tmp_path, "-P", "hello", "--cfg", 'plugins/hello/greeting:"bonjour"', rest=False, ready=("hello",)
+    ) as r:
         s = r.open()
         try:
             [reply] = zget(s, "hello/world")
@@ -69,8 +70,16 @@ def test_a_plugin_from_an_entry_point(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def run_to_exit(*args: str) -> subprocess.CompletedProcess[bytes]:
-    cmd = [sys.executable, "-m", "pyzenoh", "router", "-l", f"tcp/127.0.0.1:{free_port()}",
-           "--no-multicast-scouting", *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pyzenoh",
+        "router",
+        "-l",
+        f"tcp/127.0.0.1:{free_port()}",
+        "--no-multicast-scouting",
+        *args,
+    ]
     return subprocess.run(cmd, check=False, capture_output=True, timeout=60, env=os.environ.copy())
 
 
@@ -94,7 +103,9 @@ def test_a_bad_rest_config_stops_the_router_naming_the_key() -> None:
 
 
 def test_version_and_rust_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    done = subprocess.run([sys.executable, "-m", "pyzenoh", "router", "-V"], check=False, capture_output=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "pyzenoh", "router", "-V"], check=False, capture_output=True, timeout=60
+    )
     assert done.returncode == 0 and done.stdout.startswith(b"pyzenoh router v1.10.2")
     monkeypatch.setenv("RUST_LOG", "z=warn")
     with plugin_router(tmp_path, rest=False) as r:

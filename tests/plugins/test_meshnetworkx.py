@@ -55,9 +55,23 @@ def test_meshnetworkx_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyP
         pytest.skip("meshnetworkx dials localhost:7447, which is taken")
     site = tmp_path / "site"
     try:
-        pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
-                              "meshnetworkx==0.1.2", "networkx>=3.4.1"], check=False, capture_output=True,
-                             timeout=180)  # fmt: skip
+        pip = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--target",
+                str(site),
+                "meshnetworkx==0.1.2",
+                "networkx>=3.4.1",
+            ],
+            check=False,
+            capture_output=True,
+            timeout=180,
+        )
     except subprocess.TimeoutExpired:
         pytest.skip("the package registry did not answer within 180 s")
     if pip.returncode != 0:
@@ -71,8 +85,14 @@ def test_meshnetworkx_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyP
         env = {**os.environ, "PYTHONPATH": str(site)}
 
         def device(code: str) -> str:
-            done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=False, capture_output=True,
-                                  timeout=WAIT * 4, env=env, cwd=tmp_path)  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "-c", textwrap.dedent(code)],
+                check=False,
+                capture_output=True,
+                timeout=WAIT * 4,
+                env=env,
+                cwd=tmp_path,
+            )
             assert done.returncode == 0, done.stderr.decode()[-2000:]
             return done.stdout.decode()
 

@@ -26,8 +26,9 @@ DEMO = 'plugins/storage_manager/storages/demo:{key_expr:"demo/example/**",volume
 
 @pytest.fixture(scope="module")
 def rest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PluginRouter]:
-    with plugin_router(tmp_path_factory.mktemp("rest"), "-i", ZID, "--cfg", DEMO, "--cfg", LIMITS,
-                       ready=("storage_manager",)) as r:
+    with plugin_router(
+        tmp_path_factory.mktemp("rest"), "-i", ZID, "--cfg", DEMO, "--cfg", LIMITS, ready=("storage_manager",)
+    ) as r:
         yield r
         assert r.router.proc.poll() is None, r.router.log.read_text()
 
@@ -44,8 +45,9 @@ def test_zenoh_getting_started_with_curl(rest: PluginRouter) -> None:
     if curl is None:
         pytest.skip("curl is not installed")
     base = f"http://127.0.0.1:{rest.http}"
-    subprocess.run([curl, "-sf", "-X", "PUT", "-d", '"Hello World!"', f"{base}/demo/example/test"], check=True,
-                   timeout=WAIT)  # fmt: skip
+    subprocess.run(
+        [curl, "-sf", "-X", "PUT", "-d", '"Hello World!"', f"{base}/demo/example/test"], check=True, timeout=WAIT
+    )
     out = subprocess.run([curl, "-sf", f"{base}/demo/example/test"], check=True, capture_output=True, timeout=WAIT)
     [sample] = json.loads(out.stdout)
     # curl -d sends application/x-www-form-urlencoded: not a JSON or string encoding, so base64
@@ -72,8 +74,10 @@ def test_put_json_and_string_values_and_a_zenoh_client_sees_them(rest: PluginRou
     assert rest.request("DELETE", "/demo/example/v/text")[0] == 200
     assert event.wait(WAIT)
     assert [(str(s.key_expr), str(s.kind)) for s in got] == [
-        ("demo/example/v/json", "SampleKind.PUT"), ("demo/example/v/text", "SampleKind.PUT"),
-        ("demo/example/v/text", "SampleKind.DELETE")]  # fmt: skip
+        ("demo/example/v/json", "SampleKind.PUT"),
+        ("demo/example/v/text", "SampleKind.PUT"),
+        ("demo/example/v/text", "SampleKind.DELETE"),
+    ]
     assert str(got[0].encoding) == "application/json"
     sub.undeclare()
     values = {s["key"]: s["value"] for s in rest.get_json("/demo/example/v/**")}
@@ -102,7 +106,9 @@ def test_get_and_post_reach_queryables_with_parameters_and_payload(rest: PluginR
     assert status == 200 and headers["access-control-allow-origin"] == "*"
     assert headers["content-type"].startswith("application/json")
     assert sorted((s["key"], s["value"], s["encoding"]) for s in json.loads(body)) == [
-        ("q/a", "1", "text/plain"), ("q/b", "AAE=", "zenoh/bytes")]  # fmt: skip
+        ("q/a", "1", "text/plain"),
+        ("q/b", "AAE=", "zenoh/bytes"),
+    ]
     assert seen[-1][1] == "x=1;y"
     status, _, body = rest.request("POST", "/q/**", b"question", {"Content-Type": "text/plain"})
     assert status == 200 and seen[-1][2] == b"question"
@@ -121,12 +127,22 @@ def test_at_local_is_the_routers_admin_space(rest: PluginRouter) -> None:
     [info] = rest.get_json("/@/local/router")
     assert info["key"] == f"@/{ZID}/router"
     assert info["value"]["zid"] == ZID
-    assert info["value"]["plugins"] == {"rest": {"name": "rest", "path": "builtin"},
-                                        "storage_manager": {"name": "storage_manager", "path": "builtin"}}  # fmt: skip
-    status = {s["key"].split("/status/plugins/")[1]: s["value"] for s in rest.get_json("/@/local/router/status/plugins/**")}
-    assert status["rest/port"] == {"http_port": f"127.0.0.1:{rest.http}", "work_thread_num": 2,
-                                   "max_block_thread_num": 50, "__path__": None, "__required__": True,
-                                   "__config__": None, "__plugin__": None}  # fmt: skip
+    assert info["value"]["plugins"] == {
+        "rest": {"name": "rest", "path": "builtin"},
+        "storage_manager": {"name": "storage_manager", "path": "builtin"},
+    }
+    status = {
+        s["key"].split("/status/plugins/")[1]: s["value"] for s in rest.get_json("/@/local/router/status/plugins/**")
+    }
+    assert status["rest/port"] == {
+        "http_port": f"127.0.0.1:{rest.http}",
+        "work_thread_num": 2,
+        "max_block_thread_num": 50,
+        "__path__": None,
+        "__required__": True,
+        "__config__": None,
+        "__plugin__": None,
+    }
     assert status["storage_manager/storages/demo"] == {"key_expr": "demo/example/**", "volume": "memory"}
     [record] = rest.get_json("/@/local/router/plugins/rest")
     assert record["value"]["state"] == "Started"
@@ -146,7 +162,9 @@ def test_bad_requests_get_errors_and_the_router_keeps_serving(rest: PluginRouter
     with socket.create_connection(("127.0.0.1", rest.http), timeout=WAIT) as raw:
         raw.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
         assert b" 400 " in raw.recv(64)
-    with socket.create_connection(("127.0.0.1", rest.http), timeout=WAIT) as raw:  # more header lines than aiohttp takes (128)
+    with socket.create_connection(
+        ("127.0.0.1", rest.http), timeout=WAIT
+    ) as raw:  # more header lines than aiohttp takes (128)
         raw.sendall(b"GET /demo/** HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(200)))
         assert b" 400 " in raw.recv(64)
     with socket.create_connection(("127.0.0.1", rest.http), timeout=WAIT) as idle:
@@ -182,7 +200,7 @@ class EventStream:
                 lines = [line.split(":", 1) for line in block.replace("\r\n", "\n").split("\n") if ":" in line]
                 fields = {k: v.strip() for k, v in lines if k in ("event", "data")}
                 consumed = (block + "\n\n").encode()
-                self.buf = self.buf[self.buf.index(consumed) + len(consumed):]
+                self.buf = self.buf[self.buf.index(consumed) + len(consumed) :]
                 if "event" in fields:
                     return fields["event"], json.loads(fields["data"])
             chunk = self.sock.recv(4096)
@@ -261,6 +279,7 @@ def test_a_stalled_stream_is_dropped_and_never_slows_routing(rest: PluginRouter,
         publisher.undeclare()
     finally:
         listener.close()
+
     def dropped() -> str | None:
         text = rest.request("GET", "/@/local/router/metrics?compression=false;_raw")[2].decode()
         return text if "pyzenoh_plugin_rest_sse_dropped" in text else None

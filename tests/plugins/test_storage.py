@@ -22,9 +22,11 @@ pytestmark = pytest.mark.interop
 
 SM = ("storage_manager",)
 
-STORAGES = ("plugins/storage_manager:{storages:{"
-            'demo:{key_expr:"demo/**",volume:"memory"},'
-            'pre:{key_expr:"site/a/**",strip_prefix:"site/a",volume:"memory",complete:true}}}')  # fmt: skip
+STORAGES = (
+    "plugins/storage_manager:{storages:{"
+    'demo:{key_expr:"demo/**",volume:"memory"},'
+    'pre:{key_expr:"site/a/**",strip_prefix:"site/a",volume:"memory",complete:true}}}'
+)
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +89,10 @@ def test_strip_prefix_and_complete(client: Any) -> None:
 
 
 def test_status_keys(client: Any) -> None:
-    status = {str(s.key_expr).split("/status/plugins/storage_manager/")[1]: s.payload.to_string()
-              for s in zget(client, "@/*/router/status/plugins/storage_manager/**")}  # fmt: skip
+    status = {
+        str(s.key_expr).split("/status/plugins/storage_manager/")[1]: s.payload.to_string()
+        for s in zget(client, "@/*/router/status/plugins/storage_manager/**")
+    }
     assert status["storages/pre"] == '{"key_expr":"site/a/**","strip_prefix":"site/a","volume":"memory"}'
     assert status["volumes/memory"] == '{"__required__":false}'
     assert set(status) >= {"version", "volumes/memory/__path__", "storages/demo"}
@@ -97,17 +101,22 @@ def test_status_keys(client: Any) -> None:
 # --- persistence ---------------------------------------------------------------------------
 
 VOLUMES = {
-    "fs": ("ZENOH_BACKEND_FS_ROOT",
-           'volumes:{fs:{}},storages:{p:{key_expr:"keep/**",strip_prefix:"keep",volume:{id:"fs",dir:"data"}}}'),
-    "rocksdb": ("ZENOH_BACKEND_ROCKSDB_ROOT",
-                'volumes:{rocksdb:{}},storages:{p:{key_expr:"keep/**",volume:{id:"rocksdb",dir:"data",create_db:true}}}'),
+    "fs": (
+        "ZENOH_BACKEND_FS_ROOT",
+        'volumes:{fs:{}},storages:{p:{key_expr:"keep/**",strip_prefix:"keep",volume:{id:"fs",dir:"data"}}}',
+    ),
+    "rocksdb": (
+        "ZENOH_BACKEND_ROCKSDB_ROOT",
+        'volumes:{rocksdb:{}},storages:{p:{key_expr:"keep/**",volume:{id:"rocksdb",dir:"data",create_db:true}}}',
+    ),
 }
 
 
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGKILL"])
 @pytest.mark.parametrize("backend", ["fs", "rocksdb"])
-def test_stored_values_survive_sigterm_and_kill_9(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  backend: str, stop: str) -> None:  # fmt: skip
+def test_stored_values_survive_sigterm_and_kill_9(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, stop: str
+) -> None:
     env, section = VOLUMES[backend]
     monkeypatch.setenv(env, str(tmp_path / "root"))
     cfg = f"plugins/storage_manager:{{{section}}}"
@@ -129,8 +138,9 @@ def test_stored_values_survive_sigterm_and_kill_9(tmp_path: Path, monkeypatch: p
     with plugin_router(tmp_path, "--cfg", cfg, rest=False, ready=SM) as again:
         s = again.open()
         try:
-            samples = eventually(lambda: zget(s, "keep/**") if len(zget(s, "keep/**")) == 3 else None,
-                                 "the restarted storage serves")  # fmt: skip
+            samples = eventually(
+                lambda: zget(s, "keep/**") if len(zget(s, "keep/**")) == 3 else None, "the restarted storage serves"
+            )
             assert {str(x.key_expr): x.payload.to_bytes() for x in samples} == want
             assert {str(x.key_expr): x.timestamp for x in samples} == stamps
             [ab] = [x for x in samples if str(x.key_expr) == "keep/a/b"]
@@ -139,15 +149,18 @@ def test_stored_values_survive_sigterm_and_kill_9(tmp_path: Path, monkeypatch: p
             s.close()
 
 
-def test_a_damaged_database_is_reported_and_other_storages_serve(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_damaged_database_is_reported_and_other_storages_serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "rdb"
     (root / "bad").mkdir(parents=True)
     (root / "bad" / "CURRENT").write_text("MANIFEST-999999\n")  # a foreign/damaged RocksDB directory
     monkeypatch.setenv("ZENOH_BACKEND_ROCKSDB_ROOT", str(root))
-    cfg = ('plugins/storage_manager:{volumes:{rocksdb:{}},storages:{'
-           'bad:{key_expr:"bad/**",volume:{id:"rocksdb",dir:"bad"}},'
-           'good:{key_expr:"good/**",volume:"memory"}}}')  # fmt: skip
+    cfg = (
+        "plugins/storage_manager:{volumes:{rocksdb:{}},storages:{"
+        'bad:{key_expr:"bad/**",volume:{id:"rocksdb",dir:"bad"}},'
+        'good:{key_expr:"good/**",volume:"memory"}}}'
+    )
     with plugin_router(tmp_path, "--cfg", cfg, rest=False, ready=SM) as r:
         s = r.open()
         try:
@@ -161,8 +174,18 @@ def test_a_damaged_database_is_reported_and_other_storages_serve(tmp_path: Path,
 
 
 def test_no_timestamping_refuses_a_required_storage_manager(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "pyzenoh", "router", "-l", f"tcp/127.0.0.1:{free_port()}", "--no-timestamp",
-           "--no-multicast-scouting", "-P", "storage_manager"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pyzenoh",
+        "router",
+        "-l",
+        f"tcp/127.0.0.1:{free_port()}",
+        "--no-timestamp",
+        "--no-multicast-scouting",
+        "-P",
+        "storage_manager",
+    ]
     done = subprocess.run(cmd, check=False, capture_output=True, timeout=60, env=os.environ.copy())
     assert done.returncode == 2
     err = done.stderr.decode()

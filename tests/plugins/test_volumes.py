@@ -67,18 +67,22 @@ def test_rocksdb_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         again.close()
 
 
-@pytest.mark.parametrize(("cls", "cfg", "named"), [
-    (FsVolume, {}, "dir"),
-    (FsVolume, {"dir": "/abs"}, "dir"),
-    (FsVolume, {"dir": "a/../b"}, "dir"),
-    (FsVolume, {"dir": "d", "on_closure": "keep"}, "on_closure"),
-    (FsVolume, {"dir": "d", "read_only": "yes"}, "read_only"),
-    (FsVolume, {"dir": "d", "dri": "x"}, "dri"),
-    (RocksdbVolume, {"dir": "d", "create_db": 1}, "create_db"),
-    (RocksdbVolume, {"dir": "d", "on_closure": "delete_all"}, "on_closure"),
-])  # fmt: skip
-def test_bad_volume_options_name_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cls: type,
-                                         cfg: dict[str, object], named: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("cls", "cfg", "named"),
+    [
+        (FsVolume, {}, "dir"),
+        (FsVolume, {"dir": "/abs"}, "dir"),
+        (FsVolume, {"dir": "a/../b"}, "dir"),
+        (FsVolume, {"dir": "d", "on_closure": "keep"}, "on_closure"),
+        (FsVolume, {"dir": "d", "read_only": "yes"}, "read_only"),
+        (FsVolume, {"dir": "d", "dri": "x"}, "dri"),
+        (RocksdbVolume, {"dir": "d", "create_db": 1}, "create_db"),
+        (RocksdbVolume, {"dir": "d", "on_closure": "delete_all"}, "on_closure"),
+    ],
+)
+def test_bad_volume_options_name_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cls: type, cfg: dict[str, object], named: str
+) -> None:
     monkeypatch.setenv("ZENOH_BACKEND_FS_ROOT", str(tmp_path))
     monkeypatch.setenv("ZENOH_BACKEND_ROCKSDB_ROOT", str(tmp_path))
     with pytest.raises(UsageError, match=f"storages/s/volume/{named}"):

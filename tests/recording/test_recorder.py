@@ -50,16 +50,12 @@ def test_round_trip_all_record_kinds(tmp_path: Path) -> None:
     recs = list(read_records(tmp_path))
     assert [r.seq for r in recs] == [0, 1, 2, 3, 4, 5]
     assert (s0, s1, s2) == (1, 3, 4)
-    assert recs[0] == LinkRecord(
-        0, 10, "open", 3, "a1b2", "client", "tcp/127.0.0.1:4000", None, False
-    )
+    assert recs[0] == LinkRecord(0, 10, "open", 3, "a1b2", "client", "tcp/127.0.0.1:4000", None, False)
     assert recs[1] == NetRecord(1, 20, 3, "rx", "demo/a", b"\x7d\x00\x01", -1)
     assert recs[2] == RouteRecord(2, 21, 1, "demo/a", (4, 5))
     assert recs[3] == NetRecord(3, 22, 4, "tx", "demo/a", b"\x3d\x01", 1)
     assert recs[4] == NetRecord(4, 23, 3, "rx", None, b"\x1a\x07", -1)
-    assert recs[5] == LinkRecord(
-        5, 30, "close", 3, None, None, None, "peer closed", False
-    )
+    assert recs[5] == LinkRecord(5, 30, "close", 3, None, None, None, "peer closed", False)
     (seg,) = list_segments(tmp_path)
     assert _mcap_messages(seg[1]) == 6
 
@@ -82,10 +78,7 @@ def test_rotation_by_size_keeps_seq_and_carries_links(tmp_path: Path) -> None:
         all_seqs += [r.seq for r in recs]
         if number > 1:  # each later segment starts by restating the two open links
             head = recs[:2]
-            assert all(
-                isinstance(r, LinkRecord) and r.carried and r.event == "open"
-                for r in head
-            )
+            assert all(isinstance(r, LinkRecord) and r.carried and r.event == "open" for r in head)
             assert {r.link for r in head if isinstance(r, LinkRecord)} == {1, 2}
         # Rotation happens at the first chunk boundary past the limit.
         assert os.path.getsize(path) < 20_000 + 16_000
@@ -98,10 +91,7 @@ def test_rotation_by_size_keeps_seq_and_carries_links(tmp_path: Path) -> None:
 
 def test_rotation_by_time_and_tick(tmp_path: Path) -> None:
     def layout() -> list[tuple[int, bool, int]]:
-        return [
-            (n, (info := scan_segment(p)).closed, info.count(1))
-            for n, p in list_segments(tmp_path)
-        ]
+        return [(n, (info := scan_segment(p)).closed, info.count(1)) for n, p in list_segments(tmp_path)]
 
     rec = Recorder(tmp_path, max_segment_seconds=2.0)
     # 0.0 .. 4.5 s: a chunk per second, a segment per 2 s of router time.
@@ -116,9 +106,7 @@ def test_rotation_by_time_and_tick(tmp_path: Path) -> None:
     rec.tick(20 * SEC)  # an empty segment is never rotated
     assert layout() == [(1, True, 5), (2, True, 6), (3, False, 0)]
     rec.close()
-    assert [r.time_ns for r in read_records(tmp_path)] == [
-        i * SEC // 2 for i in range(10)
-    ] + [47 * SEC // 10]
+    assert [r.time_ns for r in read_records(tmp_path)] == [i * SEC // 2 for i in range(10)] + [47 * SEC // 10]
 
 
 def test_open_segment_readable_before_close(tmp_path: Path) -> None:
@@ -294,22 +282,42 @@ def test_denied_round_trip(tmp_path: Path) -> None:
     with Recorder(tmp_path) as rec:
         rec.link_opened(10, 3, "a1b2", "client", "tcp/127.0.0.1:4000")
         s0 = rec.message(20, 3, "rx", "vault/a", b"\x7d\x00\x01")
-        d0 = rec.access_denied(
-            20, s0, 3, "ingress", "put", "vault/a", "ingress put denied by rule 'v'"
-        )
-        d1 = rec.access_denied(
-            21, -1, 7, "egress", "declare_subscriber", None, "r" * 2000
-        )
-        d2 = rec.access_denied(
-            22, s0, 4, "egress", "put", long_key, "egress put denied by rule 'é'"
-        )
+        d0 = rec.access_denied(20, s0, 3, "ingress", "put", "vault/a", "ingress put denied by rule 'v'")
+        d1 = rec.access_denied(21, -1, 7, "egress", "declare_subscriber", None, "r" * 2000)
+        d2 = rec.access_denied(22, s0, 4, "egress", "put", long_key, "egress put denied by rule 'é'")
         rec.message(23, 3, "rx", "demo/b", b"\x7d")
     recs = list(read_records(tmp_path))
     assert (s0, d0, d1, d2) == (1, 2, 3, 4)
-    assert recs[2] == LinkRecord(2, 20, "denied", 3, None, None, None, "ingress put denied by rule 'v'", False,
-                                 cause=1, flow="ingress", message="put", key="vault/a")  # fmt: skip
-    assert recs[3] == LinkRecord(3, 21, "denied", 7, None, None, None, "r" * fmt.MAX_DENIED_TEXT_CHARS, False,
-                                 cause=-1, flow="egress", message="declare_subscriber", key=None)  # fmt: skip
+    assert recs[2] == LinkRecord(
+        2,
+        20,
+        "denied",
+        3,
+        None,
+        None,
+        None,
+        "ingress put denied by rule 'v'",
+        False,
+        cause=1,
+        flow="ingress",
+        message="put",
+        key="vault/a",
+    )
+    assert recs[3] == LinkRecord(
+        3,
+        21,
+        "denied",
+        7,
+        None,
+        None,
+        None,
+        "r" * fmt.MAX_DENIED_TEXT_CHARS,
+        False,
+        cause=-1,
+        flow="egress",
+        message="declare_subscriber",
+        key=None,
+    )
     assert recs[4].key == long_key[: fmt.MAX_DENIED_KEY_CHARS]  # type: ignore[union-attr]
     assert recs[4].reason == "egress put denied by rule 'é'"  # type: ignore[union-attr]
     # The other events carry none of the denial fields.
@@ -349,8 +357,9 @@ def test_link_json_round_trips_and_stays_bounded() -> None:
     from pyzenoh.recording import format as fmt
 
     for key in (None, "", "a/b", "\U0001f600" * 10_000, "\udcff\x00" * 9_000):
-        data = fmt.link_json(5, "denied", 9, cause=4, reason="\U0001f600" * 10_000, flow="\x01" * 999,
-                             message="put", key=key)  # fmt: skip
+        data = fmt.link_json(
+            5, "denied", 9, cause=4, reason="\U0001f600" * 10_000, flow="\x01" * 999, message="put", key=key
+        )
         assert len(data) <= fmt.MAX_JSON_BYTES
         rec = fmt.parse_link(memoryview(data), 77)
         assert (rec.seq, rec.time_ns, rec.event, rec.link, rec.cause, rec.message) == (
@@ -392,15 +401,8 @@ def test_parse_link_refuses_bad_denied_events(obj: dict[str, object]) -> None:
 
 
 _JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(1 << 64), 1 << 64)
-    | st.floats(allow_nan=False)
-    | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
+    st.none() | st.booleans() | st.integers(-(1 << 64), 1 << 64) | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
 _LINK_FIELDS = st.fixed_dictionaries(
@@ -423,9 +425,7 @@ _LINK_FIELDS = st.fixed_dictionaries(
 @pytest.mark.slow
 @FUZZ
 @given(obj=_LINK_FIELDS, junk=st.binary(max_size=8), mode=st.integers(0, 2))
-def test_parse_link_raises_only_decode_error(
-    obj: dict[str, object], junk: bytes, mode: int
-) -> None:
+def test_parse_link_raises_only_decode_error(obj: dict[str, object], junk: bytes, mode: int) -> None:
     import json
 
     from pyzenoh.recording import format as fmt
@@ -439,11 +439,7 @@ def test_parse_link_raises_only_decode_error(
         rec = fmt.parse_link(memoryview(data), 1)
     except DecodeError:
         return
-    assert (
-        rec.event in fmt.LINK_EVENTS
-        and 0 <= rec.link <= fmt.MAX_LINK_ID
-        and 0 <= rec.seq <= fmt.MAX_SEQ
-    )
+    assert rec.event in fmt.LINK_EVENTS and 0 <= rec.link <= fmt.MAX_LINK_ID and 0 <= rec.seq <= fmt.MAX_SEQ
     assert (rec.cause is None) == (rec.event != "denied")
     assert rec.cause is None or -1 <= rec.cause <= fmt.MAX_SEQ
     for text in (rec.reason, rec.flow, rec.message, rec.key, rec.zid):
@@ -457,9 +453,7 @@ def test_corrupted_segment_with_denials_raises_only_decode_error(
     with Recorder(tmp_path / "src") as rec:
         rec.link_opened(1, 1, "aa", "client", "tcp/x:1")
         s = rec.message(2, 1, "rx", "vault/a", b"\x7d\x01")
-        rec.access_denied(
-            2, s, 1, "ingress", "put", "vault/a", "ingress put denied by rule 'v'"
-        )
+        rec.access_denied(2, s, 1, "ingress", "put", "vault/a", "ingress put denied by rule 'v'")
     src = list_segments(tmp_path / "src")[0][1]
     blob = src.read_bytes()
     start = blob.index(b'"event":"denied"') - 40

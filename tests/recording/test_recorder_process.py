@@ -36,9 +36,7 @@ def _drive(rec: Recorder | RecorderProcess) -> None:
             if i % 2:
                 rec.route(now + 2, cause, key, [2, 3])
         else:
-            cause = rec.routed(
-                now, 1 + i % 2, key, b"\x7d" + body, [(2, body), (3, body)]
-            )
+            cause = rec.routed(now, 1 + i % 2, key, b"\x7d" + body, [(2, body), (3, body)])
             if i % 11 == 0:
                 rec.route(now, cause, key, [2, 3, 7])
         if i % 13 == 0:  # access control's denials, about the message just recorded
@@ -53,9 +51,7 @@ def _drive(rec: Recorder | RecorderProcess) -> None:
                 f"{flow} put denied by rule 'r{i % 4}'",
             )
             if i % 39 == 0:
-                rec.access_denied(
-                    now, -1, 2, "egress", "declare_subscriber", None, "no key"
-                )
+                rec.access_denied(now, -1, 2, "egress", "declare_subscriber", None, "no key")
         if i % 100 == 99:
             rec.link_closed(now, 2, "peer gone")
             rec.link_opened(now, 2, "b2", "peer", "tcp/127.0.0.1:2")
@@ -65,9 +61,7 @@ def _drive(rec: Recorder | RecorderProcess) -> None:
 
 
 @pytest.mark.parametrize("key_filter", [None, "demo/**"])
-def test_writes_exactly_what_a_recorder_in_process_writes(
-    tmp_path: Path, key_filter: str | None
-) -> None:
+def test_writes_exactly_what_a_recorder_in_process_writes(tmp_path: Path, key_filter: str | None) -> None:
     opts = {
         "max_segment_bytes": 40_000,
         "max_segment_seconds": 5.0,
@@ -119,9 +113,7 @@ def test_bad_options_and_directory_raise_in_the_caller(tmp_path: Path) -> None:
         RecorderProcess(tmp_path / "d").message(1, 1, "up", "a", b"")
 
 
-def test_bad_calls_are_skipped_by_the_child(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_bad_calls_are_skipped_by_the_child(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     with RecorderProcess(tmp_path) as rec:
         s = rec.message(1, 1, "rx", "a", b"1")
         rec.route(2, s, "a", [-1])  # a Recorder raises UsageError
@@ -149,9 +141,7 @@ def test_chunks_follow_router_time_and_ticks(tmp_path: Path) -> None:
         rec.close()
 
 
-def test_recorder_process_killed_routing_goes_on(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_recorder_process_killed_routing_goes_on(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     rec = RecorderProcess(tmp_path, max_segment_bytes=16 << 10)
     for i in range(2000):
         rec.routed(i * 1000, 1, "demo/a", raw_for(i), [(2, raw_for(i))])
@@ -220,18 +210,9 @@ def test_access_denied_causes_resolve_and_bad_values_stay_in_the_router(
         RecorderProcess(tmp_path, key_filter="demo/**") as rec,
     ):
         rx = rec.message(1, 1, "rx", "demo/a", b"\x7d")
-        assert (
-            rec.access_denied(
-                1, rx, 1, "ingress", "put", "demo/a", "ingress put denied by rule 'x'"
-            )
-            >= 0
-        )
-        assert (
-            rec.access_denied(2, rx, 1, "ingress", "put", "other/a", "filtered") == -1
-        )
-        assert (
-            rec.access_denied(3, -1, -5, "ingress", "put", "demo/a", "bad link") == -1
-        )
+        assert rec.access_denied(1, rx, 1, "ingress", "put", "demo/a", "ingress put denied by rule 'x'") >= 0
+        assert rec.access_denied(2, rx, 1, "ingress", "put", "other/a", "filtered") == -1
+        assert rec.access_denied(3, -1, -5, "ingress", "put", "demo/a", "bad link") == -1
         assert rec.access_denied(3, rx, 1, "ingress", object(), "demo/a", "bad") == -1  # type: ignore[arg-type]
         rx2 = rec.routed(4, 1, "demo/b", b"\x7d", [(2, b"\x7e")])
         rec.access_denied(4, rx2, 3, "egress", "put", "demo/b", "e" * 5000)

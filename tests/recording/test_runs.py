@@ -30,7 +30,9 @@ def split_ends(sizes: list[int]) -> list[int]:
 
 
 @st.composite
-def runs(draw: st.DrawFn) -> tuple[bytes, list[int] | range, list[tuple[int, bytes, list[int] | range]], list[int] | None]:
+def runs(
+    draw: st.DrawFn,
+) -> tuple[bytes, list[int] | range, list[tuple[int, bytes, list[int] | range]], list[int] | None]:
     n = draw(st.integers(1, 30))
     equal = draw(st.booleans())
 

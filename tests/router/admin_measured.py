@@ -17,9 +17,7 @@ MEASURED_METRICS = (
     'zenoh_build_info{{local_id="{Z}",local_whatami="router",version="{V}"}} 1\n'
     "# EOF\n "
 )
-MEASURED_METRICS_NO_DESCRIPTORS = (
-    'zenoh_build_info{{local_id="{Z}",local_whatami="router",version="{V}"}} 1\n # EOF\n'
-)
+MEASURED_METRICS_NO_DESCRIPTORS = 'zenoh_build_info{{local_id="{Z}",local_whatami="router",version="{V}"}} 1\n # EOF\n'
 #: gzip header of the metrics reply: no name, mtime 0, "fastest" flag, OS 255.
 MEASURED_GZIP_HEADER = bytes.fromhex("1f8b08000000000004ff")
 #: ``linkstate/north`` of router 8c52... linked to 4ac5...

@@ -21,10 +21,6 @@ zenoh = pytest.importorskip("zenoh")
 STARTUP_TIMEOUT = 20.0
 
 
-
-
-
-
 @dataclass
 class RouterProc:
     proc: subprocess.Popen[bytes]
@@ -47,8 +43,7 @@ class RouterProc:
 def run_router(tmp: Path, *extra: str) -> Iterator[RouterProc]:
     port = free_port()
     log = tmp / f"router-{port}.log"
-    cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "info", "router",
-           "-l", f"tcp/127.0.0.1:{port}", *extra]  # fmt: skip
+    cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "info", "router", "-l", f"tcp/127.0.0.1:{port}", *extra]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy())
     router = RouterProc(proc, f"tcp/127.0.0.1:{port}", port, log)

@@ -75,10 +75,13 @@ def test_admin_face_answers_through_the_core() -> None:
     finals = [m for m in client.received if isinstance(m, ResponseFinal)]
     keys = {m.wire_expr.suffix for m in responses}
     assert keys == {
-        f"@/{z}/router", f"@/{z}/router/metrics", f"@/{z}/router/linkstate/north",
-        f"@/{z}/router/linkstate/south:0:peer", f"@/{z}/router/subscriber/demo/s",
+        f"@/{z}/router",
+        f"@/{z}/router/metrics",
+        f"@/{z}/router/linkstate/north",
+        f"@/{z}/router/linkstate/south:0:peer",
+        f"@/{z}/router/subscriber/demo/s",
         f"@/{z}/router/token/demo/t",
-    }  # fmt: skip
+    }
     assert [f.request_id for f in finals] == [7]
     for m in responses:
         assert m.request_id == 7 and m.qos == 13 and m.timestamp is None
@@ -130,12 +133,18 @@ def fake_daemon(**core: Any) -> Any:
     core.setdefault("network", Network(ZenohId.from_str(R), WhatAmI.ROUTER))
     core.setdefault("router_entities", lambda kind: {})
     return SimpleNamespace(
-        zid=ZenohId.from_str(R), config=SimpleNamespace(metadata=None), _faces=faces, sent=sent,
-        listeners=[], locators=lambda: ["tcp/[::1]:7447"], stats=RouterStats(),
-        add_local_face=add_local_face, local_input=lambda face, msg: sent.append((face, msg)),
+        zid=ZenohId.from_str(R),
+        config=SimpleNamespace(metadata=None),
+        _faces=faces,
+        sent=sent,
+        listeners=[],
+        locators=lambda: ["tcp/[::1]:7447"],
+        stats=RouterStats(),
+        add_local_face=add_local_face,
+        local_input=lambda face, msg: sent.append((face, msg)),
         remove_local_face=lambda face: faces.pop(face, None),
         core=SimpleNamespace(stats=RoutingStats(), _faces=core_faces, **core),
-    )  # fmt: skip
+    )
 
 
 def test_mesh_state_is_read_from_the_core() -> None:
@@ -153,10 +162,16 @@ def test_mesh_state_is_read_from_the_core() -> None:
     assert json.loads(replies[f"@/{R}/router/route/successor/src/{R}/dst/{B}"]) == B
     info = json.loads(replies[f"@/{R}/router"])
     assert info["locators"] == ["tcp/[::1]:7447"]
-    assert info["sessions"] == [{
-        "links": [{"dst": "tcp/[::1]:50000", "src": "tcp/[::1]:7447"}], "peer": B, "region": "north",
-        "shm": False, "weight": MEASURED_ROUTER_WEIGHT, "whatami": "router",
-    }]  # fmt: skip
+    assert info["sessions"] == [
+        {
+            "links": [{"dst": "tcp/[::1]:50000", "src": "tcp/[::1]:7447"}],
+            "peer": B,
+            "region": "north",
+            "shm": False,
+            "weight": MEASURED_ROUTER_WEIGHT,
+            "whatami": "router",
+        }
+    ]
     # Without router links: the router alone in its graph, no successors.
     alone = AdminSpace(fake_daemon())
     assert {k for k, _, _ in alone.replies(f"@/{R}/router/linkstate/north")} == {f"@/{R}/router/linkstate/north"}

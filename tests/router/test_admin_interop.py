@@ -166,20 +166,30 @@ def test_entities_for_real_clients(router: InProcessRouter, zopen: Callable[...,
     a, b, p = zopen(), zopen(), zopen("peer")
     za, zb, zp, z = str(a.zid()), str(b.zid()), str(p.zid()), router.zid
     keep = [
-        a.declare_subscriber("adm/k", lambda s: None), a.declare_subscriber("adm/k", lambda s: None),
-        p.declare_subscriber("adm/k", lambda s: None), b.declare_subscriber("adm/k", lambda s: None),
+        a.declare_subscriber("adm/k", lambda s: None),
+        a.declare_subscriber("adm/k", lambda s: None),
+        p.declare_subscriber("adm/k", lambda s: None),
+        b.declare_subscriber("adm/k", lambda s: None),
         a.declare_queryable("adm/q/*", lambda q: None, complete=True),
-        a.liveliness().declare_token("adm/t"), p.liveliness().declare_token("adm/tp"),
-        a.declare_publisher("adm/pub"), b.declare_querier("adm/qr"),
-    ]  # fmt: skip
+        a.liveliness().declare_token("adm/t"),
+        p.liveliness().declare_token("adm/tp"),
+        a.declare_publisher("adm/pub"),
+        b.declare_querier("adm/qr"),
+    ]
 
     def entities() -> dict[str, Any]:
         return {g.key: g.json() for g in zget(a, f"@/{z}/router/*/adm/**")}
 
     got = poll(entities, lambda e: len(e) == 6)
     base = f"@/{z}/router"
-    assert set(got) == {f"{base}/subscriber/adm/k", f"{base}/queryable/adm/q/*", f"{base}/token/adm/t",
-                        f"{base}/token/adm/tp", f"{base}/publisher/adm/pub", f"{base}/querier/adm/qr"}  # fmt: skip
+    assert set(got) == {
+        f"{base}/subscriber/adm/k",
+        f"{base}/queryable/adm/q/*",
+        f"{base}/token/adm/t",
+        f"{base}/token/adm/tp",
+        f"{base}/publisher/adm/pub",
+        f"{base}/querier/adm/qr",
+    }
     sub = got[f"{base}/subscriber/adm/k"]
     assert list(sub) == ["routers", "peers", "clients"]
     assert sub["routers"] == [z, z] and sub["peers"] == [zp] and sorted(sub["clients"]) == sorted([za, zb])
@@ -237,8 +247,13 @@ def test_at_star_star_reaches_the_admin_space(router: InProcessRouter, zopen: Ca
     keep = a.declare_subscriber("star/x", lambda s: None)
     got = poll(lambda: zget(a, "@/**"), lambda g: any(x.key.endswith("/subscriber/star/x") for x in g))
     ours = {g.key for g in got if g.replier == z}
-    assert {f"@/{z}/router", f"@/{z}/router/metrics", f"@/{z}/router/linkstate/north",
-            f"@/{z}/router/linkstate/south:0:peer", f"@/{z}/router/subscriber/star/x"} <= ours  # fmt: skip
+    assert {
+        f"@/{z}/router",
+        f"@/{z}/router/metrics",
+        f"@/{z}/router/linkstate/north",
+        f"@/{z}/router/linkstate/south:0:peer",
+        f"@/{z}/router/subscriber/star/x",
+    } <= ours
     assert all(k.startswith(f"@/{z}/router") for k in ours)
     # The rest is the session's own admin space.
     assert all(g.key.startswith(f"@/{a.zid()}/session") for g in got if g.replier != z)
@@ -285,8 +300,10 @@ def test_admin_space_with_a_real_router_in_the_mesh() -> None:
                 stack.callback(c.close)
                 d = zenoh.open(zenoh_config(real_endpoint))
                 stack.callback(d.close)
-                keep = [c.declare_subscriber("mesh/ours", lambda s: None),
-                        d.declare_subscriber("mesh/real", lambda s: None)]  # fmt: skip
+                keep = [
+                    c.declare_subscriber("mesh/ours", lambda s: None),
+                    d.declare_subscriber("mesh/real", lambda s: None),
+                ]
                 routers = poll(lambda: {g.replier for g in zget(c, "@/*/router")}, lambda r: r == {zr, zo})
                 assert routers == {zr, zo}
                 info = json.loads(zget(c, f"@/{zo}/router")[0].payload)

@@ -145,6 +145,7 @@ def test_stats_families_cover_every_counter() -> None:
     names = {f.name for f in stats_families("pyzenoh_routing", RoutingStats(dropped={"unknown key id": 4}))}
     assert {"pyzenoh_routing_pushes_routed", "pyzenoh_routing_dropped", "pyzenoh_routing_query_timeouts"} <= names
     assert parse_parameters("compression=false;descriptors=false;compression=true") == {
-        "compression": "false", "descriptors": "false"
-    }  # fmt: skip
+        "compression": "false",
+        "descriptors": "false",
+    }
     assert parse_parameters("") == {}

@@ -395,8 +395,10 @@ def test_clients_resume_after_router_restart(tmp_path: Path, prefix: str) -> Non
             back = take_one(lv, left())
             assert back is not None and (str(back.key_expr), back.kind) == (f"{prefix}/token", zenoh.SampleKind.PUT)
             assert until(
-                lambda: [str(r.ok.key_expr) for r in pub_s.liveliness().get(f"{prefix}/**", timeout=2.0) if r.ok]
-                == [f"{prefix}/token"],
+                lambda: (
+                    [str(r.ok.key_expr) for r in pub_s.liveliness().get(f"{prefix}/**", timeout=2.0) if r.ok]
+                    == [f"{prefix}/token"]
+                ),
                 left(),
             )
             assert second.proc.poll() is None
@@ -434,9 +436,12 @@ def test_sigterm_under_load_closes_every_session_and_exits_zero(tmp_path: Path, 
             flood_since = time.monotonic()
             # Under load: data has been flowing to every subscriber for a while.
             assert until(
-                lambda: received[0] >= 50 and all(w.pushes >= 50 for w in wire[:2])
-                and time.monotonic() - flood_since >= FLOOD_S
-            ), (received[0], [w.pushes for w in wire], r.log.read_text()[-3000:])  # fmt: skip
+                lambda: (
+                    received[0] >= 50
+                    and all(w.pushes >= 50 for w in wire[:2])
+                    and time.monotonic() - flood_since >= FLOOD_S
+                )
+            ), (received[0], [w.pushes for w in wire], r.log.read_text()[-3000:])
 
             r.proc.send_signal(signal.SIGTERM)
             try:

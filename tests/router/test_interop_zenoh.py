@@ -144,11 +144,13 @@ def test_get_and_queryables_with_targets(open_session) -> None:  # type: ignore[
     routed(a, "q/x", query=True, target=zenoh.QueryTarget.ALL_COMPLETE)  # c's only
     none = zenoh.ConsolidationMode.NONE
     assert _replies(a, "q/**", target=zenoh.QueryTarget.ALL, consolidation=none, timeout=5) == [
-        ("ok", "q/b", b"from-b"), ("ok", "q/x", b"from-c"),
-    ]  # fmt: skip
+        ("ok", "q/b", b"from-b"),
+        ("ok", "q/x", b"from-c"),
+    ]
     assert _replies(a, "q/x", target=zenoh.QueryTarget.ALL, consolidation=none, timeout=5) == [
-        ("ok", "q/x", b"from-b"), ("ok", "q/x", b"from-c"),
-    ]  # fmt: skip
+        ("ok", "q/x", b"from-b"),
+        ("ok", "q/x", b"from-c"),
+    ]
     complete = _replies(a, "q/x", target=zenoh.QueryTarget.ALL_COMPLETE, consolidation=none, timeout=5)
     assert complete == [("ok", "q/x", b"from-c")]
     # BestMatching: the complete queryable whose key includes q/x, and only it.

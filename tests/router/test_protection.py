@@ -33,9 +33,15 @@ MAX_DECLARATIONS = 50
 def small_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProc]:
     tmp = tmp_path_factory.mktemp("protect")
     conf = tmp / "router.json5"
-    conf.write_text(json.dumps({
-        "pyzenoh": {"limits": {"max_declarations_per_face": MAX_DECLARATIONS, "send_queue_max_bytes": QUEUE_BYTES}},
-    }))  # fmt: skip
+    conf.write_text(
+        json.dumps(
+            {
+                "pyzenoh": {
+                    "limits": {"max_declarations_per_face": MAX_DECLARATIONS, "send_queue_max_bytes": QUEUE_BYTES}
+                },
+            }
+        )
+    )
     with run_router(tmp, "-c", str(conf)) as router:
         yield router
 
@@ -169,7 +175,9 @@ def test_declarations_over_the_cap_are_refused_alone(small_router: RouterProc) -
     flooder = RawClient(small_router.port, 0x53)
     s = zenoh.open(zenoh_config(small_router.endpoint))
     try:
-        flooder.send(*[Declare(DeclareSubscriber(i, WireExpr(0, f"fl/{i}", True))) for i in range(1, MAX_DECLARATIONS + 10)])
+        flooder.send(
+            *[Declare(DeclareSubscriber(i, WireExpr(0, f"fl/{i}", True))) for i in range(1, MAX_DECLARATIONS + 10)]
+        )
         time.sleep(0.3)
         # The session lives on: its first declarations route, those over the cap do not.
         s.put("fl/1", b"kept")

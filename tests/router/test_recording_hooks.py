@@ -97,9 +97,7 @@ class Net:
 
         self.dir = tmp / "rec"
         self.recorder = recorder_cls(self.dir, key_filter=key_filter)
-        self.daemon = RouterDaemon(
-            replace(RouterConfig(), **cfg), recorder=self.recorder
-        )  # type: ignore[arg-type]
+        self.daemon = RouterDaemon(replace(RouterConfig(), **cfg), recorder=self.recorder)  # type: ignore[arg-type]
         self.links: dict[int, FakeLink] = {}
 
     def connect(self, n: int, whatami: WhatAmI = WhatAmI.CLIENT) -> FakeLink:
@@ -170,9 +168,7 @@ def test_routed_push_rx_and_tx_records(tmp_path: Path, recorder_cls: type) -> No
     assert not [r for r in recs if isinstance(r, RouteRecord)]
 
 
-def test_dropped_send_writes_one_route_record(
-    tmp_path: Path, recorder_cls: type
-) -> None:
+def test_dropped_send_writes_one_route_record(tmp_path: Path, recorder_cls: type) -> None:
     net = Net(tmp_path, recorder_cls)
     _setup_pub_sub(net, subs=3)
     net.links[2].accept = False
@@ -193,9 +189,7 @@ def test_dropped_send_writes_one_route_record(
     assert [(t.link, t.cause) for t in txs] == [(3, rx.seq)]
 
 
-def test_request_without_queryable_answers_final_with_cause(
-    tmp_path: Path, recorder_cls: type
-) -> None:
+def test_request_without_queryable_answers_final_with_cause(tmp_path: Path, recorder_cls: type) -> None:
     net = Net(tmp_path, recorder_cls)
     net.connect(1)
     net.rx(1, Request(5, WireExpr(0, "demo/q", True), Query()))
@@ -223,9 +217,7 @@ def test_request_to_queryable_keeps_key(tmp_path: Path, recorder_cls: type) -> N
     assert txs[0].raw == net.links[2].sent[-1]
 
 
-def test_key_filter_drops_push_records_keeps_keyless(
-    tmp_path: Path, recorder_cls: type
-) -> None:
+def test_key_filter_drops_push_records_keeps_keyless(tmp_path: Path, recorder_cls: type) -> None:
     net = Net(tmp_path, recorder_cls, key_filter="other/**")
     _setup_pub_sub(net)
     net.rx(1, Push(WireExpr(7, "", True), Put(b"x")))
@@ -256,12 +248,8 @@ def test_link_close_and_local_face(tmp_path: Path, recorder_cls: type) -> None:
     net = Net(tmp_path, recorder_cls)
     got: list[object] = []
     net.connect(1)
-    local = net.daemon.add_local_face(
-        ZenohId(99), got.append, WhatAmI.CLIENT, name="bridge"
-    )
-    net.daemon.local_input(
-        local, Declare(DeclareSubscriber(1, WireExpr(0, "demo/**", True)))
-    )
+    local = net.daemon.add_local_face(ZenohId(99), got.append, WhatAmI.CLIENT, name="bridge")
+    net.daemon.local_input(local, Declare(DeclareSubscriber(1, WireExpr(0, "demo/**", True))))
     net.rx(1, Push(WireExpr(0, "demo/b", True), Put(b"y")))
     net.links[1].close()
     recs = net.records()
@@ -277,9 +265,7 @@ def test_link_close_and_local_face(tmp_path: Path, recorder_cls: type) -> None:
     assert len(got) == 1
 
 
-def test_bad_input_is_recorded_before_the_close(
-    tmp_path: Path, recorder_cls: type
-) -> None:
+def test_bad_input_is_recorded_before_the_close(tmp_path: Path, recorder_cls: type) -> None:
     net = Net(tmp_path, recorder_cls)
     net.connect(1, WhatAmI.PEER)
     for i in range(2):
@@ -292,17 +278,13 @@ def test_bad_input_is_recorded_before_the_close(
 
 
 @pytest.mark.parametrize("n", [1, 3])
-def test_many_pushes_seq_and_cause_consistent(
-    tmp_path: Path, recorder_cls: type, n: int
-) -> None:
+def test_many_pushes_seq_and_cause_consistent(tmp_path: Path, recorder_cls: type, n: int) -> None:
     net = Net(tmp_path, recorder_cls)
     _setup_pub_sub(net, subs=n)
     for i in range(500):
         net.rx(1, Push(WireExpr(7, "", True), Put(bytes([i & 0xFF]) * (i % 40))))
     recs = _net(net.records())
-    rxs = [r for r in recs if r.direction == "rx" and r.key == "demo/a"][
-        1:
-    ]  # not D_KEYEXPR
+    rxs = [r for r in recs if r.direction == "rx" and r.key == "demo/a"][1:]  # not D_KEYEXPR
     assert len(rxs) == 500
     by_cause: dict[int, list[NetRecord]] = {}
     for r in recs:
@@ -326,15 +308,23 @@ def _acl_net(tmp: Path, recorder_cls: type, key_filter: str | None = None) -> Ne
     (egress), face 4 may not declare a subscriber on demo/** (ingress)."""
     from pyzenoh.routing.access_control import parse_access_control
 
-    acl = parse_access_control({
-        "enabled": True, "default_permission": "allow",
-        "rules": [_deny("no-vault", "put", ["vault/**"], "ingress"),
-                  _deny("no-secret-out", "put", ["demo/secret/**"], "egress"),
-                  _deny("no-sub", "declare_subscriber", ["demo/**"], "ingress")],
-        "subjects": [{"id": "pub", "zids": ["1"]}, {"id": "s3", "zids": ["3"]}, {"id": "s4", "zids": ["4"]}],
-        "policies": [{"rules": ["no-vault"], "subjects": ["pub"]}, {"rules": ["no-secret-out"], "subjects": ["s3"]},
-                     {"rules": ["no-sub"], "subjects": ["s4"]}],
-    })  # fmt: skip
+    acl = parse_access_control(
+        {
+            "enabled": True,
+            "default_permission": "allow",
+            "rules": [
+                _deny("no-vault", "put", ["vault/**"], "ingress"),
+                _deny("no-secret-out", "put", ["demo/secret/**"], "egress"),
+                _deny("no-sub", "declare_subscriber", ["demo/**"], "ingress"),
+            ],
+            "subjects": [{"id": "pub", "zids": ["1"]}, {"id": "s3", "zids": ["3"]}, {"id": "s4", "zids": ["4"]}],
+            "policies": [
+                {"rules": ["no-vault"], "subjects": ["pub"]},
+                {"rules": ["no-secret-out"], "subjects": ["s3"]},
+                {"rules": ["no-sub"], "subjects": ["s4"]},
+            ],
+        }
+    )
     return Net(tmp, recorder_cls, key_filter, access_control=acl)
 
 
@@ -419,8 +409,9 @@ def test_no_listener_without_a_recorder() -> None:
 
     from pyzenoh.routing.access_control import parse_access_control
 
-    acl = parse_access_control({"enabled": True, "default_permission": "deny", "rules": [],
-                                "subjects": [], "policies": []})  # fmt: skip
+    acl = parse_access_control(
+        {"enabled": True, "default_permission": "deny", "rules": [], "subjects": [], "policies": []}
+    )
     daemon = RouterDaemon(replace(RouterConfig(), access_control=acl))
     assert daemon.access_control is not None and daemon.access_control.listener is None
 
@@ -451,8 +442,11 @@ def test_a_run_is_recorded_as_its_messages_one_by_one(tmp_path: Path, recorder_c
         else:
             for m in msgs:
                 net.rx(1, m)
-        recs = [r for r in net.records()
-                if isinstance(r, RouteRecord) or (isinstance(r, NetRecord) and r.raw[0] & 0x1F == 0x1D)]  # fmt: skip
+        recs = [
+            r
+            for r in net.records()
+            if isinstance(r, RouteRecord) or (isinstance(r, NetRecord) and r.raw[0] & 0x1F == 0x1D)
+        ]
         seqs = {r.seq: i for i, r in enumerate(recs) if isinstance(r, NetRecord)}
         shape = []
         for r in recs:

@@ -22,8 +22,6 @@ from pyzenoh.localnet import free_port
 STARTUP_TIMEOUT = 20.0
 
 
-
-
 @pytest.fixture(scope="session")
 def zenoh_router_port() -> Iterator[int]:
     """A real eclipse-zenoh 1.10.2 router: a zenoh session in router mode, in this process."""
@@ -44,9 +42,12 @@ def zenoh_router_port() -> Iterator[int]:
 def pyzenoh_router_port() -> Iterator[int]:
     """``pyzenoh router`` in a subprocess, stopped (by its pid) at the end."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "pyzenoh", "router", "-l", f"tcp/127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=os.environ.copy())  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyzenoh", "router", "-l", f"tcp/127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while True:

@@ -163,5 +163,8 @@ def check_trees(net: Network) -> None:
 
 
 #: Edge weights a real 1.10.2 triangle a1-b2-c3 printed at @/<zid>/router/linkstate/north.
-MEASURED_WEIGHTS = {("a1", "b2"): "100.52192227251872", ("b2", "c3"): "100.22397104702516",
-                    ("a1", "c3"): "100.0761500708936"}  # fmt: skip
+MEASURED_WEIGHTS = {
+    ("a1", "b2"): "100.52192227251872",
+    ("b2", "c3"): "100.22397104702516",
+    ("a1", "c3"): "100.0761500708936",
+}

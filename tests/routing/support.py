@@ -81,8 +81,9 @@ def u_sub(ident: int) -> Declare:
     return Declare(UndeclareSubscriber(ident), qos=QOS_DECL)
 
 
-def d_qabl(ident: int, key: str | WireExpr, complete: bool = False, distance: int = 0,
-           interest_id: int | None = None) -> Declare:  # fmt: skip
+def d_qabl(
+    ident: int, key: str | WireExpr, complete: bool = False, distance: int = 0, interest_id: int | None = None
+) -> Declare:
     w = key if isinstance(key, WireExpr) else we(key)
     return Declare(DeclareQueryable(ident, w, complete, distance), interest_id, QOS_DECL)
 
@@ -105,8 +106,13 @@ def d_final(interest_id: int) -> Declare:
     return Declare(DeclareFinal(), interest_id, QOS_DECL)
 
 
-def interest(iid: int, mode: InterestMode, options: InterestOptions = NO_OPTIONS,
-             key: str | WireExpr | None = None, aggregate: bool = False) -> Interest:  # fmt: skip
+def interest(
+    iid: int,
+    mode: InterestMode,
+    options: InterestOptions = NO_OPTIONS,
+    key: str | WireExpr | None = None,
+    aggregate: bool = False,
+) -> Interest:
     w = key if isinstance(key, WireExpr) or key is None else we(key)
     return Interest(iid, mode, options, w, aggregate, QOS_DECL)
 
@@ -121,11 +127,16 @@ def delete(key: str | WireExpr) -> Push:
     return Push(w, Del())
 
 
-def request(rid: int, key: str | WireExpr, target: int = 0, timeout_ms: int | None = None,
-            parameters: str = "", budget: int | None = None) -> Request:  # fmt: skip
+def request(
+    rid: int,
+    key: str | WireExpr,
+    target: int = 0,
+    timeout_ms: int | None = None,
+    parameters: str = "",
+    budget: int | None = None,
+) -> Request:
     w = key if isinstance(key, WireExpr) else we(key)
-    return Request(rid, w, Query(3, parameters), QOS_REQ, target=target, timeout_ms=timeout_ms,
-                   budget=budget)  # fmt: skip
+    return Request(rid, w, Query(3, parameters), QOS_REQ, target=target, timeout_ms=timeout_ms, budget=budget)
 
 
 def reply(rid: int, key: str | WireExpr, payload: bytes = b"r") -> Response:
@@ -210,8 +221,7 @@ def records(scenario: str) -> tuple[Record, ...]:
     doc = json.loads(SESSIONS_FILE.read_text())
     for sc in doc["scenarios"]:
         if sc["name"] == scenario:
-            return tuple(Record(r["conn"], r["dir"] == "a->b", bytes.fromhex(r["hex"]))
-                         for r in sc["records"])  # fmt: skip
+            return tuple(Record(r["conn"], r["dir"] == "a->b", bytes.fromhex(r["hex"])) for r in sc["records"])
     raise KeyError(scenario)
 
 
@@ -249,6 +259,5 @@ def events(scenario: str) -> Iterator[Event]:
                     acc = frags.setdefault(key, bytearray())
                     acc += tm.payload
                     if not tm.more:
-                        yield Event(rec.conn, rec.to_router, decode_network_message(bytes(acc)),
-                                    tm.reliable)  # fmt: skip
+                        yield Event(rec.conn, rec.to_router, decode_network_message(bytes(acc)), tm.reliable)
                         acc.clear()

@@ -82,14 +82,25 @@ Z1, Z2, Z3 = ZenohId(0xA1), ZenohId(0xA2), ZenohId(0xA3)
 NOW = 1000.0
 
 
-def acl(rules: list[dict[str, Any]], subjects: list[dict[str, Any]], policies: list[dict[str, Any]],
-        default: str = "deny", enabled: bool = True) -> dict[str, Any]:  # fmt: skip
-    return {"enabled": enabled, "default_permission": default, "rules": rules, "subjects": subjects,
-            "policies": policies}  # fmt: skip
+def acl(
+    rules: list[dict[str, Any]],
+    subjects: list[dict[str, Any]],
+    policies: list[dict[str, Any]],
+    default: str = "deny",
+    enabled: bool = True,
+) -> dict[str, Any]:
+    return {
+        "enabled": enabled,
+        "default_permission": default,
+        "rules": rules,
+        "subjects": subjects,
+        "policies": policies,
+    }
 
 
-def rule(ident: str, messages: list[str], keys: list[str], permission: str = "allow",
-         flows: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+def rule(
+    ident: str, messages: list[str], keys: list[str], permission: str = "allow", flows: list[str] | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {"id": ident, "messages": messages, "key_exprs": keys, "permission": permission}
     if flows is not None:
         out["flows"] = flows
@@ -112,11 +123,23 @@ def test_absent_or_disabled_is_off() -> None:
 
 
 def test_a_full_config_is_read() -> None:
-    config = parse_access_control(acl(
-        [rule("r1", ["put", "delete"], ["demo/**"], flows=["ingress"]), rule("r2", list(MESSAGES), ["**"], "deny")],
-        [{"id": "s1", "interfaces": ["lo"], "usernames": ["alice", "bob"], "zids": ["a1", "b2"],
-          "link_protocols": ["tcp", "unixsock-stream"], "cert_common_names": ["cn"]}],
-        [{"id": "p", "rules": ["r1", "r2"], "subjects": ["s1"]}], default="allow"))  # fmt: skip
+    config = parse_access_control(
+        acl(
+            [rule("r1", ["put", "delete"], ["demo/**"], flows=["ingress"]), rule("r2", list(MESSAGES), ["**"], "deny")],
+            [
+                {
+                    "id": "s1",
+                    "interfaces": ["lo"],
+                    "usernames": ["alice", "bob"],
+                    "zids": ["a1", "b2"],
+                    "link_protocols": ["tcp", "unixsock-stream"],
+                    "cert_common_names": ["cn"],
+                }
+            ],
+            [{"id": "p", "rules": ["r1", "r2"], "subjects": ["s1"]}],
+            default="allow",
+        )
+    )
     assert config.enabled and config.default_permission == "allow"
     assert config.rules is not None and config.rules[0].flows == ("ingress",) and config.rules[1].flows is None
     assert config.subjects is not None and config.subjects[0].zids == (ZenohId(0xA1), ZenohId(0xB2))
@@ -128,28 +151,31 @@ GOOD_SUBJECT = {"id": "s", "usernames": ["u"]}
 GOOD_POLICY = {"rules": ["r"], "subjects": ["s"]}
 
 
-@pytest.mark.parametrize(("tree", "message"), [
-    ({"enabled": "yes"}, "enabled: must be true or false"),
-    ({"default_permission": "maybe"}, "must be allow or deny"),
-    ({"enabeld": True}, "unknown field 'enabeld'"),
-    (acl([{**GOOD_RULE, "permission": "perhaps"}], [GOOD_SUBJECT], [GOOD_POLICY]), "rules/0/permission"),
-    (acl([{**GOOD_RULE, "messages": ["publish"]}], [GOOD_SUBJECT], [GOOD_POLICY]), "unknown value 'publish'"),
-    (acl([{**GOOD_RULE, "messages": []}], [GOOD_SUBJECT], [GOOD_POLICY]), "messages: must not be an empty list"),
-    (acl([{**GOOD_RULE, "flows": ["inbound"]}], [GOOD_SUBJECT], [GOOD_POLICY]), "unknown value 'inbound'"),
-    (acl([{**GOOD_RULE, "flows": []}], [GOOD_SUBJECT], [GOOD_POLICY]), "flows: must not be an empty list"),
-    (acl([{**GOOD_RULE, "key_exprs": []}], [GOOD_SUBJECT], [GOOD_POLICY]), "key_exprs: must not be an empty"),
-    (acl([{**GOOD_RULE, "key_exprs": ["a/**/**"]}], [GOOD_SUBJECT], [GOOD_POLICY]), "key_exprs/0"),
-    (acl([{**GOOD_RULE, "key_exprs": ["a//b"]}], [GOOD_SUBJECT], [GOOD_POLICY]), "key_exprs/0"),
-    (acl([{k: v for k, v in GOOD_RULE.items() if k != "id"}], [GOOD_SUBJECT], [GOOD_POLICY]), "missing field 'id'"),
-    (acl([{**GOOD_RULE, "extra": 1}], [GOOD_SUBJECT], [GOOD_POLICY]), "unknown field 'extra'"),
-    (acl([GOOD_RULE], [{"id": "s", "usernames": []}], [GOOD_POLICY]), "usernames: must not be an empty list"),
-    (acl([GOOD_RULE], [{"id": "s", "link_protocols": ["http"]}], [GOOD_POLICY]), "unknown value 'http'"),
-    (acl([GOOD_RULE], [{"id": "s", "zids": ["A1"]}], [GOOD_POLICY]), "lowercase hexadecimal"),
-    (acl([GOOD_RULE], [{"id": "s", "zids": ["0a1"]}], [GOOD_POLICY]), "leading 0s"),
-    (acl([GOOD_RULE], [{"id": "s", "zids": ["1" * 33]}], [GOOD_POLICY]), "more than 16 bytes"),
-    (acl([GOOD_RULE], [{"id": "s", "names": ["x"]}], [GOOD_POLICY]), "unknown field 'names'"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": ["r"]}]), "missing field 'subjects'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("tree", "message"),
+    [
+        ({"enabled": "yes"}, "enabled: must be true or false"),
+        ({"default_permission": "maybe"}, "must be allow or deny"),
+        ({"enabeld": True}, "unknown field 'enabeld'"),
+        (acl([{**GOOD_RULE, "permission": "perhaps"}], [GOOD_SUBJECT], [GOOD_POLICY]), "rules/0/permission"),
+        (acl([{**GOOD_RULE, "messages": ["publish"]}], [GOOD_SUBJECT], [GOOD_POLICY]), "unknown value 'publish'"),
+        (acl([{**GOOD_RULE, "messages": []}], [GOOD_SUBJECT], [GOOD_POLICY]), "messages: must not be an empty list"),
+        (acl([{**GOOD_RULE, "flows": ["inbound"]}], [GOOD_SUBJECT], [GOOD_POLICY]), "unknown value 'inbound'"),
+        (acl([{**GOOD_RULE, "flows": []}], [GOOD_SUBJECT], [GOOD_POLICY]), "flows: must not be an empty list"),
+        (acl([{**GOOD_RULE, "key_exprs": []}], [GOOD_SUBJECT], [GOOD_POLICY]), "key_exprs: must not be an empty"),
+        (acl([{**GOOD_RULE, "key_exprs": ["a/**/**"]}], [GOOD_SUBJECT], [GOOD_POLICY]), "key_exprs/0"),
+        (acl([{**GOOD_RULE, "key_exprs": ["a//b"]}], [GOOD_SUBJECT], [GOOD_POLICY]), "key_exprs/0"),
+        (acl([{k: v for k, v in GOOD_RULE.items() if k != "id"}], [GOOD_SUBJECT], [GOOD_POLICY]), "missing field 'id'"),
+        (acl([{**GOOD_RULE, "extra": 1}], [GOOD_SUBJECT], [GOOD_POLICY]), "unknown field 'extra'"),
+        (acl([GOOD_RULE], [{"id": "s", "usernames": []}], [GOOD_POLICY]), "usernames: must not be an empty list"),
+        (acl([GOOD_RULE], [{"id": "s", "link_protocols": ["http"]}], [GOOD_POLICY]), "unknown value 'http'"),
+        (acl([GOOD_RULE], [{"id": "s", "zids": ["A1"]}], [GOOD_POLICY]), "lowercase hexadecimal"),
+        (acl([GOOD_RULE], [{"id": "s", "zids": ["0a1"]}], [GOOD_POLICY]), "leading 0s"),
+        (acl([GOOD_RULE], [{"id": "s", "zids": ["1" * 33]}], [GOOD_POLICY]), "more than 16 bytes"),
+        (acl([GOOD_RULE], [{"id": "s", "names": ["x"]}], [GOOD_POLICY]), "unknown field 'names'"),
+        (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": ["r"]}]), "missing field 'subjects'"),
+    ],
+)
 def test_values_zenohd_does_not_deserialise_are_refused(tree: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         parse_access_control(tree)
@@ -159,27 +185,36 @@ def test_values_zenohd_does_not_deserialise_are_refused(tree: dict[str, Any], me
             parse_access_control({**tree, "enabled": False})
 
 
-@pytest.mark.parametrize(("tree", "message"), [
-    ({"enabled": True}, "All ACL rules/subjects/policies config lists must be provided"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT], None), "must be provided"),  # type: ignore[arg-type]
-    (acl([rule(" ", ["put"], ["a"])], [GOOD_SUBJECT], [GOOD_POLICY]), "Found empty rule id in rules list"),
-    (acl([GOOD_RULE], [{"id": ""}], [GOOD_POLICY]), "Found empty subject id in subjects list"),
-    (acl([GOOD_RULE, GOOD_RULE], [GOOD_SUBJECT], [GOOD_POLICY]), "Rule id must be unique: id 'r' is repeated"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT, GOOD_SUBJECT], [GOOD_POLICY]), "Subject id must be unique"),
-    (acl([GOOD_RULE], [{"id": "s", "interfaces": [" "]}], [GOOD_POLICY]), "Found empty interface value"),
-    (acl([GOOD_RULE], [{"id": "s", "cert_common_names": [""]}], [GOOD_POLICY]), "empty cert_common_name value"),
-    (acl([GOOD_RULE], [{"id": "s", "usernames": [""]}], [GOOD_POLICY]), "Found empty username value"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT], [{**GOOD_POLICY, "id": "p"}, {**GOOD_POLICY, "id": "p"}]),
-     "Policy id must be unique: id 'p' is repeated"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": [], "subjects": ["s"]}]), "Policy #0 is malformed"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": ["r"], "subjects": []}]), "Policy #0 is malformed"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": ["r"], "subjects": [" "]}]), "empty subject id in policy #0"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": [""], "subjects": ["s"]}]), "empty rule id in policy #0"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT], [GOOD_POLICY, {"rules": ["r"], "subjects": ["t"]}]),
-     "Subject 't' in policy #1 does not exist in subjects list"),
-    (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": ["x"], "subjects": ["s"]}]),
-     "Rule 'x' in policy #0 does not exist in rules list"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("tree", "message"),
+    [
+        ({"enabled": True}, "All ACL rules/subjects/policies config lists must be provided"),
+        (acl([GOOD_RULE], [GOOD_SUBJECT], None), "must be provided"),  # type: ignore[arg-type]
+        (acl([rule(" ", ["put"], ["a"])], [GOOD_SUBJECT], [GOOD_POLICY]), "Found empty rule id in rules list"),
+        (acl([GOOD_RULE], [{"id": ""}], [GOOD_POLICY]), "Found empty subject id in subjects list"),
+        (acl([GOOD_RULE, GOOD_RULE], [GOOD_SUBJECT], [GOOD_POLICY]), "Rule id must be unique: id 'r' is repeated"),
+        (acl([GOOD_RULE], [GOOD_SUBJECT, GOOD_SUBJECT], [GOOD_POLICY]), "Subject id must be unique"),
+        (acl([GOOD_RULE], [{"id": "s", "interfaces": [" "]}], [GOOD_POLICY]), "Found empty interface value"),
+        (acl([GOOD_RULE], [{"id": "s", "cert_common_names": [""]}], [GOOD_POLICY]), "empty cert_common_name value"),
+        (acl([GOOD_RULE], [{"id": "s", "usernames": [""]}], [GOOD_POLICY]), "Found empty username value"),
+        (
+            acl([GOOD_RULE], [GOOD_SUBJECT], [{**GOOD_POLICY, "id": "p"}, {**GOOD_POLICY, "id": "p"}]),
+            "Policy id must be unique: id 'p' is repeated",
+        ),
+        (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": [], "subjects": ["s"]}]), "Policy #0 is malformed"),
+        (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": ["r"], "subjects": []}]), "Policy #0 is malformed"),
+        (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": ["r"], "subjects": [" "]}]), "empty subject id in policy #0"),
+        (acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": [""], "subjects": ["s"]}]), "empty rule id in policy #0"),
+        (
+            acl([GOOD_RULE], [GOOD_SUBJECT], [GOOD_POLICY, {"rules": ["r"], "subjects": ["t"]}]),
+            "Subject 't' in policy #1 does not exist in subjects list",
+        ),
+        (
+            acl([GOOD_RULE], [GOOD_SUBJECT], [{"rules": ["x"], "subjects": ["s"]}]),
+            "Rule 'x' in policy #0 does not exist in rules list",
+        ),
+    ],
+)
 def test_start_up_checks_of_an_enabled_config(tree: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         parse_access_control(tree)
@@ -188,8 +223,9 @@ def test_start_up_checks_of_an_enabled_config(tree: dict[str, Any], message: str
 
 @pytest.mark.parametrize("empty", ["rules", "subjects", "policies"])
 @pytest.mark.parametrize("default", ["allow", "deny"])
-def test_an_empty_list_applies_the_default_to_everything(empty: str, default: str,
-                                                         caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+def test_an_empty_list_applies_the_default_to_everything(
+    empty: str, default: str, caplog: pytest.LogCaptureFixture
+) -> None:
     tree = acl([GOOD_RULE], [GOOD_SUBJECT], [GOOD_POLICY], default=default)
     tree[empty] = []
     with caplog.at_level(logging.WARNING):
@@ -205,11 +241,19 @@ def test_an_empty_list_applies_the_default_to_everything(empty: str, default: st
 
 def test_flows_filtered_only_where_rules_are() -> None:
     # default allow: only the flows some policy's rule names are filtered (zenohd's interface_enabled)
-    e = engine(acl([rule("r", ["put"], ["a"], "deny", ["egress"]), rule("unused", ["put"], ["a"], "deny", ["ingress"])],
-                   [GOOD_SUBJECT], [GOOD_POLICY | {"rules": ["r"]}], default="allow"))  # fmt: skip
+    e = engine(
+        acl(
+            [rule("r", ["put"], ["a"], "deny", ["egress"]), rule("unused", ["put"], ["a"], "deny", ["ingress"])],
+            [GOOD_SUBJECT],
+            [GOOD_POLICY | {"rules": ["r"]}],
+            default="allow",
+        )
+    )
     assert e.filtered_flows == (False, True)
     # default deny: both, whatever the rules
-    e = engine(acl([rule("r", ["put"], ["a"], flows=["egress"])], [GOOD_SUBJECT], [{"rules": ["r"], "subjects": ["s"]}]))
+    e = engine(
+        acl([rule("r", ["put"], ["a"], flows=["egress"])], [GOOD_SUBJECT], [{"rules": ["r"], "subjects": ["s"]}])
+    )
     assert e.filtered_flows == (True, True)
 
 
@@ -217,11 +261,13 @@ def test_flows_filtered_only_where_rules_are() -> None:
 
 
 def test_any_allow_wins_across_subjects() -> None:
-    e = engine(acl(
-        [rule("deny-put", ["put"], ["a/**"], "deny"), rule("allow-put", ["put"], ["a/**"])],
-        [{"id": "by-user", "usernames": ["alice"]}, {"id": "by-itf", "interfaces": ["lo"]}],
-        [{"rules": ["deny-put"], "subjects": ["by-user"]}, {"rules": ["allow-put"], "subjects": ["by-itf"]}],
-    ))  # fmt: skip
+    e = engine(
+        acl(
+            [rule("deny-put", ["put"], ["a/**"], "deny"), rule("allow-put", ["put"], ["a/**"])],
+            [{"id": "by-user", "usernames": ["alice"]}, {"id": "by-itf", "interfaces": ["lo"]}],
+            [{"rules": ["deny-put"], "subjects": ["by-user"]}, {"rules": ["allow-put"], "subjects": ["by-itf"]}],
+        )
+    )
     both = e.face(FaceSubject(Z1, ("lo",), "tcp", None, "alice"))
     user_only = e.face(FaceSubject(Z1, ("eth0",), "tcp", None, "alice"))
     assert both is not None and user_only is not None
@@ -231,9 +277,14 @@ def test_any_allow_wins_across_subjects() -> None:
 
 
 def test_default_allow_subject_without_a_rule_for_the_message_allows() -> None:
-    e = engine(acl([rule("no-put", ["put"], ["a/**"], "deny")],
-                   [{"id": "s1", "zids": ["a1"]}, {"id": "s2", "zids": ["a1"], "link_protocols": ["tcp"]}],
-                   [{"rules": ["no-put"], "subjects": ["s1"]}], default="allow"))  # fmt: skip
+    e = engine(
+        acl(
+            [rule("no-put", ["put"], ["a/**"], "deny")],
+            [{"id": "s1", "zids": ["a1"]}, {"id": "s2", "zids": ["a1"], "link_protocols": ["tcp"]}],
+            [{"rules": ["no-put"], "subjects": ["s1"]}],
+            default="allow",
+        )
+    )
     face = e.face(FaceSubject(Z1, link_protocol="tcp"))
     assert face is not None
     # s1 denies, s2 (named by no policy) takes default allow: any allow wins
@@ -245,9 +296,16 @@ def test_default_allow_subject_without_a_rule_for_the_message_allows() -> None:
 
 
 def test_default_deny_needs_an_allow_rule_including_the_key() -> None:
-    e = engine(acl([rule("sub", ["declare_subscriber"], ["a/*"]), rule("no-secret", ["declare_subscriber"],
-                                                                          ["a/secret"], "deny")],
-                   [{"id": "all"}], [{"rules": ["sub", "no-secret"], "subjects": ["all"]}]))  # fmt: skip
+    e = engine(
+        acl(
+            [
+                rule("sub", ["declare_subscriber"], ["a/*"]),
+                rule("no-secret", ["declare_subscriber"], ["a/secret"], "deny"),
+            ],
+            [{"id": "all"}],
+            [{"rules": ["sub", "no-secret"], "subjects": ["all"]}],
+        )
+    )
     face = e.face(FaceSubject(Z2))
     assert face is not None
     m = acl_mod.DECLARE_SUBSCRIBER
@@ -271,20 +329,27 @@ def test_a_face_matching_no_subject_gets_the_default(caplog: pytest.LogCaptureFi
     assert "matches no subject and default_permission is deny" in explain(Denial(DEFAULT_RULE, ""), e.config)
 
 
-@pytest.mark.parametrize(("subject", "face", "matches"), [
-    ({"interfaces": ["lo"]}, FaceSubject(Z1, ("lo",)), True),
-    ({"interfaces": ["lo"]}, FaceSubject(Z1, ("eth0", "lo")), True),
-    ({"interfaces": ["lo"]}, FaceSubject(Z1, ()), False),
-    ({"zids": ["a1", "a2"]}, FaceSubject(Z2), True),
-    ({"zids": ["a1"]}, FaceSubject(Z3), False),
-    ({"link_protocols": ["tls"]}, FaceSubject(Z1, link_protocol="tls"), True),
-    ({"link_protocols": ["tls"]}, FaceSubject(Z1, link_protocol="tcp"), False),
-    ({"cert_common_names": ["alice"]}, FaceSubject(Z1, cert_common_name="alice"), True),
-    ({"cert_common_names": ["alice"]}, FaceSubject(Z1), False),
-    ({"usernames": ["bob"]}, FaceSubject(Z1, username="bob"), True),
-    ({"usernames": ["bob"], "link_protocols": ["tls"]}, FaceSubject(Z1, link_protocol="tcp", username="bob"), False),
-    ({}, FaceSubject(Z1), True),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("subject", "face", "matches"),
+    [
+        ({"interfaces": ["lo"]}, FaceSubject(Z1, ("lo",)), True),
+        ({"interfaces": ["lo"]}, FaceSubject(Z1, ("eth0", "lo")), True),
+        ({"interfaces": ["lo"]}, FaceSubject(Z1, ()), False),
+        ({"zids": ["a1", "a2"]}, FaceSubject(Z2), True),
+        ({"zids": ["a1"]}, FaceSubject(Z3), False),
+        ({"link_protocols": ["tls"]}, FaceSubject(Z1, link_protocol="tls"), True),
+        ({"link_protocols": ["tls"]}, FaceSubject(Z1, link_protocol="tcp"), False),
+        ({"cert_common_names": ["alice"]}, FaceSubject(Z1, cert_common_name="alice"), True),
+        ({"cert_common_names": ["alice"]}, FaceSubject(Z1), False),
+        ({"usernames": ["bob"]}, FaceSubject(Z1, username="bob"), True),
+        (
+            {"usernames": ["bob"], "link_protocols": ["tls"]},
+            FaceSubject(Z1, link_protocol="tcp", username="bob"),
+            False,
+        ),
+        ({}, FaceSubject(Z1), True),
+    ],
+)
 def test_subject_properties(subject: dict[str, Any], face: FaceSubject, matches: bool) -> None:
     e = engine(acl([GOOD_RULE], [{"id": "s", **subject}], [GOOD_POLICY]))
     f = e.face(face)
@@ -312,9 +377,14 @@ def reference_decision(tree: dict[str, Any], face: FaceSubject, flow: str, messa
     combos: dict[tuple[Any, ...], None] = {}
     by_subject: dict[str, list[tuple[Any, ...]]] = {}
     for s in tree["subjects"]:
-        cs = [(i, c, u, p, z) for i in s.get("interfaces", [None]) for c in s.get("cert_common_names", [None])
-              for u in s.get("usernames", [None]) for p in s.get("link_protocols", [None])
-              for z in s.get("zids", [None])]  # fmt: skip
+        cs = [
+            (i, c, u, p, z)
+            for i in s.get("interfaces", [None])
+            for c in s.get("cert_common_names", [None])
+            for u in s.get("usernames", [None])
+            for p in s.get("link_protocols", [None])
+            for z in s.get("zids", [None])
+        ]
         by_subject[s["id"]] = cs
         combos.update(dict.fromkeys(cs))
     policy: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -323,14 +393,24 @@ def reference_decision(tree: dict[str, Any], face: FaceSubject, flow: str, messa
             for c in by_subject[sid]:
                 policy.setdefault(c, []).extend(rules[r] for r in p["rules"])
     zid = None if face.zid is None else f"{face.zid}"
-    matched = [c for c in combos
-               if (c[0] is None or c[0] in face.interfaces) and (c[1] is None or c[1] == face.cert_common_name)
-               and (c[2] is None or c[2] == face.username) and (c[3] is None or c[3] == face.link_protocol)
-               and (c[4] is None or c[4] == zid)]  # fmt: skip
+    matched = [
+        c
+        for c in combos
+        if (c[0] is None or c[0] in face.interfaces)
+        and (c[1] is None or c[1] == face.cert_common_name)
+        and (c[2] is None or c[2] == face.username)
+        and (c[3] is None or c[3] == face.link_protocol)
+        and (c[4] is None or c[4] == zid)
+    ]
     decision = default_allow
     for c in matched:
-        applying = [r for r in policy.get(c, ()) if message in r["messages"]
-                    and flow in r.get("flows", FLOWS) and any(includes(k, key) for k in r["key_exprs"])]  # fmt: skip
+        applying = [
+            r
+            for r in policy.get(c, ())
+            if message in r["messages"]
+            and flow in r.get("flows", FLOWS)
+            and any(includes(k, key) for k in r["key_exprs"])
+        ]
         if c not in policy:
             allowed = default_allow
         elif any(r["permission"] == "deny" for r in applying):
@@ -344,40 +424,69 @@ def reference_decision(tree: dict[str, Any], face: FaceSubject, flow: str, messa
 
 
 KEYS = ["a", "a/b", "a/*", "a/**", "b/c", "**", "a/b/c", "b/*"]
-VALUES = {"interfaces": ["lo", "eth0"], "usernames": ["alice", "bob"], "link_protocols": ["tcp", "tls"],
-          "zids": ["a1", "a2"], "cert_common_names": ["cn1", "cn2"]}  # fmt: skip
+VALUES = {
+    "interfaces": ["lo", "eth0"],
+    "usernames": ["alice", "bob"],
+    "link_protocols": ["tcp", "tls"],
+    "zids": ["a1", "a2"],
+    "cert_common_names": ["cn1", "cn2"],
+}
 
 
 @st.composite
 def configs(draw: st.DrawFn) -> dict[str, Any]:
     n_rules = draw(st.integers(1, 5))
-    rules = [{"id": f"r{i}", "permission": draw(st.sampled_from(["allow", "deny"])),
-              "messages": draw(st.lists(st.sampled_from(MESSAGES[:4]), min_size=1, max_size=3, unique=True)),
-              "key_exprs": draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=2, unique=True)),
-              **({"flows": draw(st.lists(st.sampled_from(FLOWS), min_size=1, max_size=2, unique=True))}
-                 if draw(st.booleans()) else {})} for i in range(n_rules)]  # fmt: skip
+    rules = [
+        {
+            "id": f"r{i}",
+            "permission": draw(st.sampled_from(["allow", "deny"])),
+            "messages": draw(st.lists(st.sampled_from(MESSAGES[:4]), min_size=1, max_size=3, unique=True)),
+            "key_exprs": draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=2, unique=True)),
+            **(
+                {"flows": draw(st.lists(st.sampled_from(FLOWS), min_size=1, max_size=2, unique=True))}
+                if draw(st.booleans())
+                else {}
+            ),
+        }
+        for i in range(n_rules)
+    ]
     subjects = []
     for i in range(draw(st.integers(1, 4))):
         props = draw(st.lists(st.sampled_from(sorted(VALUES)), max_size=2, unique=True))
-        subjects.append({"id": f"s{i}", **{p: draw(st.lists(st.sampled_from(VALUES[p]), min_size=1, max_size=2,
-                                                              unique=True)) for p in props}})  # fmt: skip
-    policies = [{"rules": draw(st.lists(st.sampled_from([r["id"] for r in rules]), min_size=1, max_size=3, unique=True)),
-                 "subjects": draw(st.lists(st.sampled_from([s["id"] for s in subjects]), min_size=1, max_size=2,
-                                           unique=True))} for _ in range(draw(st.integers(1, 3)))]  # fmt: skip
+        subjects.append(
+            {
+                "id": f"s{i}",
+                **{p: draw(st.lists(st.sampled_from(VALUES[p]), min_size=1, max_size=2, unique=True)) for p in props},
+            }
+        )
+    policies = [
+        {
+            "rules": draw(st.lists(st.sampled_from([r["id"] for r in rules]), min_size=1, max_size=3, unique=True)),
+            "subjects": draw(
+                st.lists(st.sampled_from([s["id"] for s in subjects]), min_size=1, max_size=2, unique=True)
+            ),
+        }
+        for _ in range(draw(st.integers(1, 3)))
+    ]
     return acl(rules, subjects, policies, default=draw(st.sampled_from(["allow", "deny"])))
 
 
 faces = st.builds(
-    FaceSubject, st.sampled_from([Z1, Z2, Z3]), st.lists(st.sampled_from(VALUES["interfaces"]), max_size=2).map(tuple),
-    st.sampled_from(["tcp", "tls"]), st.sampled_from([None, "cn1", "cn2"]), st.sampled_from([None, "alice", "bob"]),
-)  # fmt: skip
+    FaceSubject,
+    st.sampled_from([Z1, Z2, Z3]),
+    st.lists(st.sampled_from(VALUES["interfaces"]), max_size=2).map(tuple),
+    st.sampled_from(["tcp", "tls"]),
+    st.sampled_from([None, "cn1", "cn2"]),
+    st.sampled_from([None, "alice", "bob"]),
+)
 
 
 @pytest.mark.slow
 @examples(1_000, 200)
 @given(configs(), faces, st.sampled_from(FLOWS), st.sampled_from(MESSAGES[:4]), st.sampled_from(KEYS))
-def test_decisions_match_zenohds_algorithm(tree: dict[str, Any], face: FaceSubject, flow: str, message: str,
-                                           key: str) -> None:  # fmt: skip
+def test_decisions_match_zenohds_algorithm(
+    tree: dict[str, Any], face: FaceSubject, flow: str, message: str, key: str
+) -> None:
     e = engine(tree)
     f = e.face(face)
     fl, m = FLOWS.index(flow), MESSAGES.index(message)
@@ -402,10 +511,16 @@ def test_decision_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert face.check(INGRESS, PUT, "b/1") is not None  # decided again after a flush
 
 
-def test_denials_counted_per_rule_and_logged_once(caplog: pytest.LogCaptureFixture,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    e = engine(acl([GOOD_RULE, rule("no-b", ["put"], ["b/**"], "deny")], [{"id": "s"}],
-                   [{"rules": ["r", "no-b"], "subjects": ["s"]}]))  # fmt: skip
+def test_denials_counted_per_rule_and_logged_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    e = engine(
+        acl(
+            [GOOD_RULE, rule("no-b", ["put"], ["b/**"], "deny")],
+            [{"id": "s"}],
+            [{"rules": ["r", "no-b"], "subjects": ["s"]}],
+        )
+    )
     f1, f2 = e.face(FaceSubject(Z1)), e.face(FaceSubject(Z2))
     assert f1 is not None and f2 is not None
     with caplog.at_level(logging.WARNING, logger=acl_mod.__name__):
@@ -473,9 +588,14 @@ def two_clients(rules: list[dict[str, Any]], policies: list[dict[str, Any]], def
 
 
 def test_push_ingress_and_egress() -> None:
-    r = two_clients([rule("pub", ["put"], ["demo/**"], flows=["ingress"]),
-                     rule("sub", ["declare_subscriber"], ["demo/**"]), rule("recv", ["put"], ["demo/**"], flows=["egress"])],
-                    [{"rules": ["pub"], "subjects": ["alice"]}, {"rules": ["sub", "recv"], "subjects": ["bob"]}])  # fmt: skip
+    r = two_clients(
+        [
+            rule("pub", ["put"], ["demo/**"], flows=["ingress"]),
+            rule("sub", ["declare_subscriber"], ["demo/**"]),
+            rule("recv", ["put"], ["demo/**"], flows=["egress"]),
+        ],
+        [{"rules": ["pub"], "subjects": ["alice"]}, {"rules": ["sub", "recv"], "subjects": ["bob"]}],
+    )
     r.send(2, interest(1, CF, S, "demo/**"), d_sub(1, "demo/**"))
     out = r.send(1, put("demo/x"))
     assert [type(m) for m in to(out, 2)] == [Push]
@@ -492,8 +612,10 @@ def test_push_ingress_and_egress() -> None:
 
 
 def test_an_allowed_route_carries_no_access_control() -> None:
-    r = two_clients([rule("all", ["put", "delete", "declare_subscriber"], ["demo/**"])],
-                    [{"rules": ["all"], "subjects": ["alice", "bob"]}])  # fmt: skip
+    r = two_clients(
+        [rule("all", ["put", "delete", "declare_subscriber"], ["demo/**"])],
+        [{"rules": ["all"], "subjects": ["alice", "bob"]}],
+    )
     r.send(2, d_sub(1, "demo/**"))
     for _ in range(3):
         assert [type(m) for m in to(r.send(1, put("demo/x")), 2)] == [Push]
@@ -503,8 +625,14 @@ def test_an_allowed_route_carries_no_access_control() -> None:
 
 
 def test_push_egress_denied_to_one_subscriber_only() -> None:
-    r = AclRouter(acl([rule("no-out", ["put"], ["demo/secret/**"], "deny", ["egress"])], USERS,
-                      [{"rules": ["no-out"], "subjects": ["bob"]}], default="allow"))  # fmt: skip
+    r = AclRouter(
+        acl(
+            [rule("no-out", ["put"], ["demo/secret/**"], "deny", ["egress"])],
+            USERS,
+            [{"rules": ["no-out"], "subjects": ["bob"]}],
+            default="allow",
+        )
+    )
     r.open(1, ALICE)
     r.open(2, BOB)
     r.open(3, None)  # a local face: never filtered
@@ -517,8 +645,11 @@ def test_push_egress_denied_to_one_subscriber_only() -> None:
 
 
 def test_declarations_ingress_denied_are_not_registered() -> None:
-    r = two_clients([rule("ok", ["declare_subscriber", "declare_queryable", "liveliness_token"], ["ok/**"])],
-                    [{"rules": ["ok"], "subjects": ["alice", "bob"]}], default="deny")  # fmt: skip
+    r = two_clients(
+        [rule("ok", ["declare_subscriber", "declare_queryable", "liveliness_token"], ["ok/**"])],
+        [{"rules": ["ok"], "subjects": ["alice", "bob"]}],
+        default="deny",
+    )
     r.send(1, d_sub(1, "no/x"), d_qabl(2, "no/x"), d_token(3, "no/x"), d_sub(4, "ok/x"), d_token(5, "ok/t"))
     state = r.core.face_state(1)
     assert state["subscribers"] == {4: "ok/x"} and state["queryables"] == {} and state["tokens"] == {5: "ok/t"}
@@ -534,9 +665,22 @@ def test_declarations_ingress_denied_are_not_registered() -> None:
 
 
 def test_egress_hidden_declarations_are_never_undeclared_either() -> None:
-    r = AclRouter(acl([rule("hide", ["declare_subscriber", "declare_queryable", "liveliness_token"], ["secret/**"],
-                            "deny", ["egress"])], USERS, [{"rules": ["hide"], "subjects": ["bob"]}],
-                      default="allow"))  # fmt: skip
+    r = AclRouter(
+        acl(
+            [
+                rule(
+                    "hide",
+                    ["declare_subscriber", "declare_queryable", "liveliness_token"],
+                    ["secret/**"],
+                    "deny",
+                    ["egress"],
+                )
+            ],
+            USERS,
+            [{"rules": ["hide"], "subjects": ["bob"]}],
+            default="allow",
+        )
+    )
     r.open(1, ALICE)
     r.open(2, BOB)
     out = r.send(2, interest(1, CF, S | Q | T, None))
@@ -546,16 +690,21 @@ def test_egress_hidden_declarations_are_never_undeclared_either() -> None:
     assert kinds == [DeclareSubscriber]  # only open/a
     out = r.send(1, u_sub(1), Declare(UndeclareQueryable(2), qos=QOS_DECL), u_token(3), u_sub(4))
     assert [type(m.body) for m in to(out, 2)] == [UndeclareSubscriber]
-    assert r.acl.denied == {("hide", "egress", "declare_subscriber"): 2, ("hide", "egress", "declare_queryable"): 2,
-                            ("hide", "egress", "liveliness_token"): 2}  # fmt: skip
+    assert r.acl.denied == {
+        ("hide", "egress", "declare_subscriber"): 2,
+        ("hide", "egress", "declare_queryable"): 2,
+        ("hide", "egress", "liveliness_token"): 2,
+    }
     # alice still routes to bob's subscriber and bob's data still reaches alice: declarations only
     r.send(2, d_sub(9, "secret/**"))
     assert to(r.send(1, put("secret/b")), 2)
 
 
 def test_denied_query_ends_at_once_with_no_reply() -> None:
-    r = two_clients([rule("q", ["query", "reply"], ["q/**"]), rule("d", ["declare_queryable"], ["**"])],
-                    [{"rules": ["q", "d"], "subjects": ["alice", "bob"]}])  # fmt: skip
+    r = two_clients(
+        [rule("q", ["query", "reply"], ["q/**"]), rule("d", ["declare_queryable"], ["**"])],
+        [{"rules": ["q", "d"], "subjects": ["alice", "bob"]}],
+    )
     r.send(2, d_qabl(1, "**"))
     # ingress: a query on a key alice may not query gets its final alone
     out = r.send(1, request(7, "x/y"))
@@ -576,8 +725,14 @@ def test_denied_query_ends_at_once_with_no_reply() -> None:
 
 
 def test_query_egress_denied_finishes_that_destination_at_once() -> None:
-    r = AclRouter(acl([rule("no-q", ["query"], ["**"], "deny", ["egress"])], USERS,
-                      [{"rules": ["no-q"], "subjects": ["bob"]}], default="allow"))  # fmt: skip
+    r = AclRouter(
+        acl(
+            [rule("no-q", ["query"], ["**"], "deny", ["egress"])],
+            USERS,
+            [{"rules": ["no-q"], "subjects": ["bob"]}],
+            default="allow",
+        )
+    )
     r.open(1, ALICE)
     r.open(2, BOB)
     r.open(3, FaceSubject(Z3, ("lo",), "tcp", None, "carol"))
@@ -593,8 +748,9 @@ def test_query_egress_denied_finishes_that_destination_at_once() -> None:
 
 
 def test_router_errors_without_a_key_are_denied_on_a_filtered_flow() -> None:
-    r = two_clients([rule("q", ["query", "declare_queryable", "reply"], ["q/**"])],
-                    [{"rules": ["q"], "subjects": ["alice", "bob"]}])  # fmt: skip
+    r = two_clients(
+        [rule("q", ["query", "declare_queryable", "reply"], ["q/**"])], [{"rules": ["q"], "subjects": ["alice", "bob"]}]
+    )
     r.send(2, d_qabl(1, "q/**"))
     r.send(1, request(1, "q/a", timeout_ms=100))
     deadline = r.core.next_deadline()
@@ -612,8 +768,10 @@ def test_router_errors_without_a_key_are_denied_on_a_filtered_flow() -> None:
 
 
 def test_liveliness_interests_and_tokens() -> None:
-    r = two_clients([rule("live", ["liveliness_token", "liveliness_query", "declare_liveliness_subscriber"],
-                          ["live/**"])], [{"rules": ["live"], "subjects": ["alice", "bob"]}])  # fmt: skip
+    r = two_clients(
+        [rule("live", ["liveliness_token", "liveliness_query", "declare_liveliness_subscriber"], ["live/**"])],
+        [{"rules": ["live"], "subjects": ["alice", "bob"]}],
+    )
     r.send(1, d_token(1, "live/a"), d_token(2, "dead/a"))
     # a liveliness get on a denied key: D_FINAL alone
     out = r.send(2, interest(5, CURRENT, T, "dead/**"))
@@ -636,8 +794,14 @@ def test_declarations_of_router_neighbours_are_filtered_too() -> None:
     """Router A (access control) linked to router B (none): B's declarations on a denied
     key are not registered at A, and A does not push its own on a denied key to B."""
     b_zid = ZenohId(0xB1)
-    r = AclRouter(acl([rule("no-r", ["declare_subscriber"], ["secret/**"], "deny")], [{"id": "r", "zids": ["b1"]}],
-                      [{"rules": ["no-r"], "subjects": ["r"]}], default="allow"))  # fmt: skip
+    r = AclRouter(
+        acl(
+            [rule("no-r", ["declare_subscriber"], ["secret/**"], "deny")],
+            [{"id": "r", "zids": ["b1"]}],
+            [{"rules": ["no-r"], "subjects": ["r"]}],
+            default="allow",
+        )
+    )
     b = RoutingCore(b_zid)
     a_out: list[Send] = []  # what A sends to its client (face 2)
     b_out: list[Send] = []  # what B sends to its client (face 2)
@@ -708,8 +872,9 @@ def test_the_daemon_builds_each_links_subject() -> None:
     link: Any = SimpleNamespace(local_address=("127.0.0.1", 7447), protocol="tls", cert_common_name="carol")
     off = RouterDaemon(RouterConfig(listen=()))
     assert off.access_control is None and off._subject(link, ev) is None
-    on = RouterDaemon(RouterConfig(listen=(), access_control=parse_access_control(
-        acl([GOOD_RULE], [GOOD_SUBJECT], [GOOD_POLICY]))))  # fmt: skip
+    on = RouterDaemon(
+        RouterConfig(listen=(), access_control=parse_access_control(acl([GOOD_RULE], [GOOD_SUBJECT], [GOOD_POLICY])))
+    )
     assert on.access_control is not None and on.core.access_control is on.access_control
     assert on._subject(link, ev) == FaceSubject(Z1, ("lo",), "tls", "carol", "alice")
     assert on.stats.access_control_denied is on.access_control.denied_by_rule

@@ -57,23 +57,26 @@ def test_a_router_with_our_own_zid_is_refused() -> None:
     assert h.core.is_empty()
 
 
-@pytest.mark.parametrize("msg,reason", [
-    (d_sub(1, WireExpr(4, "/x", True)), "unknown key id"),
-    (d_sub(1, WireExpr(4, "/x", False)), "unknown key id"),
-    (d_qabl(1, "a/*b"), "invalid key expression"),
-    (d_token(1, "a/"), "invalid key expression"),
-    (d_sub(1, "x" * 70_000), "invalid key expression"),
-    (u_sub(8), "unknown subscriber id"),
-    (u_qabl(8), "unknown queryable id"),
-    (u_token(8), "unknown token id"),
-    (d_token(1, "k", interest_id=3), "token with interest id"),
-    (Declare(DeclareFinal(), 0, 0x08), "unexpected declare final"),
-    (Declare(DeclareFinal(), None, 0x08), "unexpected declare final"),
-    (interest(1, FINAL), "unknown interest id"),
-    (interest(1, CF, S, WireExpr(3, "", True)), "unknown key id"),
-    (interest(1, CF, S, "bad//key"), "invalid key expression"),
-    (d_keyexpr(1, "y" * 70_000), "invalid key expression"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "msg,reason",
+    [
+        (d_sub(1, WireExpr(4, "/x", True)), "unknown key id"),
+        (d_sub(1, WireExpr(4, "/x", False)), "unknown key id"),
+        (d_qabl(1, "a/*b"), "invalid key expression"),
+        (d_token(1, "a/"), "invalid key expression"),
+        (d_sub(1, "x" * 70_000), "invalid key expression"),
+        (u_sub(8), "unknown subscriber id"),
+        (u_qabl(8), "unknown queryable id"),
+        (u_token(8), "unknown token id"),
+        (d_token(1, "k", interest_id=3), "token with interest id"),
+        (Declare(DeclareFinal(), 0, 0x08), "unexpected declare final"),
+        (Declare(DeclareFinal(), None, 0x08), "unexpected declare final"),
+        (interest(1, FINAL), "unknown interest id"),
+        (interest(1, CF, S, WireExpr(3, "", True)), "unknown key id"),
+        (interest(1, CF, S, "bad//key"), "invalid key expression"),
+        (d_keyexpr(1, "y" * 70_000), "invalid key expression"),
+    ],
+)
 def test_bad_declarations_are_dropped(msg: Declare, reason: str) -> None:
     h = Harness()
     h.open(1)
@@ -113,8 +116,12 @@ def test_duplicate_ids() -> None:
     assert h.send(1, d_keyexpr(1, "e"), d_keyexpr(1, "e"), d_keyexpr(1, "f")) == []
     assert h.send(2, interest(1, CF, S)) == []  # interest id in use
     assert h.core.stats.dropped == {
-        "duplicate subscriber id": 1, "duplicate token id": 1, "duplicate queryable id": 1,
-        "key id remapped": 1, "interest id in use": 1}  # fmt: skip
+        "duplicate subscriber id": 1,
+        "duplicate token id": 1,
+        "duplicate queryable id": 1,
+        "key id remapped": 1,
+        "interest id in use": 1,
+    }
     state = h.core.face_state(1)
     assert state["subscribers"] == {1: "a"} and state["remote_ids"] == {1: "e"}
 

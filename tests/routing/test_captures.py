@@ -55,8 +55,9 @@ CLIENT = 1
 
 
 def expected_to(scenario: str, conn: int) -> list[NetworkMessage]:
-    return [strip_times(e.message) for e in events(scenario)
-            if e.conn == conn and not e.to_router and e.message is not None]  # fmt: skip
+    return [
+        strip_times(e.message) for e in events(scenario) if e.conn == conn and not e.to_router and e.message is not None
+    ]
 
 
 def got(h: Harness, face: int) -> list[NetworkMessage]:
@@ -77,8 +78,8 @@ def test_pyclient_replay_both_connections() -> None:
     # The data the router stamped carries its own HLC id.
     stamped = [s.message for s in h.sent[2] if isinstance(s.message, Push)]
     assert stamped and all(
-        isinstance(m.body, Put) and m.body.timestamp is not None
-        and m.body.timestamp.id == h.core.zid for m in stamped)  # fmt: skip
+        isinstance(m.body, Put) and m.body.timestamp is not None and m.body.timestamp.id == h.core.zid for m in stamped
+    )
     h.close(1)
     h.close(2)
     assert h.core.is_empty()
@@ -102,8 +103,11 @@ def other_answers(payload: bytes, eid: int, key: str | None = None) -> Callable[
     def act(h: Harness) -> None:
         req = last_request_to(h, OTHER)
         body = Reply(Put(payload))
-        h.send(OTHER, Response(req.request_id, we(key or "demo/q1"), body, QOS_REQ,
-                               responder=EntityGlobalId(OTHER_ZID, eid)), final(req.request_id))  # fmt: skip
+        h.send(
+            OTHER,
+            Response(req.request_id, we(key or "demo/q1"), body, QOS_REQ, responder=EntityGlobalId(OTHER_ZID, eid)),
+            final(req.request_id),
+        )
 
     return act
 
@@ -112,15 +116,13 @@ def main_scenario() -> list[tuple[Callable[[NetworkMessage], bool], Callable[[Ha
     return [
         (is_body(DeclareSubscriber), lambda h: h.send(OTHER, put("demo/a", b"hello"))),
         (is_msg(Request), other_answers(b"reply-from-other", 6)),
-        (is_body(DeclareQueryable),
-         lambda h: h.send(OTHER, request(1, "demo/cq", timeout_ms=5000, parameters="x=1"))),
+        (is_body(DeclareQueryable), lambda h: h.send(OTHER, request(1, "demo/cq", timeout_ms=5000, parameters="x=1"))),
         (is_body(DeclareToken), lambda h: h.send(OTHER, d_token(5, "demo/tok2"))),
         (is_msg(Interest, mode=CF), lambda h: h.send(OTHER, u_token(5))),
     ]
 
 
-@pytest.mark.parametrize("scenario,whatami", [("client_router", WhatAmI.CLIENT),
-                                               ("peer_router", WhatAmI.PEER)])  # fmt: skip
+@pytest.mark.parametrize("scenario,whatami", [("client_router", WhatAmI.CLIENT), ("peer_router", WhatAmI.PEER)])
 def test_main_scenario_matches_capture(scenario: str, whatami: WhatAmI) -> None:
     """Replay the captured client; the uncaptured other session (queryable demo/q1 from
     the start) acts right after the client message that preceded its action."""
@@ -172,13 +174,23 @@ def test_client_router2_matches_capture() -> None:
 
     def other_err_q(h: Harness) -> None:
         req = last_request_to(h, OTHER)
-        h.send(OTHER, Response(req.request_id, we("err/q"), Err(b"nope", Encoding(4)), QOS_REQ,
-                               responder=EntityGlobalId(OTHER_ZID, 7)), final(req.request_id))  # fmt: skip
+        h.send(
+            OTHER,
+            Response(
+                req.request_id, we("err/q"), Err(b"nope", Encoding(4)), QOS_REQ, responder=EntityGlobalId(OTHER_ZID, 7)
+            ),
+            final(req.request_id),
+        )
 
     def other_err_z(h: Harness) -> None:
         req = last_request_to(h, OTHER)
-        h.send(OTHER, Response(req.request_id, we("err/z"), Err(b"nope", Encoding(4)), QOS_REQ,
-                               responder=EntityGlobalId(OTHER_ZID, 7)), final(req.request_id))  # fmt: skip
+        h.send(
+            OTHER,
+            Response(
+                req.request_id, we("err/z"), Err(b"nope", Encoding(4)), QOS_REQ, responder=EntityGlobalId(OTHER_ZID, 7)
+            ),
+            final(req.request_id),
+        )
 
     # The clock of that run: the client's own timestamp on big/y must not look too far ahead.
     h = Harness(now=1_795_264_815.5)
@@ -199,8 +211,7 @@ def test_client_router2_matches_capture() -> None:
     to_other: list[Send] = h.sent[OTHER]
     pushes = [s for s in to_other if isinstance(s.message, Push)]
     keys = [(p.message.wire_expr.suffix, type(p.message.body).__name__) for p in pushes]
-    assert keys == [("big/x", "Put"), ("big/x", "Put"), ("big/x", "Del"), ("big/y", "Put"),
-                    ("big/z", "Del")]  # fmt: skip
+    assert keys == [("big/x", "Put"), ("big/x", "Put"), ("big/x", "Del"), ("big/y", "Put"), ("big/z", "Del")]
     small, big, _, with_ts, _ = (p.message for p in pushes)
     assert isinstance(small.body, Put) and small.body.attachment == b"ATT"
     assert small.body.encoding == Encoding(4)
@@ -230,8 +241,7 @@ def test_client_router2_matches_capture() -> None:
 def test_peer_gets_the_captured_linkstate_on_open() -> None:
     h = Harness()
     out = h.open(1, CLIENT_ZID, WhatAmI.PEER)
-    expected = next(e.message for e in events("peer_router")
-                    if not e.to_router and e.message is not None)  # fmt: skip
+    expected = next(e.message for e in events("peer_router") if not e.to_router and e.message is not None)
     assert isinstance(expected, NetworkOam)
     assert [s.message for s in out] == [expected]
     assert out[0].priority == 0

@@ -150,16 +150,20 @@ def test_network_timestamp_extension_is_dropped_when_fanning_out() -> None:
     assert [s.message.timestamp for s in out] == [None, None]  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("key,reason", [("a//b", "invalid key expression"), ("", "invalid key expression"),
-                                        ("a/**/**", "invalid key expression")])  # fmt: skip
+@pytest.mark.parametrize(
+    "key,reason",
+    [("a//b", "invalid key expression"), ("", "invalid key expression"), ("a/**/**", "invalid key expression")],
+)
 def test_bad_push_keys_are_dropped(key: str, reason: str) -> None:
     h = subscribed((1, "**"))
     assert h.send(0, put(key)) == []
     assert h.core.stats.dropped == {reason: 1}
 
 
-@pytest.mark.parametrize("key,faces", [("a/*", [1, 2, 3, 4]), ("a/**", [1, 2, 3, 4]), ("a/b$*", [1, 2, 3, 4]),
-                                       ("*/c", [2, 3, 4]), ("z/*", [4])])  # fmt: skip
+@pytest.mark.parametrize(
+    "key,faces",
+    [("a/*", [1, 2, 3, 4]), ("a/**", [1, 2, 3, 4]), ("a/b$*", [1, 2, 3, 4]), ("*/c", [2, 3, 4]), ("z/*", [4])],
+)
 def test_a_push_on_a_wildcard_key_goes_to_every_intersecting_subscriber(key: str, faces: list[int]) -> None:
     """As zenohd (measured: a put on demo/* and a delete on demo/** reach a subscriber on
     demo/a, with the wildcard key): storages apply such updates to every key they cover."""
@@ -183,8 +187,10 @@ def test_observer_sees_every_routed_push() -> None:
     h.send(1, put("a/b"))
     routed = [e for e in events if isinstance(e, PushRouted)]
     assert [(e.source, e.key, e.destinations, e.stamped) for e in routed] == [
-        (0, "a/b", frozenset({1, 2}), True), (0, "z", frozenset(), False),
-        (1, "a/b", frozenset({2}), True)]  # fmt: skip
+        (0, "a/b", frozenset({1, 2}), True),
+        (0, "z", frozenset(), False),
+        (1, "a/b", frozenset({2}), True),
+    ]
 
 
 def test_route_cache_matches_once_per_key_until_a_declaration_changes() -> None:

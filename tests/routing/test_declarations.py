@@ -124,9 +124,12 @@ def test_unrestricted_interest_sees_everything() -> None:
     h.send(1, d_sub(1, "a"), d_sub(2, "b/**"), d_qabl(3, "c"), d_token(4, "d"))
     out = msgs(h.send(2, interest(1, CF, S | Q | T)))
     assert out == [
-        decl(DeclareSubscriber(1, we("a")), 1), decl(DeclareSubscriber(2, we("b/**")), 1),
-        decl(DeclareQueryable(3, we("c")), 1), decl(DeclareToken(4, we("d")), 1), d_final(1),
-    ]  # fmt: skip
+        decl(DeclareSubscriber(1, we("a")), 1),
+        decl(DeclareSubscriber(2, we("b/**")), 1),
+        decl(DeclareQueryable(3, we("c")), 1),
+        decl(DeclareToken(4, we("d")), 1),
+        d_final(1),
+    ]
 
 
 def test_client_and_peer_interest_finals_differ() -> None:
@@ -153,8 +156,11 @@ def test_declarations_use_the_faces_own_ids_else_full_strings() -> None:
     h.send(2, d_keyexpr(1, "demo"))
     h.send(1, d_sub(1, "demo/**"), d_sub(2, "zzz/**"))
     out = msgs(h.send(2, interest(1, CF, S)))
-    assert out == [decl(DeclareSubscriber(1, WireExpr(1, "/**", False)), 1),
-                   decl(DeclareSubscriber(2, we("zzz/**")), 1), d_final(1)]  # fmt: skip
+    assert out == [
+        decl(DeclareSubscriber(1, WireExpr(1, "/**", False)), 1),
+        decl(DeclareSubscriber(2, we("zzz/**")), 1),
+        d_final(1),
+    ]
 
 
 def test_key_interest_makes_the_router_declare_its_own_ids() -> None:
@@ -186,8 +192,11 @@ def test_no_router_id_without_a_key_interest_or_for_unknown_prefixes() -> None:
     assert out == [decl(DeclareSubscriber(1, we("big/**")), 2), d_final(2)]
     # An unrestricted key interest covers every prefix.
     out = msgs(h.send(2, interest(3, CF, K | S)))
-    assert out == [decl(DeclareKeyExpr(1, we("big"))),
-                   decl(DeclareSubscriber(1, WireExpr(1, "/**", True)), 3), d_final(3)]  # fmt: skip
+    assert out == [
+        decl(DeclareKeyExpr(1, we("big"))),
+        decl(DeclareSubscriber(1, WireExpr(1, "/**", True)), 3),
+        d_final(3),
+    ]
 
 
 # --- queryables ------------------------------------------------------------------------------
@@ -228,8 +237,7 @@ def test_liveliness_subscriber_with_history_echoes_the_clients_own_token() -> No
     h.send(1, d_token(1, "l/a"))
     h.send(2, d_token(1, "l/b"))
     out = msgs(h.send(2, interest(3, CF, T, "l/**")))
-    assert out == [decl(DeclareToken(1, we("l/a")), 3), decl(DeclareToken(2, we("l/b")), 3),
-                   d_final(3)]  # fmt: skip
+    assert out == [decl(DeclareToken(1, we("l/a")), 3), decl(DeclareToken(2, we("l/b")), 3), d_final(3)]
     assert msgs(h.send(1, d_token(2, "l/c")), 2) == [decl(DeclareToken(3, we("l/c")))]
     assert msgs(h.send(2, d_token(2, "l/d")), 2) == [decl(DeclareToken(4, we("l/d")))]
     assert msgs(h.send(2, u_token(1)), 2) == [decl(UndeclareToken(2))]
@@ -241,11 +249,9 @@ def test_peers_do_not_get_their_own_tokens() -> None:
     h.open(2, whatami=WhatAmI.PEER)
     h.send(1, d_token(1, "l/a"))
     h.send(2, d_token(1, "l/b"))
-    assert msgs(h.send(2, interest(3, CF, T, "l/**"))) == [decl(DeclareToken(1, we("l/a")), 3),
-                                                           d_final(3)]  # fmt: skip
+    assert msgs(h.send(2, interest(3, CF, T, "l/**"))) == [decl(DeclareToken(1, we("l/a")), 3), d_final(3)]
     assert h.send(2, d_token(2, "l/c")) == []
-    assert msgs(h.send(2, interest(4, CURRENT, T, "l/**"))) == [
-        decl(DeclareToken(0, we("l/a")), 4), d_final(4)]  # fmt: skip
+    assert msgs(h.send(2, interest(4, CURRENT, T, "l/**"))) == [decl(DeclareToken(0, we("l/a")), 4), d_final(4)]
     # A token a peer shares with another face: the peer sees it through the other face.
     h.send(1, d_token(2, "l/c"))
     assert msgs(h.send(2, u_token(2))) == []
@@ -300,7 +306,10 @@ def test_removing_a_face_undeclares_everything_it_held() -> None:
     h.send(1, d_sub(1, "s"), d_qabl(2, "q"), d_token(3, "t"), d_keyexpr(1, "s"))
     out = msgs(h.close(1))
     assert [type(m.body).__name__ for m in out] == [  # type: ignore[union-attr]
-        "UndeclareSubscriber", "UndeclareQueryable", "UndeclareToken"]  # fmt: skip
+        "UndeclareSubscriber",
+        "UndeclareQueryable",
+        "UndeclareToken",
+    ]
     assert h.core.face_state(2)["declared_subscribers"] == {}
     assert h.core.face_state(2)["declared_tokens"] == {}
     h.close(2)
@@ -334,8 +343,7 @@ def test_aggregate_is_ignored_for_peers_and_tokens() -> None:
     h.open(2, whatami=WhatAmI.PEER)
     h.send(1, d_sub(1, "agg/a"), d_sub(2, "agg/b"))
     out = msgs(h.send(2, interest(4, CF, S, "agg/**", aggregate=True)))
-    assert out == [decl(DeclareSubscriber(1, we("agg/a")), 4),
-                   decl(DeclareSubscriber(2, we("agg/b")), 4), d_final(4)]  # fmt: skip
+    assert out == [decl(DeclareSubscriber(1, we("agg/a")), 4), decl(DeclareSubscriber(2, we("agg/b")), 4), d_final(4)]
     h.open(3)
     h.send(1, d_token(3, "agg/t"))
     out = msgs(h.send(3, interest(1, CF, T, "agg/**", aggregate=True)))

@@ -63,9 +63,9 @@ def liveliness(z: Sessions, mode: str) -> list[Any]:
     with_history: list[tuple[str, str]] = []
     without: list[tuple[str, str]] = []
     a.liveliness().declare_subscriber(
-        "lv/**", lambda s: with_history.append((str(s.key_expr), str(s.kind))), history=True)
-    a.liveliness().declare_subscriber(
-        "lv/**", lambda s: without.append((str(s.key_expr), str(s.kind))), history=False)
+        "lv/**", lambda s: with_history.append((str(s.key_expr), str(s.kind))), history=True
+    )
+    a.liveliness().declare_subscriber("lv/**", lambda s: without.append((str(s.key_expr), str(s.kind))), history=False)
     # the subscribers stand once they see a probe token of b's come and go
     probe = b.liveliness().declare_token("lv/probe")
     expect(lambda: ("lv/probe", "SampleKind.PUT") in without, "a's subscriber never saw b's probe")
@@ -78,13 +78,16 @@ def liveliness(z: Sessions, mode: str) -> list[Any]:
     got = value_of(lambda: tokens(a))
     for token in (tb, tc, ta):
         token.undeclare()
-    expect(lambda: {("lv/b", "SampleKind.DELETE"), ("lv/c", "SampleKind.DELETE")} <= set(without),
-           "a's subscriber never saw b's tokens go")  # fmt: skip
+    expect(
+        lambda: {("lv/b", "SampleKind.DELETE"), ("lv/c", "SampleKind.DELETE")} <= set(without),
+        "a's subscriber never saw b's tokens go",
+    )
     d = z.open()
     d.liveliness().declare_token("lv/d")
     expect(lambda: ("lv/d", "SampleKind.PUT") in without, "a's subscriber never saw lv/d")
     d.close()  # its token goes with the session
     expect(lambda: ("lv/d", "SampleKind.DELETE") in without, "a's subscriber never saw lv/d go")
+
     # Once in a while the session sees its own token twice through the real router (its
     # local PUT and the router's answer to the history interest): duplicates are not
     # what is compared.
@@ -142,12 +145,10 @@ def queries(z: Sessions, mode: str) -> list[Any]:
     time.sleep(SETTLE)
     out: list[Any] = []
     none = zenoh.ConsolidationMode.NONE
-    for target in (zenoh.QueryTarget.BEST_MATCHING, zenoh.QueryTarget.ALL,
-                   zenoh.QueryTarget.ALL_COMPLETE):  # fmt: skip
+    for target in (zenoh.QueryTarget.BEST_MATCHING, zenoh.QueryTarget.ALL, zenoh.QueryTarget.ALL_COMPLETE):
         replies = a.get("qq/a", target=target, consolidation=none, timeout=2)
         out.append(sorted(r.ok.payload.to_bytes() for r in replies if r.ok))
-    out.append([r.err.payload.to_bytes() if r.err else r.ok.payload.to_bytes()
-                for r in a.get("hold/x", timeout=1)])  # fmt: skip
+    out.append([r.err.payload.to_bytes() if r.err else r.ok.payload.to_bytes() for r in a.get("hold/x", timeout=1)])
     held.clear()
     out.append([r.ok.payload.to_bytes() for r in a.get("own/q", timeout=1) if r.ok])
     out.append([r.ok.payload.to_bytes() for r in a.get("nobody/**", timeout=1) if r.ok])
@@ -155,8 +156,7 @@ def queries(z: Sessions, mode: str) -> list[Any]:
 
 
 Scenario = Callable[[Sessions, str], list[Any]]
-CASES = [(liveliness, "client"), (liveliness, "peer"), (matching, "client"),
-         (matching, "peer"), (queries, "client")]  # fmt: skip
+CASES = [(liveliness, "client"), (liveliness, "peer"), (matching, "client"), (matching, "peer"), (queries, "client")]
 
 
 def observe(router_port: int, scenario: Scenario, mode: str) -> list[Any]:

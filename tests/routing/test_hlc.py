@@ -67,8 +67,10 @@ def test_encode_timestamp_is_the_codecs_encoding(time: int, zid: int) -> None:
 
 
 @ROUNDTRIP
-@given(st.lists(st.tuples(st.one_of(st.floats(-10, 4e9), st.just(float("nan"))), st.booleans()), min_size=1,
-                max_size=60), st.integers(1, 2**128 - 1))  # fmt: skip
+@given(
+    st.lists(st.tuples(st.one_of(st.floats(-10, 4e9), st.just(float("nan"))), st.booleans()), min_size=1, max_size=60),
+    st.integers(1, 2**128 - 1),
+)
 def test_new_encoded_is_the_encoded_new_timestamp(steps: list[tuple[float, bool]], zid: int) -> None:
     """Two clocks given the same observations: one issues Timestamps, the other their
     encodings (what the lone-PUSH lane splices in)."""

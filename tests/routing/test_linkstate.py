@@ -28,9 +28,17 @@ from tests.hyp import FUZZ, ROUNDTRIP
 
 _NAME = "zenoh-router-links.json"
 #: The project's copy when it has one, else the shared reference copy.
-LINKS_FILE = next((p for p in (Path(__file__).resolve().parents[1] / "vectors" / _NAME,
-                               Path(__file__).resolve().parents[3] / "shared" / "reference" / "vectors" / _NAME)
-                   if p.exists()), Path(_NAME))  # fmt: skip
+LINKS_FILE = next(
+    (
+        p
+        for p in (
+            Path(__file__).resolve().parents[1] / "vectors" / _NAME,
+            Path(__file__).resolve().parents[3] / "shared" / "reference" / "vectors" / _NAME,
+        )
+        if p.exists()
+    ),
+    Path(_NAME),
+)
 
 
 def captured_bodies() -> list[tuple[str, str, bytes]]:
@@ -102,8 +110,9 @@ def test_peer_state_with_gateway_flag() -> None:
     # a 1.10.2 peer (d4) to its router (a1): itself, then the router marked as gateway (0x10)
     body = bytes.fromhex("0207000201d40201137463702f3132372e302e302e313a3539363037010113010001a10100")
     states = decode_linkstates(body)
-    assert states[0] == LinkState(0, 2, ZenohId.from_str("d4"), WhatAmI.PEER, ("tcp/127.0.0.1:59607",),
-                                  (1,), None, False)  # fmt: skip
+    assert states[0] == LinkState(
+        0, 2, ZenohId.from_str("d4"), WhatAmI.PEER, ("tcp/127.0.0.1:59607",), (1,), None, False
+    )
     assert states[1] == LinkState(1, 0, ZenohId.from_str("a1"), WhatAmI.ROUTER, None, (), None, True)
     assert encode_linkstates(states) == body
 
@@ -248,8 +257,9 @@ def test_arbitrary_bytes_raise_only_the_typed_error(data: bytes) -> None:
 @FUZZ
 @given(st.data())
 def test_mutated_captures_raise_only_the_typed_error(data: st.DataObject) -> None:
-    bodies = [b for _, _, b in CAPTURED] or [encode_linkstates([LinkState(0, 1, ZenohId(5), WhatAmI.ROUTER,
-                                                                              ("tcp/a:1",), (1,), None, False)])]  # fmt: skip
+    bodies = [b for _, _, b in CAPTURED] or [
+        encode_linkstates([LinkState(0, 1, ZenohId(5), WhatAmI.ROUTER, ("tcp/a:1",), (1,), None, False)])
+    ]
     body = bytearray(data.draw(st.sampled_from(bodies)))
     for _ in range(data.draw(st.integers(1, 4))):
         op = data.draw(st.sampled_from(["flip", "insert", "delete"]))

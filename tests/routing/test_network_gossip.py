@@ -22,8 +22,16 @@ GOSSIP_OFF_ROUTER_TO_E5_AT_OPEN = "0103010201d40200"
 
 
 def gossip_router(**kw: Any) -> Network:
-    return Network(Z("a1"), R, full_linkstate=False, gossip=True, gossip_multihop=False, gateway=True,
-                   locators=lambda: ("tcp/127.0.0.1:58473",), **kw)  # fmt: skip
+    return Network(
+        Z("a1"),
+        R,
+        full_linkstate=False,
+        gossip=True,
+        gossip_multihop=False,
+        gateway=True,
+        locators=lambda: ("tcp/127.0.0.1:58473",),
+        **kw,
+    )
 
 
 def test_gossip_tells_peers_each_others_locators() -> None:
@@ -43,13 +51,16 @@ def test_gossip_tells_peers_each_others_locators() -> None:
     assert r.link_states(1, bytes.fromhex(PEER_D4_FORWARDS_E5)) == ([], [])
     assert r.links_of(1) == {Z("a1"): 0, Z("e5"): 0}
     # no edges, no trees beyond ours in this mode
-    assert r.edges() == [] and r.dot() == 'graph {\n    0 [ label = "a1" ]\n    1 [ label = "d4" ]\n' \
-        '    2 [ label = "e5" ]\n}\n'
+    assert (
+        r.edges() == []
+        and r.dot() == 'graph {\n    0 [ label = "a1" ]\n    1 [ label = "d4" ]\n    2 [ label = "e5" ]\n}\n'
+    )
     # new locators are passed on
     moved = encode_linkstates([LinkState(0, 9, None, P, ("tcp/127.0.0.1:1",), (1,), None, False)])
     _, sends = r.link_states(2, moved)
     assert [(link, states(body)) for link, body in sends] == [
-        (1, [LinkState(2, 9, Z("e5"), P, ("tcp/127.0.0.1:1",), (), None, False)])]
+        (1, [LinkState(2, 9, Z("e5"), P, ("tcp/127.0.0.1:1",), (), None, False)])
+    ]
     # a peer leaving is forgotten, nothing is sent
     assert r.remove_link(1) == ([], [])
     assert [z for _, z, *_ in r.nodes()] == [Z("a1"), Z("e5")]
@@ -59,9 +70,13 @@ def test_gossip_tells_peers_each_others_locators() -> None:
 def test_gossip_forgets_nodes_no_peer_mentions() -> None:
     r = gossip_router()
     r.add_link(1, Z("d4"), P)
-    body = encode_linkstates([LinkState(0, 2, Z("d4"), P, ("tcp/h:1",), (1, 2), None, False),
-                              LinkState(1, 0, Z("a1"), R, None, (), None, True),
-                              LinkState(2, 1, Z("f6"), P, ("tcp/h:6",), (), None, False)])  # fmt: skip
+    body = encode_linkstates(
+        [
+            LinkState(0, 2, Z("d4"), P, ("tcp/h:1",), (1, 2), None, False),
+            LinkState(1, 0, Z("a1"), R, None, (), None, True),
+            LinkState(2, 1, Z("f6"), P, ("tcp/h:6",), (), None, False),
+        ]
+    )
     assert r.link_states(1, body) == ([], [])  # f6 is not our neighbour: not passed on
     assert {str(z) for _, z, *_ in r.nodes()} == {"a1", "d4", "f6"}
     r.remove_link(1)

@@ -93,8 +93,11 @@ class Relay:
                 for batch in reader.feed(data):
                     for tm in decode_batch(batch):
                         if isinstance(tm, Frame):
-                            out += [(t, m.body) for m in tm.messages
-                                    if isinstance(m, NetworkOam) and m.oam_id == OAM_LINKSTATE]  # fmt: skip
+                            out += [
+                                (t, m.body)
+                                for m in tm.messages
+                                if isinstance(m, NetworkOam) and m.oam_id == OAM_LINKSTATE
+                            ]
         return out  # type: ignore[return-value]
 
     def close(self) -> None:
@@ -190,8 +193,12 @@ def parse_dot(text: str) -> tuple[dict[int, str], set[tuple[frozenset[str], str]
     return nodes, edges
 
 
-def replay(zid: str, locators: list[str], links: dict[int, tuple[str, WhatAmI, list[tuple[float, bytes]],
-           list[tuple[float, bytes]]]], **kw: Any) -> tuple[Network, dict[int, list[bytes]]]:  # fmt: skip
+def replay(
+    zid: str,
+    locators: list[str],
+    links: dict[int, tuple[str, WhatAmI, list[tuple[float, bytes]], list[tuple[float, bytes]]]],
+    **kw: Any,
+) -> tuple[Network, dict[int, list[bytes]]]:
     """A Network fed, in capture order, what a real router received on each link (its own
     first sending on a link marks when it opened). Returns it and what it sent per link."""
     events: list[tuple[float, int, int, Any]] = []
@@ -279,9 +286,11 @@ def test_real_triangle_weights_trees_and_messages() -> None:
         return relays[name].oams(received, recs[name]), relays[name].oams(sent, recs[name])
 
     # per router: link id -> (neighbour, relay, the direction that reaches this router)
-    layout = {"a1": {1: ("b2", "ab", "a->b"), 2: ("c3", "ac", "a->b")},
-              "b2": {1: ("a1", "ab", "b->a"), 2: ("c3", "bc", "a->b")},
-              "c3": {1: ("a1", "ac", "b->a"), 2: ("b2", "bc", "b->a")}}  # fmt: skip
+    layout = {
+        "a1": {1: ("b2", "ab", "a->b"), 2: ("c3", "ac", "a->b")},
+        "b2": {1: ("a1", "ab", "b->a"), 2: ("c3", "bc", "a->b")},
+        "c3": {1: ("a1", "ac", "b->a"), 2: ("b2", "bc", "b->a")},
+    }
     for zid, links in layout.items():
         spec = {lk: (peer, R, *flows(rel, d, records)) for lk, (peer, rel, d) in links.items()}
         net, _ = replay(zid, info[zid]["locators"], spec)
@@ -291,14 +300,20 @@ def test_real_triangle_weights_trees_and_messages() -> None:
         # relay timestamps only approximate: edge order and orientation may then differ)
         assert parse_dot(net.dot()) == parse_dot(real_text), zid
         # same trees: the next hop from this router for every (tree, destination)
-        real_succ = {tuple(k.split("/")[6::2]) + (json.loads(v),)
-                     for k, v in seen.items() if k.startswith(f"@/{zid}/router/route/successor/")}  # fmt: skip
+        real_succ = {
+            tuple(k.split("/")[6::2]) + (json.loads(v),)
+            for k, v in seen.items()
+            if k.startswith(f"@/{zid}/router/route/successor/")
+        }
         assert {(str(s), str(d), str(n)) for s, d, n in net.route_successors()} == real_succ, zid
         check_trees(net)
         # the shutdown's link-state traffic is accepted too
         everything = {name: list(r.records) for name, r in relays.items()}
-        replay(zid, info[zid]["locators"], {lk: (peer, R, *flows(rel, d, everything))
-                                            for lk, (peer, rel, d) in links.items()})  # fmt: skip
+        replay(
+            zid,
+            info[zid]["locators"],
+            {lk: (peer, R, *flows(rel, d, everything)) for lk, (peer, rel, d) in links.items()},
+        )
     # while only a1 and b2 were up, each of our replays sent exactly what the router sent
     pair = {"ab": pair_phase}
     for zid, peer, received in (("a1", "b2", "a->b"), ("b2", "a1", "b->a")):
@@ -310,8 +325,9 @@ def test_real_triangle_weights_trees_and_messages() -> None:
     for zid, links in layout.items():
         north = [s for s in info[zid]["sessions"] if s["whatami"] == "router"]
         assert sorted(s["peer"] for s in north) == sorted(set(layout) - {zid})
-        net, _ = replay(zid, info[zid]["locators"], {lk: (peer, R, *flows(rel, d, records))
-                                                     for lk, (peer, rel, d) in links.items()})  # fmt: skip
+        net, _ = replay(
+            zid, info[zid]["locators"], {lk: (peer, R, *flows(rel, d, records)) for lk, (peer, rel, d) in links.items()}
+        )
         weights: dict[str, dict[str, int | None]] = {
             str(z): {"src_weight": sw, "dst_weight": dw, "actual_weight": aw}
             for z, (sw, dw, aw) in net.links_info().items()
@@ -349,8 +365,10 @@ def test_real_router_gossip_with_peers() -> None:
         info = json.loads(admin(router, "@/a1/router")["@/a1/router"])
         records = {"d4": list(r1.records), "e5": list(r2.records)}
 
-    spec = {1: ("d4", P, r1.oams("a->b", records["d4"]), r1.oams("b->a", records["d4"])),
-            2: ("e5", P, r2.oams("a->b", records["e5"]), r2.oams("b->a", records["e5"]))}  # fmt: skip
+    spec = {
+        1: ("d4", P, r1.oams("a->b", records["d4"]), r1.oams("b->a", records["d4"])),
+        2: ("e5", P, r2.oams("a->b", records["e5"]), r2.oams("b->a", records["e5"])),
+    }
     net, ours = replay("a1", info["locators"], spec, full_linkstate=False, gateway=True)
     # byte for byte what the real router sent each peer: first the empty list, then the
     # other peer's zid, whatami and locators
@@ -360,5 +378,7 @@ def test_real_router_gossip_with_peers() -> None:
     assert states(ours[2][0])[0].zid == Z("d4") and states(ours[1][1])[0].zid == Z("e5")
     assert net.dot() == texts["@/a1/router/linkstate/south:0:peer"].decode()
     assert texts["@/a1/router/linkstate/north"].decode() == 'graph {\n    0 [ label = "a1" ]\n}\n'
-    assert sorted((s["peer"], s["region"]) for s in info["sessions"]) == [("d4", "south:0:peer"),
-                                                                          ("e5", "south:0:peer")]  # fmt: skip
+    assert sorted((s["peer"], s["region"]) for s in info["sessions"]) == [
+        ("d4", "south:0:peer"),
+        ("e5", "south:0:peer"),
+    ]

@@ -29,8 +29,10 @@ def test_pair() -> None:
         check_trees(net)
     # the first message on a link lists the sender (locators, links) and the neighbour
     first = states(m.sent("b2", "a1")[0])
-    assert first == [LinkState(0, 2, Z("b2"), R, loc("b2"), (1,), None, False),
-                     LinkState(1, 0, Z("a1"), R, None, (), None, False)]  # fmt: skip
+    assert first == [
+        LinkState(0, 2, Z("b2"), R, loc("b2"), (1,), None, False),
+        LinkState(1, 0, Z("a1"), R, None, (), None, False),
+    ]
 
 
 def test_link_removal_drops_unreachable_nodes() -> None:

@@ -93,11 +93,13 @@ def test_own_state_from_a_previous_run_is_superseded() -> None:
     b = Network(Z("b2"), R)
     assert b.add_link(1, Z("a1"), R)  # our sn: 2
     # A still holds us at sn 9 with a link to c3 (from our previous run)
-    stale = encode_linkstates([
-        LinkState(0, 4, Z("a1"), R, None, (1, 2), None, False),
-        LinkState(1, 9, Z("b2"), R, None, (0, 2), None, False),
-        LinkState(2, 3, Z("c3"), R, None, (0, 1), None, False),
-    ])  # fmt: skip
+    stale = encode_linkstates(
+        [
+            LinkState(0, 4, Z("a1"), R, None, (1, 2), None, False),
+            LinkState(1, 9, Z("b2"), R, None, (0, 2), None, False),
+            LinkState(2, 3, Z("c3"), R, None, (0, 1), None, False),
+        ]
+    )
     removed, sends = b.link_states(1, stale)
     assert removed == [] and [link for link, _ in sends] == [1]
     assert b.sn == 10 and b.links_of(0) == {Z("a1"): 0}
@@ -109,8 +111,13 @@ def test_own_state_from_a_previous_run_is_superseded() -> None:
 
 
 def snapshot(net: Network, links: list[int]) -> Any:
-    return (net.dot(), net.nodes(), net.sn, [net.links_of(i) for i, *_ in net.nodes()],
-            [(lk, p, net.node_of_psid(lk, p)) for lk in links for p in range(8)])  # fmt: skip
+    return (
+        net.dot(),
+        net.nodes(),
+        net.sn,
+        [net.links_of(i) for i, *_ in net.nodes()],
+        [(lk, p, net.node_of_psid(lk, p)) for lk in links for p in range(8)],
+    )
 
 
 def _line() -> tuple[Mesh, Network, int]:
@@ -123,8 +130,14 @@ def _line() -> tuple[Mesh, Network, int]:
     return m, b, m.link("b2", "a1")
 
 
-def _ls(psid: int, sn: int, zid: str | None = None, links: tuple[int, ...] = (), whatami: WhatAmI | None = R,
-        weights: tuple[int, ...] | None = None) -> LinkState:  # fmt: skip
+def _ls(
+    psid: int,
+    sn: int,
+    zid: str | None = None,
+    links: tuple[int, ...] = (),
+    whatami: WhatAmI | None = R,
+    weights: tuple[int, ...] | None = None,
+) -> LinkState:
     return LinkState(psid, sn, None if zid is None else Z(zid), whatami, None, links, weights, False)
 
 

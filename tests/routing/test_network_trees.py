@@ -32,8 +32,14 @@ def test_triangle_matches_real_successors() -> None:
         }
         check_trees(net)
     # what the real a1 of such a triangle listed at @/a1/router/route/successor/**
-    real_a1 = {("c3", "c3", "c3"), ("a1", "c3", "c3"), ("c3", "b2", "c3"), ("b2", "b2", "b2"),
-               ("a1", "b2", "b2"), ("b2", "c3", "b2")}  # fmt: skip
+    real_a1 = {
+        ("c3", "c3", "c3"),
+        ("a1", "c3", "c3"),
+        ("c3", "b2", "c3"),
+        ("b2", "b2", "b2"),
+        ("a1", "b2", "b2"),
+        ("b2", "c3", "b2"),
+    }
     assert {tuple(map(str, t)) for t in nets["a1"].route_successors()} == real_a1
 
 

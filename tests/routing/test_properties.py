@@ -64,8 +64,7 @@ FACES = [0, 1, 2, 3]
 KEYS = ["a", "a/b", "a/c", "a/*", "a/**", "b", "b/**", "**", "@x", "@x/a", "a/b$*", "a/*/c"]
 PUSH_KEYS = ["a", "a/b", "a/c", "b", "@x", "@x/a", "a/b/c", "a/x/c", "b/d", "a/*", "a//b"]
 PREFIXES = ["a", "a/b", "b", "@x", "a/"]
-S, Q, T, K = (InterestOptions.SUBSCRIBERS, InterestOptions.QUERYABLES,
-              InterestOptions.TOKENS, InterestOptions.KEYEXPRS)  # fmt: skip
+S, Q, T, K = (InterestOptions.SUBSCRIBERS, InterestOptions.QUERYABLES, InterestOptions.TOKENS, InterestOptions.KEYEXPRS)
 
 face = st.sampled_from(FACES)
 small_id = st.integers(1, 3)
@@ -78,24 +77,31 @@ _op_kinds = {
     "ukey": (1, st.tuples(st.just("ukey"), face, small_id)),
     "dsub": (4, st.tuples(st.just("dsub"), face, small_id, st.sampled_from(KEYS), ref)),
     "usub": (2, st.tuples(st.just("usub"), face, small_id)),
-    "dqabl": (3, st.tuples(st.just("dqabl"), face, small_id, st.sampled_from(KEYS), ref,
-                           st.booleans())),
+    "dqabl": (3, st.tuples(st.just("dqabl"), face, small_id, st.sampled_from(KEYS), ref, st.booleans())),
     "uqabl": (1, st.tuples(st.just("uqabl"), face, small_id)),
     "dtok": (3, st.tuples(st.just("dtok"), face, small_id, st.sampled_from(KEYS), ref)),
     "utok": (2, st.tuples(st.just("utok"), face, small_id)),
-    "int": (4, st.tuples(st.just("int"), face, small_id,
-                         st.sampled_from([InterestMode.CURRENT, InterestMode.FUTURE,
-                                          InterestMode.CURRENT_FUTURE]),
-                         st.integers(0, 15).map(InterestOptions),
-                         st.none() | st.sampled_from(KEYS), ref)),
+    "int": (
+        4,
+        st.tuples(
+            st.just("int"),
+            face,
+            small_id,
+            st.sampled_from([InterestMode.CURRENT, InterestMode.FUTURE, InterestMode.CURRENT_FUTURE]),
+            st.integers(0, 15).map(InterestOptions),
+            st.none() | st.sampled_from(KEYS),
+            ref,
+        ),
+    ),
     "fin": (2, st.tuples(st.just("fin"), face, small_id)),
     "push": (5, st.tuples(st.just("push"), face, st.sampled_from(PUSH_KEYS), ref, st.booleans())),
-    "req": (3, st.tuples(st.just("req"), face, st.sampled_from(KEYS), st.integers(0, 2),
-                         st.none() | st.integers(0, 5000))),
-    "resp": (4, st.tuples(st.just("resp"), face, st.integers(0, 5), st.booleans(),
-                          st.booleans())),
+    "req": (
+        3,
+        st.tuples(st.just("req"), face, st.sampled_from(KEYS), st.integers(0, 2), st.none() | st.integers(0, 5000)),
+    ),
+    "resp": (4, st.tuples(st.just("resp"), face, st.integers(0, 5), st.booleans(), st.booleans())),
     "tick": (1, st.tuples(st.just("tick"), st.floats(0, 6))),
-}  # fmt: skip
+}
 # Weighted: declarations, data and queries far more often than opening/closing faces.
 ops = st.one_of(*(strategy for weight, strategy in _op_kinds.values() for _ in range(weight)))
 
@@ -134,7 +140,7 @@ class Model:
                 best = (ident, prefix)
         if best is None:
             return WireExpr(0, key, True)
-        return WireExpr(best[0], key[len(best[1]):], how == 1)
+        return WireExpr(best[0], key[len(best[1]) :], how == 1)
 
     def resolve_to(self, f: FaceModel, we: WireExpr) -> str:
         """A key written by the router to face ``f``."""
@@ -213,8 +219,9 @@ class Model:
                 return None
             rid = sorted(f.to_answer)[op[2] % len(f.to_answer)]
             if op[3]:
-                return Response(rid, WireExpr(0, f.to_answer[rid].replace("*", "z").replace("$", ""),
-                                              True), Reply(Put(b"r")))  # fmt: skip
+                return Response(
+                    rid, WireExpr(0, f.to_answer[rid].replace("*", "z").replace("$", ""), True), Reply(Put(b"r"))
+                )
             return ResponseFinal(rid)
         raise AssertionError(kind)
 
@@ -222,8 +229,9 @@ class Model:
         """Apply the router's acceptance rules to the model of what the face declared."""
         kind = op[0]
         # A face at its declaration cap has each new declaration refused, alone.
-        full = (len(f.subs) + len(f.qabls) + len(f.tokens) + len(f.interests)
-                >= self.core.config.max_declarations_per_face)  # fmt: skip
+        full = (
+            len(f.subs) + len(f.qabls) + len(f.tokens) + len(f.interests) >= self.core.config.max_declarations_per_face
+        )
         if kind == "dkey":
             f.remote_ids.setdefault(op[2], op[3])
         elif kind == "ukey":
@@ -299,9 +307,11 @@ class Model:
             return []
         # Like zenohd, nothing goes from a peer to a peer (they meet through gossip).
         source_peer = self.faces[src].peer
-        return [fid for fid, f in self.faces.items()
-                if fid != src and not (source_peer and f.peer)
-                and any(intersects(k, key) for k in f.subs.values())]  # fmt: skip
+        return [
+            fid
+            for fid, f in self.faces.items()
+            if fid != src and not (source_peer and f.peer) and any(intersects(k, key) for k in f.subs.values())
+        ]
 
     def apply_declare(self, f: FaceModel, m: Declare, cause: NetworkMessage | None) -> None:
         body = m.body
@@ -370,16 +380,17 @@ class Model:
             for mode, options, key in f.interests.values():
                 if mode != InterestMode.CURRENT_FUTURE:
                     continue
+
                 def covered(k: str, key: str | None = key) -> bool:
                     return key is None or intersects(key, k)
+
                 if options & S:
                     missing = {k for k in other_subs if covered(k)} - set(f.view_subs.values())
                     assert not missing, f"face {fid} misses subscribers {missing}"
                 if options & Q:
                     # (Only keys: like zenoh, an info change that leaves the merged info
                     # of all holders unchanged is not announced.)
-                    missing = {k for k in other_qabls if covered(k)} - {
-                        k for k, _ in f.view_qabls.values()}
+                    missing = {k for k in other_qabls if covered(k)} - {k for k, _ in f.view_qabls.values()}
                     assert not missing, f"face {fid} misses queryables {missing}"
                 if options & T:
                     # (A client's own token may be missing: like zenoh, when the other
@@ -422,8 +433,7 @@ garbage = st.tuples(st.just("garbage"), face, cst.network_messages)
 @examples(ci=400, local=100)
 @given(st.lists(st.one_of(ops, garbage), min_size=10, max_size=60))
 def test_arbitrary_messages_never_crash_or_leak(steps: list[tuple[Any, ...]]) -> None:
-    core = RoutingCore(ROUTER_ZID, config=RoutingConfig(max_declarations_per_face=8,
-                                                        max_keyexpr_ids_per_face=4))  # fmt: skip
+    core = RoutingCore(ROUTER_ZID, config=RoutingConfig(max_declarations_per_face=8, max_keyexpr_ids_per_face=4))
     model = Model(RoutingConfig())
     model.core = core  # reuse the message builders only
     now = 1_000_000.0

@@ -89,8 +89,9 @@ def test_replies_are_mapped_back_and_one_final_ends_the_query() -> None:
     out = h.send(1, reply(rid1, WireExpr(3, "/x", True), b"one"))
     assert [(s.face, s.message) for s in out] == [(0, reply(9, "q/x", b"one"))]
     assert h.send(1, final(rid1)) == []
-    out = h.send(2, Response(rid2, we("q/x"), Err(b"bad"), 0x05,
-                             responder=EntityGlobalId(ZenohId(0xD2), 3)), final(rid2))  # fmt: skip
+    out = h.send(
+        2, Response(rid2, we("q/x"), Err(b"bad"), 0x05, responder=EntityGlobalId(ZenohId(0xD2), 3)), final(rid2)
+    )
     assert [s.face for s in out] == [0, 0]
     err, fin = (s.message for s in out)
     assert isinstance(err, Response) and err.request_id == 9 and err.qos == QOS_REQ
@@ -117,10 +118,9 @@ def test_timeout_sends_err_with_the_responder_then_the_final() -> None:
     assert h.tick(1.9) == []
     out = h.tick(0.2)
     assert [(s.face, s.message) for s in out] == [
-        (0, Response(5, WireExpr(0, "", True), Err(b"Timeout"), QOS_REQ,
-                     responder=EntityGlobalId(ZenohId(0xD1), 0))),
+        (0, Response(5, WireExpr(0, "", True), Err(b"Timeout"), QOS_REQ, responder=EntityGlobalId(ZenohId(0xD1), 0))),
         (0, ResponseFinal(5, QOS_REQ)),
-    ]  # fmt: skip
+    ]
     assert h.core.next_deadline() is None
     assert h.send(1, final(reqs[1].request_id)) == []
 

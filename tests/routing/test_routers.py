@@ -43,14 +43,14 @@ class Net:
 
     def __init__(self, *names: str) -> None:
         self.now = 1_000.0
-        self.cores = {n: RoutingCore(ZenohId(int.from_bytes(n.encode(), "little") + 0x10))
-                      for n in names}  # fmt: skip
+        self.cores = {n: RoutingCore(ZenohId(int.from_bytes(n.encode(), "little") + 0x10)) for n in names}
         self.links: dict[tuple[str, int], tuple[str, int]] = {}  # (core, face) -> peer end
         self.fids = itertools.count(1)
         self.client_out: dict[str, list[NetworkMessage]] = {n: [] for n in names}
         for n, core in self.cores.items():
-            self._deliver(n, core.add_face(CLIENT, ZenohId(0xC0 + len(self.client_out[n]) + ord(n[0])),
-                                           WhatAmI.CLIENT, self.now))  # fmt: skip
+            self._deliver(
+                n, core.add_face(CLIENT, ZenohId(0xC0 + len(self.client_out[n]) + ord(n[0])), WhatAmI.CLIENT, self.now)
+            )
 
     def link(self, a: str, b: str) -> None:
         fa, fb = next(self.fids), next(self.fids)
@@ -102,8 +102,7 @@ class Net:
 def _interest_all(net: Net, name: str) -> None:
     from pyzenoh.codec import Interest, InterestMode, InterestOptions
 
-    opts = InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS | InterestOptions.QUERYABLES \
-        | InterestOptions.TOKENS  # fmt: skip
+    opts = InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS | InterestOptions.QUERYABLES | InterestOptions.TOKENS
     net.client(name, Interest(1, InterestMode.CURRENT_FUTURE, opts, None))
 
 

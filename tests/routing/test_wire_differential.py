@@ -264,8 +264,14 @@ def record(router_port: int, scenario: Scenario, mode: str) -> list[NetworkMessa
         proxy.close()
 
 
-CASES = [(declarations, "client"), (declarations, "peer"), (tokens_and_queries, "client"),
-         (tokens_and_queries, "peer"), (departures, "client"), (departures, "peer")]  # fmt: skip
+CASES = [
+    (declarations, "client"),
+    (declarations, "peer"),
+    (tokens_and_queries, "client"),
+    (tokens_and_queries, "peer"),
+    (departures, "client"),
+    (departures, "peer"),
+]
 
 
 @pytest.mark.slow

@@ -40,12 +40,15 @@ def multicast_on_lo() -> str | None:
     """None when a datagram sent to a group through lo comes back; else why not."""
     port = free_udp_port()
     try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx, \
-                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:  # fmt: skip
+        with (
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx,
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx,
+        ):
             rx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             rx.bind((GROUP, port))
-            rx.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
-                          socket.inet_aton(GROUP) + socket.inet_aton("127.0.0.1"))  # fmt: skip
+            rx.setsockopt(
+                socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(GROUP) + socket.inet_aton("127.0.0.1")
+            )
             rx.settimeout(1.0)
             tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
             tx.sendto(b"probe", (GROUP, port))
@@ -124,8 +127,7 @@ def py_router(settings: ScoutingSettings, listen: str = "tcp/127.0.0.1:0") -> It
 
     async def start() -> None:
         await daemon.start()
-        holder.append(await start_responder(settings, daemon.zid, WhatAmI.ROUTER,
-                                            lambda: listen_locators(daemon)))  # fmt: skip
+        holder.append(await start_responder(settings, daemon.zid, WhatAmI.ROUTER, lambda: listen_locators(daemon)))
 
     try:
         asyncio.run_coroutine_threadsafe(start(), loop).result(WAIT)
@@ -142,4 +144,3 @@ def py_router(settings: ScoutingSettings, listen: str = "tcp/127.0.0.1:0") -> It
 
 async def _close(responder: Responder) -> None:
     responder.close()
-

@@ -53,13 +53,16 @@ def test_settings_read_zenohs_keys_and_mode_dependent_values() -> None:
             "timeout": 1500,
             "delay": 0,
             "multicast": {
-                "enabled": False, "address": "224.1.2.3:17000", "interface": "lo,eth0", "ttl": 4,
+                "enabled": False,
+                "address": "224.1.2.3:17000",
+                "interface": "lo,eth0",
+                "ttl": 4,
                 "listen": {"router": False, "peer": True},
                 "autoconnect": {"router": ["peer"], "client": "router|peer"},
             },
         },
         "pyzenoh": {"scouting": {"unicast": "127.0.0.1:7446"}},
-    }  # fmt: skip
+    }
     r = scouting_settings(tree)
     assert (r.enabled, r.address, r.interface, r.ttl, r.listen) == (False, "224.1.2.3:17000", "lo,eth0", 4, False)
     assert (r.autoconnect, r.timeout_ms, r.delay_ms, r.unicast) == (P, 1500, 0, "127.0.0.1:7446")
@@ -117,13 +120,24 @@ MEASURED = [
     (["tcp/127.0.0.1:17001"], "127.0.0.1", ["tcp/127.0.0.1:17001"]),
     (["tcp/0.0.0.0:17002"], "127.0.0.1", ["tcp/127.0.0.1:17002", "tcp/192.0.2.2:17002"]),
     (["tcp/0.0.0.0:17002"], "192.0.2.2", ["tcp/192.0.2.2:17002"]),
-    (["tcp/[::]:17003"], "127.0.0.1", ["tcp/[::1]:17003", "tcp/[fd00::2]:17003", "tcp/127.0.0.1:17003",
-                                       "tcp/192.0.2.2:17003", "tcp/[fe80::fc:ff:fe00:1]:17003"]),
-    (["tcp/[::]:17003"], "192.0.2.2", ["tcp/[fd00::2]:17003", "tcp/192.0.2.2:17003",
-                                       "tcp/[fe80::fc:ff:fe00:1]:17003"]),
-    (["tcp/192.0.2.2:17005", "tcp/127.0.0.1:17005"], "192.0.2.2",
-     ["tcp/192.0.2.2:17005", "tcp/127.0.0.1:17005"]),  # explicit loopback is kept
-]  # fmt: skip
+    (
+        ["tcp/[::]:17003"],
+        "127.0.0.1",
+        [
+            "tcp/[::1]:17003",
+            "tcp/[fd00::2]:17003",
+            "tcp/127.0.0.1:17003",
+            "tcp/192.0.2.2:17003",
+            "tcp/[fe80::fc:ff:fe00:1]:17003",
+        ],
+    ),
+    (["tcp/[::]:17003"], "192.0.2.2", ["tcp/[fd00::2]:17003", "tcp/192.0.2.2:17003", "tcp/[fe80::fc:ff:fe00:1]:17003"]),
+    (
+        ["tcp/192.0.2.2:17005", "tcp/127.0.0.1:17005"],
+        "192.0.2.2",
+        ["tcp/192.0.2.2:17005", "tcp/127.0.0.1:17005"],
+    ),  # explicit loopback is kept
+]
 
 
 @pytest.mark.parametrize(("endpoints", "source", "expected"), MEASURED)
@@ -134,8 +148,9 @@ def test_hello_locators_as_measured(endpoints: list[str], source: str, expected:
 def test_hello_locators_keep_metadata_drop_config_and_private_v4_goes_last() -> None:
     home = Interface("wlan0", (ip("192.168.1.5"), ip("8.8.4.4"), ip("169.254.1.1")))
     assert hello_locators(["tcp/[::]:1?prio=1#iface=x"], [home], ip("192.168.1.9")) == [
-        "tcp/8.8.4.4:1?prio=1", "tcp/192.168.1.5:1?prio=1",
-    ]  # fmt: skip
+        "tcp/8.8.4.4:1?prio=1",
+        "tcp/192.168.1.5:1?prio=1",
+    ]
     assert hello_locators(["tcp/localhost:7447"], HOST, ip("127.0.0.1")) == ["tcp/localhost:7447"]
 
 
@@ -151,7 +166,7 @@ def test_responder_answers_only_scouts_for_its_kind() -> None:
         assert core.on_datagram(wire, ip("127.0.0.1"), eps, HOST, 0.0) is None
     assert (core.stats.answered, core.stats.not_for_us, core.stats.malformed) == (1, 3, 1)
     peer = ResponderCore(ZenohId(7), WhatAmI.PEER)
-    assert peer.on_datagram(bytes.fromhex("010902"), ip("127.0.0.1"), [], HOST, 0.0) == bytes.fromhex("020901" "07")
+    assert peer.on_datagram(bytes.fromhex("010902"), ip("127.0.0.1"), [], HOST, 0.0) == bytes.fromhex("02090107")
 
 
 def test_responder_rate_limit_refills_with_time() -> None:
@@ -188,4 +203,6 @@ def test_scouter_reports_matching_hellos_only() -> None:
     assert core.ignored == 3
     with pytest.raises(UsageError):
         ScouterCore(WhatAmIMatcher.empty(), now=0.0)
-    assert decode_scouting_message(ScouterCore(R | P | C, now=0.0, zid=ZenohId(5)).scout) == Scout(R | P | C, ZenohId(5))
+    assert decode_scouting_message(ScouterCore(R | P | C, now=0.0, zid=ZenohId(5)).scout) == Scout(
+        R | P | C, ZenohId(5)
+    )

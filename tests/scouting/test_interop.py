@@ -50,8 +50,7 @@ def _settings(port: int, **kw: Any) -> ScoutingSettings:
 
 
 def _py_config(port: int, mode: str = "client", **scouting: Any) -> dict[str, Any]:
-    return {"mode": mode,
-            "scouting": {"multicast": {"address": f"{GROUP}:{port}", "interface": "lo"}, **scouting}}  # fmt: skip
+    return {"mode": mode, "scouting": {"multicast": {"address": f"{GROUP}:{port}", "interface": "lo"}, **scouting}}
 
 
 @contextlib.contextmanager
@@ -170,8 +169,20 @@ def test_pyzenoh_client_without_endpoints_connects_to_real_router(mcast_port: in
 
 def test_cli_prints_each_node_once(mcast_port: int, capsys: pytest.CaptureFixture[str]) -> None:
     with real_router(mcast_port, zid="abcd") as (_, endpoint):
-        rc = cli_main(["scout", "--what", "router", "--timeout", "1.5", "--json",
-                       "--interface", "lo", "--address", f"{GROUP}:{mcast_port}"])  # fmt: skip
+        rc = cli_main(
+            [
+                "scout",
+                "--what",
+                "router",
+                "--timeout",
+                "1.5",
+                "--json",
+                "--interface",
+                "lo",
+                "--address",
+                f"{GROUP}:{mcast_port}",
+            ]
+        )
     lines = capsys.readouterr().out.splitlines()
     assert rc == 0
     assert [json.loads(line) for line in lines] == [{"zid": "abcd", "whatami": "router", "locators": [endpoint]}]
@@ -204,8 +215,10 @@ def test_hello_locators_match_a_real_router(mcast_port: int, wildcard: str, sour
         pytest.skip("no IPv6 on this host")
     host = f"[{wildcard}]" if ":" in wildcard else wildcard
     real_port = free_port()
-    with real_router(mcast_port, listen=f"tcp/{host}:{real_port}", zid="abcd"), \
-            py_router(_settings(mcast_port), listen=f"tcp/{host}:0") as router:  # fmt: skip
+    with (
+        real_router(mcast_port, listen=f"tcp/{host}:{real_port}", zid="abcd"),
+        py_router(_settings(mcast_port), listen=f"tcp/{host}:0") as router,
+    ):
         py_port = int(router.endpoint.rsplit(":", 1)[1])
         hellos = _raw_scout(mcast_port, source, want={"abcd", str(router.daemon.zid)})
     assert set(hellos) == {"abcd", str(router.daemon.zid)}

@@ -71,8 +71,9 @@ class Pki:
     def client(self, common_name: str, not_after: datetime.datetime | None = None) -> KeyPair:
         """A client certificate whose subject CN is ``common_name``."""
         # trustme writes a critical SubjectAltName: give it one name (an empty one is invalid)
-        leaf = self.authority.issue_cert(f"{_dns_label(common_name)}.client.test", common_name=common_name,
-                                         not_after=not_after)  # fmt: skip
+        leaf = self.authority.issue_cert(
+            f"{_dns_label(common_name)}.client.test", common_name=common_name, not_after=not_after
+        )
         return self._write(leaf, f"client-{common_name}")
 
     def unrelated(self) -> Pki:

@@ -111,8 +111,15 @@ def test_tls_endpoints_parse_and_keep_their_protocol() -> None:
 
 
 def test_tls_config_keys_as_zenohd(pki: Pki, server: KeyPair) -> None:
-    cfg = tls({"root_ca_certificate": str(pki.ca_cert), "listen_certificate_base64": server.cert_base64(),
-               "enable_mtls": True, "verify_name_on_connect": False, "so_sndbuf": 65536})  # fmt: skip
+    cfg = tls(
+        {
+            "root_ca_certificate": str(pki.ca_cert),
+            "listen_certificate_base64": server.cert_base64(),
+            "enable_mtls": True,
+            "verify_name_on_connect": False,
+            "so_sndbuf": 65536,
+        }
+    )
     assert cfg.params["root_ca_certificate_file"] == str(pki.ca_cert)
     assert cfg.pem("listen_certificate") == server.cert.read_bytes()
     assert cfg.flag("enable_mtls") and not cfg.flag("verify_name_on_connect")
@@ -126,11 +133,13 @@ def test_tls_config_keys_as_zenohd(pki: Pki, server: KeyPair) -> None:
 
 @pytest.mark.parametrize(
     ("settings", "message"),
-    [({"root_ca_certificate": "/a", "root_ca_certificate_base64": "YQ=="}, "only one of"),
-     ({"enable_mtls": "yes"}, "enable_mtls must be true or false"),
-     ({"listen_certificate": 3}, "listen_certificate must be a non-empty string"),
-     ({"so_rcvbuf": -1}, "so_rcvbuf must be a positive integer")],
-)  # fmt: skip
+    [
+        ({"root_ca_certificate": "/a", "root_ca_certificate_base64": "YQ=="}, "only one of"),
+        ({"enable_mtls": "yes"}, "enable_mtls must be true or false"),
+        ({"listen_certificate": 3}, "listen_certificate must be a non-empty string"),
+        ({"so_rcvbuf": -1}, "so_rcvbuf must be a positive integer"),
+    ],
+)
 def test_bad_tls_config_values_are_usage_errors(settings: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         tls(settings)
@@ -153,7 +162,7 @@ def test_tls_material_errors_name_the_key_and_file(pki: Pki, server: KeyPair, tm
         ({"root_ca_certificate": str(missing)}, False, f"root_ca_certificate.*{missing}"),
         ({"root_ca_certificate_base64": "***"}, False, "root_ca_certificate_base64 is not valid base64"),
         ({"enable_mtls": True}, False, "connect_certificate and connect_private_key"),
-    ]  # fmt: skip
+    ]
     for settings, server_side, message in cases:
         with pytest.raises(UsageError, match=message):
             prepare_tls(ep, tls(settings), server_side=server_side)
@@ -164,10 +173,12 @@ def test_tls_material_errors_name_the_key_and_file(pki: Pki, server: KeyPair, tm
 def test_router_refuses_to_start_on_bad_tls_material(pki: Pki, server: KeyPair, tmp_path: Path) -> None:
     port = free_port()
     missing = tmp_path / "nope.key"
-    tree = {"mode": "router", "listen": {"endpoints": [f"tcp/127.0.0.1:{port}", "tls/127.0.0.1:0"]},
-            "scouting": {"multicast": {"enabled": False}},
-            "transport": {"link": {"tls": {"listen_certificate": str(server.cert),
-                                           "listen_private_key": str(missing)}}}}  # fmt: skip
+    tree = {
+        "mode": "router",
+        "listen": {"endpoints": [f"tcp/127.0.0.1:{port}", "tls/127.0.0.1:0"]},
+        "scouting": {"multicast": {"enabled": False}},
+        "transport": {"link": {"tls": {"listen_certificate": str(server.cert), "listen_private_key": str(missing)}}},
+    }
 
     async def main() -> None:
         daemon = RouterDaemon(config_from_dict(tree))
@@ -175,9 +186,12 @@ def test_router_refuses_to_start_on_bad_tls_material(pki: Pki, server: KeyPair, 
             await daemon.start()
         assert not daemon.listeners  # nothing listens, not even the tcp/ endpoint
         # a tls/ connect endpoint is checked too
-        tree2 = {**tree, "listen": {"endpoints": [f"tcp/127.0.0.1:{port}"]},
-                 "connect": {"endpoints": ["tls/127.0.0.1:1"]},
-                 "transport": {"link": {"tls": {"root_ca_certificate": str(missing)}}}}  # fmt: skip
+        tree2 = {
+            **tree,
+            "listen": {"endpoints": [f"tcp/127.0.0.1:{port}"]},
+            "connect": {"endpoints": ["tls/127.0.0.1:1"]},
+            "transport": {"link": {"tls": {"root_ca_certificate": str(missing)}}},
+        }
         daemon = RouterDaemon(config_from_dict(tree2))
         with pytest.raises(UsageError, match="root_ca_certificate"):
             await daemon.start()
@@ -190,12 +204,20 @@ def test_router_process_exits_naming_the_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "server-cert.pem"
     config = tmp_path / "router.json5"
     port = free_port()
-    config.write_text(f'{{ mode: "router", listen: {{ endpoints: ["tls/127.0.0.1:{port}"] }},'
-                      ' scouting: { multicast: { enabled: false } },'
-                      f' transport: {{ link: {{ tls: {{ listen_certificate: "{missing}",'
-                      f' listen_private_key: "{missing}" }} }} }} }}')  # fmt: skip
-    proc = subprocess.run([sys.executable, "-m", "pyzenoh", "router", "-c", str(config)], capture_output=True,
-                          text=True, timeout=30, env=os.environ.copy(), check=False)  # fmt: skip
+    config.write_text(
+        f'{{ mode: "router", listen: {{ endpoints: ["tls/127.0.0.1:{port}"] }},'
+        " scouting: { multicast: { enabled: false } },"
+        f' transport: {{ link: {{ tls: {{ listen_certificate: "{missing}",'
+        f' listen_private_key: "{missing}" }} }} }} }}'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pyzenoh", "router", "-c", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=os.environ.copy(),
+        check=False,
+    )
     assert proc.returncode != 0
     assert "transport/link/tls/listen_certificate" in proc.stderr + proc.stdout
     assert str(missing) in proc.stderr + proc.stdout
@@ -245,18 +267,25 @@ def test_mtls_link_knows_the_client_common_name(pki: Pki, server: KeyPair, alice
 def test_base64_settings_and_endpoint_parameters(pki: Pki, server: KeyPair, alice: KeyPair) -> None:
     async def main() -> None:
         server_ev = Events()
-        listen_tls = tls({"listen_certificate_base64": server.cert_base64(),
-                          "listen_private_key_base64": server.key_base64()})  # fmt: skip
+        listen_tls = tls(
+            {"listen_certificate_base64": server.cert_base64(), "listen_private_key_base64": server.key_base64()}
+        )
         # mTLS switched on by the endpoint, its CA given there as a file
-        lst = await listen(f"tls/127.0.0.1:0#enable_mtls=true;root_ca_certificate_file={pki.ca_cert}",
-                           router_cfg(), server_ev, tls=listen_tls)  # fmt: skip
+        lst = await listen(
+            f"tls/127.0.0.1:0#enable_mtls=true;root_ca_certificate_file={pki.ca_cert}",
+            router_cfg(),
+            server_ev,
+            tls=listen_tls,
+        )
         port = lst.endpoints[0].port
         # no client certificate: refused (TLS 1.3: after the client's side of the handshake)
         with pytest.raises(OSError):
             await connect(f"tls/127.0.0.1:{port}", client_cfg(), tls=tls(pki.connect_config()))
-        client_ep = (f"tls/127.0.0.1:{port}#root_ca_certificate_base64={pki.ca_base64()};"
-                     f"connect_certificate_base64={alice.cert_base64()};"
-                     f"connect_private_key_base64={alice.key_base64()};enable_mtls=true")  # fmt: skip
+        client_ep = (
+            f"tls/127.0.0.1:{port}#root_ca_certificate_base64={pki.ca_base64()};"
+            f"connect_certificate_base64={alice.cert_base64()};"
+            f"connect_private_key_base64={alice.key_base64()};enable_mtls=true"
+        )
         client = await connect(client_ep, client_cfg())
         link, _ = await server_ev.wait_for(lambda lk, e: isinstance(e, Established))
         assert link.cert_common_name == "alice"
@@ -310,18 +339,29 @@ def test_link_closes_when_the_peer_certificate_expires(pki: Pki, server: KeyPair
 def test_router_survives_and_counts_failed_tls_handshakes(
     pki: Pki, server: KeyPair, alice: KeyPair, caplog: pytest.LogCaptureFixture
 ) -> None:
-    tree = {"mode": "router", "listen": {"endpoints": ["tls/127.0.0.1:0"]},
-            "scouting": {"multicast": {"enabled": False}}, "adminspace": {"enabled": False},
-            "transport": {"unicast": {"accept_timeout": 1000},
-                          "link": {"tls": pki.listen_config(server, mtls=True)}}}  # fmt: skip
+    tree = {
+        "mode": "router",
+        "listen": {"endpoints": ["tls/127.0.0.1:0"]},
+        "scouting": {"multicast": {"enabled": False}},
+        "adminspace": {"enabled": False},
+        "transport": {"unicast": {"accept_timeout": 1000}, "link": {"tls": pki.listen_config(server, mtls=True)}},
+    }
     rogue = pki.unrelated().client("alice")
     refused = [  # (what the router logs, the client's settings; None: plaintext tcp/)
         ("PEER_DID_NOT_RETURN_A_CERTIFICATE", tls(pki.connect_config())),
-        ("CERTIFICATE_VERIFY_FAILED", tls({**pki.connect_config(), "enable_mtls": True,
-                                           "connect_certificate": str(rogue.cert),
-                                           "connect_private_key": str(rogue.key)})),
+        (
+            "CERTIFICATE_VERIFY_FAILED",
+            tls(
+                {
+                    **pki.connect_config(),
+                    "enable_mtls": True,
+                    "connect_certificate": str(rogue.cert),
+                    "connect_private_key": str(rogue.key),
+                }
+            ),
+        ),
         ("WRONG_VERSION_NUMBER", None),
-    ]  # fmt: skip
+    ]
 
     async def main() -> None:
         daemon = RouterDaemon(config_from_dict(tree))
@@ -342,8 +382,9 @@ def test_router_survives_and_counts_failed_tls_handshakes(
         while daemon.stats.handshakes_failed < 4:  # bounded by run()'s timeout
             await asyncio.sleep(0.05)
         assert daemon.stats.handshakes_failed == 4
-        again = await connect(ep, LinkConfig(ZenohId.from_str("c6"), WhatAmI.CLIENT),
-                              tls=tls(pki.connect_config(alice)))  # fmt: skip
+        again = await connect(
+            ep, LinkConfig(ZenohId.from_str("c6"), WhatAmI.CLIENT), tls=tls(pki.connect_config(alice))
+        )
         assert not good.is_closed and not again.is_closed
         assert sorted(f.link.cert_common_name for f in daemon._faces.values() if f.link) == ["alice", "alice"]
         await good.aclose()

@@ -67,8 +67,7 @@ CAPTURED_INIT_SYN = bytes.fromhex("c109f203f723ee6016d1653c0ad196aecc5e430ac8ff8
 #: Captured: that client's OpenSyn, answering nonce 0x0123456789abcdef, user "alice",
 #: password "s3cr:et" (its Auth body is 42 27 05 "alice" 20 <HMAC-SHA3-256>).
 CAPTURED_OPEN_SYN = bytes.fromhex(
-    "c20aa7d7ce0506636f6f6b696543294227"
-    "05616c69636520c6f18fbfdf49f476c2506c4ed36e24c23cae82a8a78e88840ac86fbc4ade34d0"
+    "c20aa7d7ce0506636f6f6b69654329422705616c69636520c6f18fbfdf49f476c2506c4ed36e24c23cae82a8a78e88840ac86fbc4ade34d0"
 )
 CAPTURED_NONCE = 0x0123456789ABCDEF
 #: Captured: a real router's InitAck Auth body (the challenge) and its OpenAck Auth body.
@@ -153,9 +152,16 @@ def test_malformed_auth_bodies_are_typed_errors(body: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["", "05616c696365", "05616c6963651f" + "00" * 31, "05616c69636521" + "00" * 33,
-     "05616c69636520" + "00" * 32 + "00", "ffffffff0f", "0561"],
-)  # fmt: skip
+    [
+        "",
+        "05616c696365",
+        "05616c6963651f" + "00" * 31,
+        "05616c69636521" + "00" * 33,
+        "05616c69636520" + "00" * 32 + "00",
+        "ffffffff0f",
+        "0561",
+    ],
+)
 def test_malformed_open_syn_bodies(value: str) -> None:
     with pytest.raises(DecodeError):
         decode_open_syn(bytes.fromhex(value))
@@ -186,17 +192,26 @@ def test_dictionary_parsing_follows_zenohd() -> None:
         "\u3000eve\u3000:\u3000pw\u3000"  # Unicode whitespace is trimmed too
     )
     assert parse_dictionary(text) == {
-        "alice": "pw1", "bob": "p:w:2", "#carol": "pw3", "dave": "new", "eve": "pw",
-    }  # fmt: skip
+        "alice": "pw1",
+        "bob": "p:w:2",
+        "#carol": "pw3",
+        "dave": "new",
+        "eve": "pw",
+    }
     # \x1c is whitespace for str.strip but not for Rust's trim
     assert parse_dictionary("\x1cu:p") == {"\x1cu": "p"}
 
 
 @pytest.mark.parametrize(
     ("text", "what"),
-    [("# a comment\n", "line 1 is not user:password"), ("a:b\nsecretpw\n", "line 2 is not"),
-     ("a:\n", "line 1 has an empty password"), (":pw\n", "line 1 has an empty user"), (":\n", "empty user")],
-)  # fmt: skip
+    [
+        ("# a comment\n", "line 1 is not user:password"),
+        ("a:b\nsecretpw\n", "line 2 is not"),
+        ("a:\n", "line 1 has an empty password"),
+        (":pw\n", "line 1 has an empty user"),
+        (":\n", "empty user"),
+    ],
+)
 def test_dictionary_errors_name_the_line_not_its_content(text: str, what: str) -> None:
     with pytest.raises(UsageError) as info:
         parse_dictionary(text, "dict")
@@ -209,8 +224,12 @@ def test_load_dictionary_errors_name_the_key(tmp_path: Path) -> None:
     bad_utf8.write_bytes(b"\xff\xfe:x\n")
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
-    for path, what in ((tmp_path / "missing.txt", "cannot be read"), (tmp_path, "cannot be read"),
-                       (bad_utf8, "not valid UTF-8"), (empty, "lists no user")):  # fmt: skip
+    for path, what in (
+        (tmp_path / "missing.txt", "cannot be read"),
+        (tmp_path, "cannot be read"),
+        (bad_utf8, "not valid UTF-8"),
+        (empty, "lists no user"),
+    ):
         with pytest.raises(UsageError) as info:
             load_dictionary(str(path))
         assert f"{KEY}/dictionary_file" in str(info.value) and what in str(info.value)
@@ -244,12 +263,18 @@ def test_usrpwd_from_config(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("section", "names"),
-    [({"user": "me"}, f"{KEY}/password"), ({"password": "pw"}, f"{KEY}/user"),
-     ({"user": "", "password": "pw"}, f"{KEY}/user"), ({"user": "me", "password": ""}, f"{KEY}/password"),
-     ({"user": 5, "password": "pw"}, f"{KEY}/user"), ({"dictionary_file": ""}, f"{KEY}/dictionary_file"),
-     ({"dictionary_file": "/nonexistent/users.txt"}, f"{KEY}/dictionary_file"),
-     ({"dictionnary_file": "x"}, f"{KEY}/dictionnary_file"), ("x", KEY)],
-)  # fmt: skip
+    [
+        ({"user": "me"}, f"{KEY}/password"),
+        ({"password": "pw"}, f"{KEY}/user"),
+        ({"user": "", "password": "pw"}, f"{KEY}/user"),
+        ({"user": "me", "password": ""}, f"{KEY}/password"),
+        ({"user": 5, "password": "pw"}, f"{KEY}/user"),
+        ({"dictionary_file": ""}, f"{KEY}/dictionary_file"),
+        ({"dictionary_file": "/nonexistent/users.txt"}, f"{KEY}/dictionary_file"),
+        ({"dictionnary_file": "x"}, f"{KEY}/dictionnary_file"),
+        ("x", KEY),
+    ],
+)
 def test_bad_usrpwd_config_names_the_key(section: object, names: str) -> None:
     with pytest.raises(UsageError) as info:
         usrpwd_from_config(section)
@@ -277,8 +302,13 @@ def test_session_open_fails_on_a_bad_usrpwd_section() -> None:
     import pyzenoh.session as pz
 
     with pytest.raises(UsageError, match=f"{KEY}/password"):
-        pz.open({"mode": "client", "connect": {"endpoints": ["tcp/127.0.0.1:9"]},
-                 "transport": {"auth": {"usrpwd": {"user": "me"}}}})  # fmt: skip
+        pz.open(
+            {
+                "mode": "client",
+                "connect": {"endpoints": ["tcp/127.0.0.1:9"]},
+                "transport": {"auth": {"usrpwd": {"user": "me"}}},
+            }
+        )
 
 
 def test_usrpwd_direct_construction_checks() -> None:
@@ -324,13 +354,18 @@ def test_roles_directly() -> None:
 
 @pytest.mark.parametrize(
     ("step", "body", "what"),
-    [("init_syn", None, "no usrpwd credentials"), ("init_syn", b"", "no usrpwd credentials"),
-     ("init_syn", b"\x01", "no usrpwd credentials"),  # pubkey only
-     ("init_syn", b"\x12", "malformed"),  # usrpwd with the M bit: refused as 1.10.2 does
-     ("init_syn", b"\x22\x05", "malformed"), ("init_syn", b"\xff\xff", "malformed"),
-     ("open_syn", None, "no usrpwd credentials"), ("open_syn", b"\x02", "malformed"),
-     ("open_syn", b"\x42\x03\x01a\x00", "malformed")],
-)  # fmt: skip
+    [
+        ("init_syn", None, "no usrpwd credentials"),
+        ("init_syn", b"", "no usrpwd credentials"),
+        ("init_syn", b"\x01", "no usrpwd credentials"),  # pubkey only
+        ("init_syn", b"\x12", "malformed"),  # usrpwd with the M bit: refused as 1.10.2 does
+        ("init_syn", b"\x22\x05", "malformed"),
+        ("init_syn", b"\xff\xff", "malformed"),
+        ("open_syn", None, "no usrpwd credentials"),
+        ("open_syn", b"\x02", "malformed"),
+        ("open_syn", b"\x42\x03\x01a\x00", "malformed"),
+    ],
+)
 def test_acceptor_refusals(step: str, body: bytes | None, what: str) -> None:
     acceptor = AcceptorAuth(UsrPwd(users={"alice": "pw1"}), 1)
     with pytest.raises(AuthError, match=what) as info:
@@ -343,9 +378,15 @@ def test_acceptor_refusals(step: str, body: bytes | None, what: str) -> None:
 
 @pytest.mark.parametrize(
     ("step", "body", "what"),
-    [("init_ack", None, "does not check"), ("init_ack", b"\x02", "malformed"), ("init_ack", b"\x01", "does not check"),
-     ("init_ack", b"\xff", "malformed"), ("open_ack", None, "does not accept"), ("open_ack", b"\x22\x01", "malformed")],
-)  # fmt: skip
+    [
+        ("init_ack", None, "does not check"),
+        ("init_ack", b"\x02", "malformed"),
+        ("init_ack", b"\x01", "does not check"),
+        ("init_ack", b"\xff", "malformed"),
+        ("open_ack", None, "does not accept"),
+        ("open_ack", b"\x22\x01", "malformed"),
+    ],
+)
 def test_opener_refusals(step: str, body: bytes | None, what: str) -> None:
     opener = OpenerAuth(UsrPwd("alice", "pw1"))
     with pytest.raises(AuthError, match=what):
@@ -362,9 +403,12 @@ SERVER = UsrPwd(users={"alice": "pw1", "bob": "p:w:2"})
 
 
 def link_pair(
-    opener_auth: UsrPwd | None, acceptor_auth: UsrPwd | None, *, whatami: WhatAmI = WhatAmI.CLIENT,
+    opener_auth: UsrPwd | None,
+    acceptor_auth: UsrPwd | None,
+    *,
+    whatami: WhatAmI = WhatAmI.CLIENT,
     byte_by_byte: bool = False,
-) -> tuple[Link, Link, list[Event], list[Event]]:  # fmt: skip
+) -> tuple[Link, Link, list[Event], list[Event]]:
     a = Link(LinkConfig(ZC, whatami, usrpwd=opener_auth), Role.OPENER, 0.0, random_bytes=counter_bytes())
     b = Link(LinkConfig(ZA, WhatAmI.ROUTER, usrpwd=acceptor_auth), Role.ACCEPTOR, 0.0, random_bytes=counter_bytes())
     ea: list[Event] = []
@@ -416,10 +460,12 @@ def test_link_router_opener_must_authenticate_too() -> None:
 
 @pytest.mark.parametrize(
     ("opener_auth", "acceptor_detail", "acceptor_state_when_refused"),
-    [(UsrPwd("alice", "wrong"), "wrong password for user 'alice'", "open"),
-     (UsrPwd("carol", "pw1"), "unknown user 'carol'", "open"),
-     (None, "no usrpwd credentials offered", "init")],
-)  # fmt: skip
+    [
+        (UsrPwd("alice", "wrong"), "wrong password for user 'alice'", "open"),
+        (UsrPwd("carol", "pw1"), "unknown user 'carol'", "open"),
+        (None, "no usrpwd credentials offered", "init"),
+    ],
+)
 def test_link_refused_credentials(
     opener_auth: UsrPwd | None, acceptor_detail: str, acceptor_state_when_refused: str, byte_by_byte: bool
 ) -> None:
@@ -489,9 +535,14 @@ def test_acceptor_garbage_auth_in_init_syn(auth: bytes, byte_by_byte: bool) -> N
 
 @pytest.mark.parametrize(
     ("init_ack_auth", "open_ack_auth", "detail"),
-    [(None, b"\x02", "does not check"), (b"\x02", b"\x02", "malformed"),
-     ("nonce", None, "does not accept"), ("nonce", b"\x01", "does not accept"), ("nonce", b"\xff", "malformed")],
-)  # fmt: skip
+    [
+        (None, b"\x02", "does not check"),
+        (b"\x02", b"\x02", "malformed"),
+        ("nonce", None, "does not accept"),
+        ("nonce", b"\x01", "does not accept"),
+        ("nonce", b"\xff", "malformed"),
+    ],
+)
 def test_opener_refuses_a_peer_that_does_not_check(
     init_ack_auth: bytes | str | None, open_ack_auth: bytes | None, detail: str
 ) -> None:

@@ -102,8 +102,10 @@ def parse_stub(path: Path) -> StubModule:
             for t in node.targets:
                 if isinstance(t, ast.Name) and _public(t.id) and t.id not in mod.top:
                     mod.top.append(t.id)
-        elif isinstance(node, ast.ImportFrom) and node.module is None or (
-            isinstance(node, ast.ImportFrom) and node.level == 1
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module is None
+            or (isinstance(node, ast.ImportFrom) and node.level == 1)
         ):
             for alias in node.names:  # "from . import ext as ext" re-exports
                 name = alias.asname or alias.name
@@ -170,8 +172,11 @@ def compare(stub: StubModule, target: str) -> Report:
             sig = inspect.signature(obj)
         except (TypeError, ValueError):
             continue
-        have = {p.name: (_KINDS[p.kind], p.default is not inspect.Parameter.empty)
-                for p in sig.parameters.values() if p.name not in ("self", "cls")}  # fmt: skip
+        have = {
+            p.name: (_KINDS[p.kind], p.default is not inspect.Parameter.empty)
+            for p in sig.parameters.values()
+            if p.name not in ("self", "cls")
+        }
         for pname, (kind, _) in fn.params.items():
             if pname not in have and not any(k == "var-keyword" for k, _ in have.values()):
                 problems.append(f"{fn.qualname}: no parameter {pname!r}")

@@ -62,8 +62,14 @@ DIFFERENT: dict[str, str] = {
 def public(cls: type) -> dict[str, object]:
     out = {}
     for name in dir(cls):
-        if name.startswith("_") and name not in ("__enter__", "__exit__", "__aenter__", "__aexit__", "__iter__",
-                                                 "__aiter__"):  # fmt: skip
+        if name.startswith("_") and name not in (
+            "__enter__",
+            "__exit__",
+            "__aenter__",
+            "__aexit__",
+            "__iter__",
+            "__aiter__",
+        ):
             continue
         out[name] = inspect.getattr_static(cls, name)
     return out

@@ -29,14 +29,23 @@ def router() -> Iterator[Proc]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pyzenoh", "--log-level", "warning", *args],
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pyzenoh", "--log-level", "warning", *args],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
 
 
 def spawn(*args: str) -> subprocess.Popen[str]:
     """Start a long-running command and wait (bounded) for its "ready" log line."""
-    p = subprocess.Popen([sys.executable, "-m", "pyzenoh", "--log-level", "info", *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    p = subprocess.Popen(
+        [sys.executable, "-m", "pyzenoh", "--log-level", "info", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert p.stderr is not None
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -69,7 +78,10 @@ def test_put_delete_sub(router: Proc) -> None:
     assert cli("put", "cli1/a", "hello", "-e", ep, "--encoding", "text/plain").returncode == 0
     assert cli("delete", "cli1/a", "-e", ep, "-m", "peer").returncode == 0
     lines = [json.loads(x) for x in finish(sub).splitlines()]
-    assert [(x["key"], x["kind"], x["payload"]) for x in lines] == [("cli1/a", "PUT", "hello"), ("cli1/a", "DELETE", "")]
+    assert [(x["key"], x["kind"], x["payload"]) for x in lines] == [
+        ("cli1/a", "PUT", "hello"),
+        ("cli1/a", "DELETE", ""),
+    ]
     assert lines[0]["encoding"] == "text/plain"
 
 

@@ -194,14 +194,23 @@ def test_allowed_destination(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str
 
 
 def test_queryable_origin_and_get_destination(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str) -> None:
-    ps.declare_queryable(f"{prefix}/x", lambda q: q.reply(f"{prefix}/x", "local"),
-                         allowed_origin=pyzenoh.Locality.SESSION_LOCAL)  # fmt: skip
+    ps.declare_queryable(
+        f"{prefix}/x", lambda q: q.reply(f"{prefix}/x", "local"), allowed_origin=pyzenoh.Locality.SESSION_LOCAL
+    )
     zqabl = zs.declare_queryable(f"{prefix}/x", lambda q: q.reply(f"{prefix}/x", "remote"))
     time.sleep(0.5)
+
     def get(dest: pyzenoh.Locality) -> list[str]:
-        return sorted(r.ok.payload.to_string() for r in ps.get(f"{prefix}/x", timeout=5,
-                      target=pyzenoh.QueryTarget.ALL, consolidation=pyzenoh.ConsolidationMode.NONE,
-                      allowed_destination=dest))  # fmt: skip
+        return sorted(
+            r.ok.payload.to_string()
+            for r in ps.get(
+                f"{prefix}/x",
+                timeout=5,
+                target=pyzenoh.QueryTarget.ALL,
+                consolidation=pyzenoh.ConsolidationMode.NONE,
+                allowed_destination=dest,
+            )
+        )
 
     assert get(pyzenoh.Locality.SESSION_LOCAL) == ["local"]
     assert get(pyzenoh.Locality.REMOTE) == ["remote"]

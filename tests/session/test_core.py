@@ -158,9 +158,14 @@ def test_publisher_interest_and_write_filtering() -> None:
     out = h.flush()
     assert out == [
         Declare(DeclareKeyExpr(1, WireExpr(0, "big/x")), qos=0x08),
-        Interest(1, InterestMode.CURRENT_FUTURE, InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS,
-                 WireExpr(1, "", True), qos=0x08),
-    ]  # fmt: skip
+        Interest(
+            1,
+            InterestMode.CURRENT_FUTURE,
+            InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS,
+            WireExpr(1, "", True),
+            qos=0x08,
+        ),
+    ]
     listener = Sink()
     h.core.add_matching_listener(local, listener)
     h.flush()
@@ -192,8 +197,9 @@ def test_publisher_interest_and_write_filtering() -> None:
 def test_publisher_fast_path_bytes() -> None:
     from pyzenoh.session.api import PublisherState
 
-    st = PublisherState(t.to_key_expr("big/x"), "text/plain", t.CongestionControl.BLOCK,
-                        t.Priority.DATA_HIGH, True, None)  # fmt: skip
+    st = PublisherState(
+        t.to_key_expr("big/x"), "text/plain", t.CongestionControl.BLOCK, t.Priority.DATA_HIGH, True, None
+    )
     st.bind(1, 3)
     from pyzenoh.codec import encode_network_message
 
@@ -258,8 +264,7 @@ def get(h: Harness, key: str = "q/**", params: str = "", **kw: Any) -> tuple[Sin
 
 
 def response(rid: int, key: str, payload: bytes = b"r", ts: Timestamp | None = None) -> Response:
-    return Response(rid, WireExpr(0, key), Reply(Put(payload, timestamp=ts)), qos=0x0D,
-                    responder=EntityGlobalId(ZR, 3))  # fmt: skip
+    return Response(rid, WireExpr(0, key), Reply(Put(payload, timestamp=ts)), qos=0x0D, responder=EntityGlobalId(ZR, 3))
 
 
 def test_get_request_fields() -> None:
@@ -413,7 +418,10 @@ def test_tokens_and_liveliness_subscribers() -> None:
     h.recv(Declare(DeclareToken(6, WireExpr(0, "lv/new"))))
     h.recv(Declare(UndeclareToken(5)))
     assert [(str(s.key_expr), s.kind.name) for s in hist.items] == [
-        ("lv/old", "PUT"), ("lv/new", "PUT"), ("lv/old", "DELETE")]  # fmt: skip
+        ("lv/old", "PUT"),
+        ("lv/new", "PUT"),
+        ("lv/old", "DELETE"),
+    ]
     assert [(str(s.key_expr), s.kind.name) for s in fut.items] == [("lv/new", "PUT"), ("lv/old", "DELETE")]
     h.core.undeclare_liveliness_subscriber(ih)
     assert h.flush() == [Interest(ih, InterestMode.FINAL, qos=0x08)] and hist.closed
@@ -424,8 +432,9 @@ def test_liveliness_get() -> None:
     sink = Sink()
     iid = h.core.liveliness_get("lv/**", sink, 0.0, 2.0)
     [interest] = h.flush()
-    assert interest == Interest(iid, InterestMode.CURRENT, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
-                                WireExpr(0, "lv/**"), qos=0x08)  # fmt: skip
+    assert interest == Interest(
+        iid, InterestMode.CURRENT, InterestOptions.KEYEXPRS | InterestOptions.TOKENS, WireExpr(0, "lv/**"), qos=0x08
+    )
     h.recv(Declare(DeclareToken(0, WireExpr(0, "lv/a")), interest_id=iid))
     h.recv(Declare(DeclareFinal(), interest_id=iid))
     assert [str(r.ok.key_expr) for r in sink.items] == ["lv/a"] and sink.closed

@@ -40,8 +40,13 @@ def test_zerror_is_the_base_of_pyzenoh_errors() -> None:
     with pytest.raises(pyzenoh.ZError):
         pyzenoh.KeyExpr("a//b")
     with pytest.raises(pyzenoh.ZError):
-        pyzenoh.open({"mode": "client", "connect": {"endpoints": ["tcp/127.0.0.1:1"]},
-                      "transport": {"unicast": {"open_timeout": 200}}})  # fmt: skip
+        pyzenoh.open(
+            {
+                "mode": "client",
+                "connect": {"endpoints": ["tcp/127.0.0.1:1"]},
+                "transport": {"unicast": {"open_timeout": 200}},
+            }
+        )
 
 
 def test_closed_channel_raises_zerror() -> None:
@@ -138,8 +143,12 @@ def test_source_info_checks() -> None:
 
 def test_shm_names_fail_with_a_reason() -> None:
     shm = pyzenoh.shm
-    for use in (lambda: shm.ShmProvider.default_backend(1024), lambda: shm.AllocAlignment.ALIGN_8_BYTE,
-                lambda: shm.BlockOn(shm.GarbageCollect()), lambda: shm.ZShm()):  # fmt: skip
+    for use in (
+        lambda: shm.ShmProvider.default_backend(1024),
+        lambda: shm.AllocAlignment.ALIGN_8_BYTE,
+        lambda: shm.BlockOn(shm.GarbageCollect()),
+        lambda: shm.ZShm(),
+    ):
         with pytest.raises(pyzenoh.ZError, match="shared memory is not supported"):
             use()
     with pytest.raises(AttributeError, match="shared memory"):
@@ -154,12 +163,11 @@ def test_shm_names_fail_with_a_reason() -> None:
         ("warn", {"pyzenoh": logging.WARNING}, []),
         ("zenoh=debug,info", {"pyzenoh": logging.INFO}, []),
         ("info,zenoh_transport=trace", {"pyzenoh": logging.INFO, "pyzenoh.transport": logs.TRACE}, []),
-        ("zenoh::net::routing=error,off", {"pyzenoh.net.routing": logging.ERROR, "pyzenoh": logging.CRITICAL + 10},
-         []),
+        ("zenoh::net::routing=error,off", {"pyzenoh.net.routing": logging.ERROR, "pyzenoh": logging.CRITICAL + 10}, []),
         ("bogus==,debug", {"pyzenoh": logging.DEBUG}, ["bogus=="]),
         ("myapp=4", {"myapp": logging.DEBUG}, []),
     ],
-)  # fmt: skip
+)
 def test_rust_log_filters(spec: str, expected: dict[str, int], skipped: list[str]) -> None:
     assert logs.parse_filter(spec) == (expected, skipped)
 

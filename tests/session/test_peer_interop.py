@@ -29,8 +29,14 @@ WAIT = 10.0
 
 
 def pz_peer(listen: list[str] | None = None, connect: list[str] | None = None) -> pz.Session:
-    return pz.open({"mode": "peer", "listen": {"endpoints": listen or []}, "connect": {"endpoints": connect or []},
-                    "scouting": {"multicast": {"enabled": False}}})  # fmt: skip
+    return pz.open(
+        {
+            "mode": "peer",
+            "listen": {"endpoints": listen or []},
+            "connect": {"endpoints": connect or []},
+            "scouting": {"multicast": {"enabled": False}},
+        }
+    )
 
 
 def z_peer(listen: list[str] | None = None, connect: list[str] | None = None) -> zenoh.Session:
@@ -166,8 +172,7 @@ def test_peer_reconnects_to_restarted_peer(endpoint: str) -> None:
     new one takes its endpoint); what it declared reaches the new one."""
     retry = {"period_init_ms": 100, "period_max_ms": 400}
     first = pz_peer(listen=[endpoint])
-    p = pz.open({"mode": "peer", "listen": {"endpoints": []},
-                 "connect": {"endpoints": [endpoint], "retry": retry}})  # fmt: skip
+    p = pz.open({"mode": "peer", "listen": {"endpoints": []}, "connect": {"endpoints": [endpoint], "retry": retry}})
     with opened(p):
         p.declare_subscriber("rp/**", lambda s: None)
         p.liveliness().declare_token("rp/tok")
@@ -224,9 +229,14 @@ def test_real_peer_meets_pyzenoh_peer_through_router_gossip() -> None:
 
     router = start_router(extra={"scouting/gossip/enabled": True})
     try:
-        p = pz.open({"mode": "peer", "listen": {"endpoints": ["tcp/127.0.0.1:0"]},
-                     "connect": {"endpoints": [router.endpoint]},
-                     "scouting": {"multicast": {"enabled": False}}})  # fmt: skip
+        p = pz.open(
+            {
+                "mode": "peer",
+                "listen": {"endpoints": ["tcp/127.0.0.1:0"]},
+                "connect": {"endpoints": [router.endpoint]},
+                "scouting": {"multicast": {"enabled": False}},
+            }
+        )
         with opened(p):
             z = z_peer(connect=[router.endpoint])
             with opened(z):
@@ -259,8 +269,12 @@ def test_pyzenoh_peers_meet_through_router_gossip() -> None:
     from tests.interop.zenoh_procs import start_router
 
     router = start_router(extra={"scouting/gossip/enabled": True})
-    cfg = {"mode": "peer", "listen": {"endpoints": ["tcp/127.0.0.1:0"]},
-           "connect": {"endpoints": [router.endpoint]}, "scouting": {"multicast": {"enabled": False}}}  # fmt: skip
+    cfg = {
+        "mode": "peer",
+        "listen": {"endpoints": ["tcp/127.0.0.1:0"]},
+        "connect": {"endpoints": [router.endpoint]},
+        "scouting": {"multicast": {"enabled": False}},
+    }
     try:
         a, b = pz.open(cfg), pz.open(cfg)
         with opened(a, b):
@@ -329,7 +343,10 @@ def test_core_peer_face_rules() -> None:
     pub = core.declare_publisher("k/pub")
     sent = core.take_outbox()
     assert [(type(m.body).__name__ if isinstance(m, Declare) else type(m).__name__, f) for m, *_, f in sent] == [
-        ("DeclareSubscriber", None), ("DeclareKeyExpr", None), ("Interest", 1)]  # fmt: skip
+        ("DeclareSubscriber", None),
+        ("DeclareKeyExpr", None),
+        ("Interest", 1),
+    ]
     assert isinstance(sent[2][0], Interest) and pub
 
     def data_faces() -> list[int | None]:
@@ -361,8 +378,11 @@ def test_core_peer_face_rules() -> None:
     core.face_lost(2)
     items = core.take_deliveries()
     assert (sink, END) in items  # the get: the router had answered, the peer is gone
-    deletes = [str(i.key_expr) for s, i in items if s is lsub and getattr(i, "kind", None) is not None
-               and i.kind.name == "DELETE"]  # fmt: skip
+    deletes = [
+        str(i.key_expr)
+        for s, i in items
+        if s is lsub and getattr(i, "kind", None) is not None and i.kind.name == "DELETE"
+    ]
     assert deletes == ["t/b"]
     # a face that opens again gets the whole state, then D_FINAL(0) (a peer)
     from pyzenoh.codec import WhatAmI, ZenohId

@@ -89,9 +89,11 @@ def test_client_reconnects_and_redeclares(router: list[Proc], port: int) -> None
         b_got: queue.Queue[str] = queue.Queue()
         held: list[Any] = []
         # zenoh-python undeclares what is dropped: keep them
-        keep = [b.declare_subscriber("rc/pub", lambda s: b_got.put(s.payload.to_string())),
-                b.liveliness().declare_token("rc/tok/b"),
-                b.declare_queryable("rc/qb", held.append)]  # never answers  # fmt: skip
+        keep = [
+            b.declare_subscriber("rc/pub", lambda s: b_got.put(s.payload.to_string())),
+            b.liveliness().declare_token("rc/tok/b"),
+            b.declare_queryable("rc/qb", held.append),
+        ]  # never answers
         sub = a.declare_subscriber("rc/data/**")
         a.declare_queryable("rc/qa", lambda q: q.reply("rc/qa", "answer"))
         a.declare_keyexpr("rc/data/x")
@@ -115,7 +117,9 @@ def test_client_reconnects_and_redeclares(router: list[Proc], port: int) -> None
         assert drain(in_flight) == []  # ends at once, no reply, no Timeout error
         gone = items(lsub, 2)
         assert {(str(s.key_expr), s.kind) for s in gone} == {
-            ("rc/tok/a", pz.SampleKind.DELETE), ("rc/tok/b", pz.SampleKind.DELETE)}  # fmt: skip
+            ("rc/tok/a", pz.SampleKind.DELETE),
+            ("rc/tok/b", pz.SampleKind.DELETE),
+        }
         assert pub_m.recv(timeout=WAIT).matching is False
         assert qr_m.recv(timeout=WAIT).matching is False
         lost = events.recv(timeout=WAIT)
@@ -167,8 +171,13 @@ def test_open_without_router(port: int) -> None:
         pz.open(fast(ep, timeout_ms=600))
     # a peer: exit_on_failure with one try fails; by default it opens without the link
     with pytest.raises(ConnectionError):
-        pz.open({"mode": "peer", "listen": {"endpoints": []},
-                 "connect": {"endpoints": [ep], "timeout_ms": 0, "exit_on_failure": True}})  # fmt: skip
+        pz.open(
+            {
+                "mode": "peer",
+                "listen": {"endpoints": []},
+                "connect": {"endpoints": [ep], "timeout_ms": 0, "exit_on_failure": True},
+            }
+        )
     with pz.open({"mode": "peer", "listen": {"endpoints": []}, "connect": {"endpoints": [ep]}}) as peer:
         assert peer.info.routers_zid() == [] and not peer.is_closed()
 

@@ -32,9 +32,15 @@ def router() -> Iterator[Proc]:
 
 def view(s: Any) -> tuple[Any, ...]:
     ts = s.timestamp
-    return (str(s.key_expr), s.payload.to_bytes(), str(s.kind).rsplit(".", 1)[-1], str(s.encoding),
-            None if ts is None else str(ts),
-            str(s.priority).rsplit(".", 1)[-1], s.express)  # fmt: skip
+    return (
+        str(s.key_expr),
+        s.payload.to_bytes(),
+        str(s.kind).rsplit(".", 1)[-1],
+        str(s.encoding),
+        None if ts is None else str(ts),
+        str(s.priority).rsplit(".", 1)[-1],
+        s.express,
+    )
 
 
 class Collector:
@@ -59,8 +65,9 @@ def test_a_stream_arrives_as_an_eclipse_zenoh_subscriber_sees_it(router: Proc, e
         ours, theirs = Collector(N), Collector(N)
         ps.declare_subscriber(key, ours)
         zs.declare_subscriber(key, theirs)
-        pub = zp.declare_publisher(key, congestion_control=zenoh.CongestionControl.BLOCK,
-                                   encoding=zenoh.Encoding.TEXT_PLAIN)  # fmt: skip
+        pub = zp.declare_publisher(
+            key, congestion_control=zenoh.CongestionControl.BLOCK, encoding=zenoh.Encoding.TEXT_PLAIN
+        )
         pause = threading.Event()
         for _ in range(400):  # until both subscribers are reached (probes are left out below)
             if ours.items and theirs.items:
@@ -105,7 +112,9 @@ def test_a_run_sample_is_a_sample() -> None:
     out = bytearray()
     Frame(True, 1, (), 5).write_header(out)
     for i in range(8):
-        out += encode_network_message(Push(WireExpr(0, "a/b", True), Put(b"x%d" % i, timestamp=Timestamp(1000 + i, ZenohId(7)))))
+        out += encode_network_message(
+            Push(WireExpr(0, "a/b", True), Put(b"x%d" % i, timestamp=Timestamp(1000 + i, ZenohId(7))))
+        )
     (frame,) = decode_batch(bytes(out), keep_raw=True, runs=True, stamped=True)
     samples = run_samples(t.KeyExpr("a/b"), frame.messages[0], _PRIORITIES)  # type: ignore[attr-defined]
     s = samples[3]

@@ -102,7 +102,9 @@ def test_handshake_both_roles() -> None:
 
 
 def test_negotiation_takes_minimums() -> None:
-    _, _, ea, _ = pair(cfg(batch_size=65480, resolution=0x0A), cfg(ZA, WhatAmI.ROUTER, batch_size=49152, resolution=0x05))
+    _, _, ea, _ = pair(
+        cfg(batch_size=65480, resolution=0x0A), cfg(ZA, WhatAmI.ROUTER, batch_size=49152, resolution=0x05)
+    )
     pa = next(e for e in ea if isinstance(e, Established))
     assert pa.batch_size == 49152
     assert pa.resolution == 0x05  # 16-bit SN, 16-bit request id
@@ -114,8 +116,9 @@ def test_negotiation_takes_minimums() -> None:
 
 def test_acceptor_never_acks_shm_lowlatency_compression() -> None:
     b = Link(cfg(ZA, WhatAmI.ROUTER), Role.ACCEPTOR, 0.0)
-    syn = InitSyn(ZC, WhatAmI.CLIENT, batch_size=65480, qos=True, shm=b"\x01", lowlatency=True,
-                  compression=True, patch=7)  # fmt: skip
+    syn = InitSyn(
+        ZC, WhatAmI.CLIENT, batch_size=65480, qos=True, shm=b"\x01", lowlatency=True, compression=True, patch=7
+    )
     out = b.receive_data(frame_batch(_enc(syn)), 0.0)
     assert out == []
     [ack] = decode_batch(batches(b.data_to_send())[0])
@@ -451,8 +454,12 @@ def test_handshake_messages_after_established_close() -> None:
 
 
 @ROUNDTRIP
-@given(st.lists(st.tuples(st.binary(min_size=1, max_size=300), st.integers(0, 7), st.booleans(), st.booleans()),
-                max_size=12), st.booleans())  # fmt: skip
+@given(
+    st.lists(
+        st.tuples(st.binary(min_size=1, max_size=300), st.integers(0, 7), st.booleans(), st.booleans()), max_size=12
+    ),
+    st.booleans(),
+)
 def test_batch_now_is_send_then_data_to_send(sends: list[tuple[bytes, int, bool, bool]], qos: bool) -> None:
     """An express message written at once (batch_now) is the bytes send() and
     data_to_send() give, and the SNs go on the same; refused whenever output waits."""

@@ -104,16 +104,23 @@ def client_cfg(**kw: Any) -> LinkConfig:
 
 @pytest.mark.parametrize(
     ("text", "host", "port"),
-    [("tcp/127.0.0.1:7447", "127.0.0.1", 7447), ("tcp/[::1]:80", "::1", 80), ("tcp/localhost:1", "localhost", 1),
-     ("tcp/10.0.0.1:7447#iface=lo", "10.0.0.1", 7447), ("tcp/[fe80::1]:9?prio=1", "fe80::1", 9)],
-)  # fmt: skip
+    [
+        ("tcp/127.0.0.1:7447", "127.0.0.1", 7447),
+        ("tcp/[::1]:80", "::1", 80),
+        ("tcp/localhost:1", "localhost", 1),
+        ("tcp/10.0.0.1:7447#iface=lo", "10.0.0.1", 7447),
+        ("tcp/[fe80::1]:9?prio=1", "fe80::1", 9),
+    ],
+)
 def test_endpoint_parse(text: str, host: str, port: int) -> None:
     ep = Endpoint.parse(text)
     assert (ep.host, ep.port) == (host, port)
     assert Endpoint.parse(str(ep)) == ep
 
 
-@pytest.mark.parametrize("text", ["udp/1.2.3.4:5", "tcp/1.2.3.4", "tcp/::1:80", "tcp/[::1]80", "tcp/:80", "tcp/h:x", "tcp/h:70000"])
+@pytest.mark.parametrize(
+    "text", ["udp/1.2.3.4:5", "tcp/1.2.3.4", "tcp/::1:80", "tcp/[::1]80", "tcp/:80", "tcp/h:x", "tcp/h:70000"]
+)
 def test_endpoint_parse_errors(text: str) -> None:
     with pytest.raises(UsageError):
         Endpoint.parse(text)
@@ -128,7 +135,9 @@ def _has_ipv6() -> bool:
         return False
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", pytest.param("[::1]", marks=pytest.mark.skipif(not _has_ipv6(), reason="no IPv6"))])
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", pytest.param("[::1]", marks=pytest.mark.skipif(not _has_ipv6(), reason="no IPv6"))]
+)
 def test_pyzenoh_to_pyzenoh(host: str) -> None:
     async def main() -> None:
         server_ev = Events()
@@ -168,7 +177,8 @@ def test_a_listener_on_the_ipv6_wildcard_takes_ipv4_connections_too() -> None:
         for host, local in (("127.0.0.1", "::ffff:127.0.0.1"), ("[::1]", "::1")):
             client = await connect(f"tcp/{host}:{port}", client_cfg(), Events())
             link, _ = await server_ev.wait_for(
-                lambda lk, e, local=local: isinstance(e, Established) and (lk.local_address or ("",))[0] == local)
+                lambda lk, e, local=local: isinstance(e, Established) and (lk.local_address or ("",))[0] == local
+            )
             assert link.remote_address is not None and link.remote_address[0] == local
             await client.aclose()
         await lst.close()
@@ -226,7 +236,8 @@ def test_a_whole_batch_is_written_without_waiting_for_the_loop() -> None:
         assert link.has_output
         await server_ev.wait_for(lambda lk, e: len(server_ev.received()) == 3 + 2 * n + 1)
         assert server_ev.received() == [push("k", bytes(10))] * 3 + [push("k", bytes(1000))] * (2 * n) + [
-            push("k", bytes(10))]  # fmt: skip
+            push("k", bytes(10))
+        ]
         await client.aclose()
         await lst.close()
 

@@ -99,8 +99,7 @@ class Put:
 
     def with_timestamp(self, timestamp: Timestamp | None) -> Put:
         """This PUT with another timestamp (a router stamping data it forwards)."""
-        return Put(self.payload, self.encoding, timestamp, self.source_info, self.attachment,
-                   self.shm, self.extensions)  # fmt: skip
+        return Put(self.payload, self.encoding, timestamp, self.source_info, self.attachment, self.shm, self.extensions)
 
     def write(self, out: bytearray) -> None:
         header = ID_PUT
@@ -131,8 +130,9 @@ class Put:
         encoding = Encoding.read(r) if header & FLAG_E else Encoding.DEFAULT
         e = KnownExtensions(r, header, _PUT_EXTS)
         payload = r.zbytes(MAX_PAYLOAD_LEN)
-        return cls(payload, encoding, timestamp, _source_info(e), e.zbuf(EXT_PUT_ATTACHMENT),
-                   e.flag(EXT_SHM), tuple(e.others))  # fmt: skip
+        return cls(
+            payload, encoding, timestamp, _source_info(e), e.zbuf(EXT_PUT_ATTACHMENT), e.flag(EXT_SHM), tuple(e.others)
+        )
 
 
 # Not frozen: built for every message routed, and a frozen dataclass's __init__ costs
@@ -225,8 +225,15 @@ class Query:
             inner = Reader(raw_body)
             encoding = Encoding.read(inner)
             body = QueryBody(inner.rest(), encoding)
-        return cls(consolidation, parameters, body, _source_info(e), e.zbuf(EXT_QUERY_ATTACHMENT),
-                   e.flag(EXT_QUERY_BODY_SHM), tuple(e.others))  # fmt: skip
+        return cls(
+            consolidation,
+            parameters,
+            body,
+            _source_info(e),
+            e.zbuf(EXT_QUERY_ATTACHMENT),
+            e.flag(EXT_QUERY_BODY_SHM),
+            tuple(e.others),
+        )
 
 
 @dataclass(frozen=True, slots=True)

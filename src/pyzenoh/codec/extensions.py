@@ -75,9 +75,7 @@ def read_extensions(r: Reader) -> list[Extension]:
 def unknown_extension(ext: Extension, r: Reader) -> Extension:
     """Keep an extension the message does not know, unless it is mandatory."""
     if ext.mandatory:
-        raise DecodeError(
-            f"unknown mandatory extension 0x{ext.id:02x}", r.pos, CloseReason.UNSUPPORTED
-        )
+        raise DecodeError(f"unknown mandatory extension 0x{ext.id:02x}", r.pos, CloseReason.UNSUPPORTED)
     return ext
 
 

@@ -137,9 +137,18 @@ def find_auth_extension(exts: tuple[Extension, ...], method: int) -> Extension |
 # --- INIT ---------------------------------------------------------------------------------
 
 _INIT_EXTS = frozenset(
-    {EXT_QOS, EXT_QOS_LINK, EXT_SHM, EXT_AUTH, EXT_MULTILINK, EXT_LOWLATENCY,
-     EXT_COMPRESSION, EXT_PATCH, EXT_REGION_NAME}
-)  # fmt: skip
+    {
+        EXT_QOS,
+        EXT_QOS_LINK,
+        EXT_SHM,
+        EXT_AUTH,
+        EXT_MULTILINK,
+        EXT_LOWLATENCY,
+        EXT_COMPRESSION,
+        EXT_PATCH,
+        EXT_REGION_NAME,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,13 +225,22 @@ def _read_init(r: Reader, header: int) -> InitSyn | InitAck:
     cookie = r.zbytes(MAX_COOKIE_LEN) if header & FLAG_A else None
     e = KnownExtensions(r, header, _INIT_EXTS)
     fields = {
-        "zid": zid, "whatami": whatami, "version": version, "resolution": resolution,
-        "batch_size": batch_size, "qos": e.flag(EXT_QOS), "qos_link": e.z64(EXT_QOS_LINK),
-        "shm": e.zbuf(EXT_SHM), "auth": e.zbuf(EXT_AUTH), "multilink": e.zbuf(EXT_MULTILINK),
-        "lowlatency": e.flag(EXT_LOWLATENCY), "compression": e.flag(EXT_COMPRESSION),
-        "patch": e.z64(EXT_PATCH), "region_name": e.zbuf(EXT_REGION_NAME),
+        "zid": zid,
+        "whatami": whatami,
+        "version": version,
+        "resolution": resolution,
+        "batch_size": batch_size,
+        "qos": e.flag(EXT_QOS),
+        "qos_link": e.z64(EXT_QOS_LINK),
+        "shm": e.zbuf(EXT_SHM),
+        "auth": e.zbuf(EXT_AUTH),
+        "multilink": e.zbuf(EXT_MULTILINK),
+        "lowlatency": e.flag(EXT_LOWLATENCY),
+        "compression": e.flag(EXT_COMPRESSION),
+        "patch": e.z64(EXT_PATCH),
+        "region_name": e.zbuf(EXT_REGION_NAME),
         "extensions": tuple(e.others),
-    }  # fmt: skip
+    }
     if cookie is None:
         return InitSyn(**fields)  # type: ignore[arg-type]
     return InitAck(cookie=cookie, **fields)  # type: ignore[arg-type]
@@ -242,9 +260,8 @@ class InitAck(InitSyn):
 # --- OPEN ---------------------------------------------------------------------------------
 
 _OPEN_EXTS = frozenset(
-    {EXT_QOS, EXT_SHM, EXT_AUTH, EXT_MULTILINK, EXT_MULTILINK_ACK, EXT_LOWLATENCY,
-     EXT_COMPRESSION, EXT_REMOTE_BOUND}
-)  # fmt: skip
+    {EXT_QOS, EXT_SHM, EXT_AUTH, EXT_MULTILINK, EXT_MULTILINK_ACK, EXT_LOWLATENCY, EXT_COMPRESSION, EXT_REMOTE_BOUND}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,11 +329,17 @@ def _read_open(r: Reader, header: int) -> OpenSyn | OpenAck:
     cookie = b"" if ack else r.zbytes(MAX_COOKIE_LEN)
     e = KnownExtensions(r, header, _OPEN_EXTS)
     fields = {
-        "lease_ms": lease, "initial_sn": initial_sn, "qos": e.flag(EXT_QOS), "shm": e.zbuf(EXT_SHM),
-        "auth": e.zbuf(EXT_AUTH), "multilink": e.zbuf(EXT_MULTILINK),
-        "lowlatency": e.flag(EXT_LOWLATENCY), "compression": e.flag(EXT_COMPRESSION),
-        "remote_bound": e.z64(EXT_REMOTE_BOUND), "extensions": tuple(e.others),
-    }  # fmt: skip
+        "lease_ms": lease,
+        "initial_sn": initial_sn,
+        "qos": e.flag(EXT_QOS),
+        "shm": e.zbuf(EXT_SHM),
+        "auth": e.zbuf(EXT_AUTH),
+        "multilink": e.zbuf(EXT_MULTILINK),
+        "lowlatency": e.flag(EXT_LOWLATENCY),
+        "compression": e.flag(EXT_COMPRESSION),
+        "remote_bound": e.z64(EXT_REMOTE_BOUND),
+        "extensions": tuple(e.others),
+    }
     if ack:
         return OpenAck(multilink_ack=e.flag(EXT_MULTILINK_ACK), **fields)  # type: ignore[arg-type]
     return OpenSyn(cookie=cookie, **fields)  # type: ignore[arg-type]
@@ -417,8 +440,7 @@ class Frame:
             messages.append(read_network_message(r))
             if keep_raw:
                 raw.append(buf[start : r.pos])
-        return cls(bool(header & FLAG_R), sn, tuple(messages), priority, tuple(e.others),
-                   tuple(raw))  # fmt: skip
+        return cls(bool(header & FLAG_R), sn, tuple(messages), priority, tuple(e.others), tuple(raw))
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,8 +473,16 @@ class Fragment:
         e = KnownExtensions(r, header, frozenset({EXT_FRAME_QOS, EXT_FRAGMENT_FIRST, EXT_FRAGMENT_DROP}))
         priority = _read_priority(e, r)
         payload = r.rest()  # a fragment runs to the end of its batch
-        return cls(bool(header & FLAG_R), sn, payload, bool(header & FLAG_M), priority,
-                   e.flag(EXT_FRAGMENT_FIRST), e.flag(EXT_FRAGMENT_DROP), tuple(e.others))  # fmt: skip
+        return cls(
+            bool(header & FLAG_R),
+            sn,
+            payload,
+            bool(header & FLAG_M),
+            priority,
+            e.flag(EXT_FRAGMENT_FIRST),
+            e.flag(EXT_FRAGMENT_DROP),
+            tuple(e.others),
+        )
 
 
 # --- JOIN (multicast) and transport OAM ------------------------------------------------------
@@ -516,9 +546,20 @@ class Join:
         reliable = r.vle(U32_MAX)
         best_effort = r.vle(U32_MAX)
         e = KnownExtensions(r, header, frozenset({EXT_JOIN_QOS, EXT_JOIN_SHM, EXT_PATCH}))
-        return cls(zid, whatami, lease, reliable, best_effort, version, resolution, batch_size,
-                   e.zbuf(EXT_JOIN_QOS), e.zbuf(EXT_JOIN_SHM), e.z64(EXT_PATCH),
-                   tuple(e.others))  # fmt: skip
+        return cls(
+            zid,
+            whatami,
+            lease,
+            reliable,
+            best_effort,
+            version,
+            resolution,
+            batch_size,
+            e.zbuf(EXT_JOIN_QOS),
+            e.zbuf(EXT_JOIN_SHM),
+            e.z64(EXT_PATCH),
+            tuple(e.others),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,10 +588,7 @@ class TransportOam:
 
 # --- Dispatch -----------------------------------------------------------------------------
 
-TransportMessage = (
-    InitSyn | InitAck | OpenSyn | OpenAck | Close | KeepAlive | Frame | Fragment | Join
-    | TransportOam
-)  # fmt: skip
+TransportMessage = InitSyn | InitAck | OpenSyn | OpenAck | Close | KeepAlive | Frame | Fragment | Join | TransportOam
 
 
 def read_transport_message(r: Reader, keep_raw: bool = False) -> TransportMessage:
@@ -574,4 +612,3 @@ def read_transport_message(r: Reader, keep_raw: bool = False) -> TransportMessag
     if mid == ID_OAM:
         return TransportOam.read(r, header)
     raise DecodeError(f"unknown transport message id 0x{mid:02x}", start)
-

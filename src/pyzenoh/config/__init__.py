@@ -64,7 +64,25 @@ from pyzenoh.config.schema import (
 )
 
 __all__ = [
-    "AS_IF", "IMPLEMENTED", "LINK_PROTOCOLS", "OWN_SCHEMA", "REFUSED", "SCHEMA", "STRICTER", "ZENOH_SCHEMA",
-    "Problem", "Role", "check_config", "check_tree", "classify", "endpoints_for",
-    "insert_problems", "loads", "node_at", "problems", "raise_problems", "split_key", "validate",
-]  # fmt: skip
+    "AS_IF",
+    "IMPLEMENTED",
+    "LINK_PROTOCOLS",
+    "OWN_SCHEMA",
+    "REFUSED",
+    "SCHEMA",
+    "STRICTER",
+    "ZENOH_SCHEMA",
+    "Problem",
+    "Role",
+    "check_config",
+    "check_tree",
+    "classify",
+    "endpoints_for",
+    "insert_problems",
+    "loads",
+    "node_at",
+    "problems",
+    "raise_problems",
+    "split_key",
+    "validate",
+]

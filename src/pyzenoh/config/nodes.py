@@ -185,8 +185,9 @@ class IntV(Node):
     JSON integer from ``lo`` to ``hi``: refusing a value zenoh would cast is tagged.
     """
 
-    def __init__(self, lo: int, hi: int, *, typ: tuple[int, int] | None = None, null: bool = False,
-                 default: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self, lo: int, hi: int, *, typ: tuple[int, int] | None = None, null: bool = False, default: Any = None
+    ) -> None:
         super().__init__(null=null, default=default)
         self.lo, self.hi = lo, hi
         self.typ = typ or (lo, hi)
@@ -213,8 +214,9 @@ class FloatV(Node):
 
     expect = "a number"
 
-    def __init__(self, *, lo: float | None = None, untagged: bool = False, null: bool = False,
-                 default: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self, *, lo: float | None = None, untagged: bool = False, null: bool = False, default: Any = None
+    ) -> None:
         super().__init__(null=null, default=default)
         self.lo = lo
         self.untagged = untagged
@@ -234,8 +236,9 @@ class FloatV(Node):
 class StrV(Node):
     expect = "a string"
 
-    def __init__(self, *, nonempty: bool = False, max_bytes: int | None = None, null: bool = False,
-                 default: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self, *, nonempty: bool = False, max_bytes: int | None = None, null: bool = False, default: Any = None
+    ) -> None:
         super().__init__(null=null, default=default)
         self.nonempty = nonempty
         self.max_bytes = max_bytes
@@ -246,8 +249,11 @@ class StrV(Node):
 
     @override
     def _check(self, value: Any, path: str, out: Problems) -> None:
-        if (not isinstance(value, str) or (self.nonempty and not value)
-                or (self.max_bytes is not None and len(value.encode()) > self.max_bytes)):  # fmt: skip
+        if (
+            not isinstance(value, str)
+            or (self.nonempty and not value)
+            or (self.max_bytes is not None and len(value.encode()) > self.max_bytes)
+        ):
             out.append(Problem(bad(path, self.expect, value)))
 
 
@@ -266,8 +272,9 @@ class EnumV(Node):
 class TextV(Node):
     """A string checked by a function that returns why it is bad (None: fine)."""
 
-    def __init__(self, expect: str, why: Callable[[str], str | None], *, null: bool = False,
-                 default: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self, expect: str, why: Callable[[str], str | None], *, null: bool = False, default: Any = None
+    ) -> None:
         super().__init__(null=null, default=default)
         self.expect = expect
         self.why = why
@@ -283,8 +290,9 @@ class TextV(Node):
 
 
 class ListV(Node):
-    def __init__(self, item: Node, *, nonempty: bool = False, unordered: bool = False,
-                 null: bool = False, default: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self, item: Node, *, nonempty: bool = False, unordered: bool = False, null: bool = False, default: Any = None
+    ) -> None:
         super().__init__(null=null, default=[] if default is None and not null else default)
         self.item = item
         self.nonempty = nonempty
@@ -310,7 +318,7 @@ class ListV(Node):
 def _plural(expect: str) -> str:
     for article in ("an ", "a "):
         if expect.startswith(article):
-            return expect[len(article):] + ("" if expect.endswith("s") else "s")
+            return expect[len(article) :] + ("" if expect.endswith("s") else "s")
     return expect
 
 
@@ -325,8 +333,15 @@ class ObjV(Node):
 
     expect = "an object"
 
-    def __init__(self, fields: Mapping[str, Node], *, required: Sequence[str] = (), lax: bool = False,
-                 null: bool = False, rule: Callable[[dict[str, Any]], str | None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        fields: Mapping[str, Node],
+        *,
+        required: Sequence[str] = (),
+        lax: bool = False,
+        null: bool = False,
+        rule: Callable[[dict[str, Any]], str | None] | None = None,
+    ) -> None:
         super().__init__(null=null)
         self.fields = dict(fields)
         self.required = tuple(required)
@@ -435,9 +450,17 @@ class TargetV(Node):
 class ChoiceV(Node):
     """A value of several shapes, picked by its JSON type (zenoh's untagged enums)."""
 
-    def __init__(self, expect: str, *, text: Node | None = None, number: Node | None = None,
-                 obj: Node | None = None, array: Node | None = None, null: bool = False,
-                 default: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        expect: str,
+        *,
+        text: Node | None = None,
+        number: Node | None = None,
+        obj: Node | None = None,
+        array: Node | None = None,
+        null: bool = False,
+        default: Any = None,
+    ) -> None:
         super().__init__(null=null, default=default)
         self.expect = expect
         self.text, self.number, self.obj, self.array = text, number, obj, array

@@ -33,32 +33,77 @@ TLS_KEY = "transport/link/tls"
 #: Keys (and key prefixes) each role implements. TLS, usrpwd and access control have
 #: their own modules (pyzenoh.security, pyzenoh.routing.access_control).
 IMPLEMENTED: dict[Role, frozenset[str]] = {
-    "router": frozenset({
-        "id", "mode", "metadata", "listen/endpoints", "connect/endpoints", "connect/retry",
-        "scouting/timeout", "scouting/delay", "scouting/multicast/enabled", "scouting/multicast/address",
-        "scouting/multicast/interface", "scouting/multicast/ttl", "scouting/multicast/listen",
-        "scouting/gossip/enabled", "timestamping/enabled", "queries_default_timeout",
-        "routing/interests/timeout", "transport/unicast/accept_timeout", "transport/unicast/accept_pending",
-        "transport/unicast/max_sessions", "transport/unicast/qos/enabled", "transport/link/tx/lease",
-        "transport/link/tx/keep_alive", "transport/link/tx/batch_size",
-        "transport/link/tx/queue/congestion_control/block/wait_before_close",
-        "transport/link/rx/max_message_size", "transport/link/protocols", TLS_KEY,
-        "transport/auth/usrpwd", "access_control", "adminspace/enabled", "adminspace/permissions/read",
-        "adminspace/permissions/write", "pyzenoh",
-    }),
-    "session": frozenset({
-        "id", "mode", "connect/endpoints", "connect/timeout_ms", "connect/exit_on_failure", "connect/retry",
-        "listen/endpoints", "scouting/delay", "scouting/gossip/enabled", "scouting/gossip/autoconnect",
-        "scouting/timeout", "scouting/multicast/enabled",
-        "scouting/multicast/address", "scouting/multicast/interface", "scouting/multicast/ttl",
-        "scouting/multicast/autoconnect", "queries_default_timeout", "transport/unicast/open_timeout",
-        "transport/unicast/qos/enabled", "transport/link/tx/lease", "transport/link/tx/keep_alive",
-        "transport/link/tx/batch_size", "transport/link/tx/sequence_number_resolution",
-        "transport/link/protocols", TLS_KEY, "transport/auth/usrpwd",
-        "pyzenoh/limits/send_queue_max_bytes",
-        "access_control",  # inert unless enabled, which REFUSED stops
-    }),
-}  # fmt: skip
+    "router": frozenset(
+        {
+            "id",
+            "mode",
+            "metadata",
+            "listen/endpoints",
+            "connect/endpoints",
+            "connect/retry",
+            "scouting/timeout",
+            "scouting/delay",
+            "scouting/multicast/enabled",
+            "scouting/multicast/address",
+            "scouting/multicast/interface",
+            "scouting/multicast/ttl",
+            "scouting/multicast/listen",
+            "scouting/gossip/enabled",
+            "timestamping/enabled",
+            "queries_default_timeout",
+            "routing/interests/timeout",
+            "transport/unicast/accept_timeout",
+            "transport/unicast/accept_pending",
+            "transport/unicast/max_sessions",
+            "transport/unicast/qos/enabled",
+            "transport/link/tx/lease",
+            "transport/link/tx/keep_alive",
+            "transport/link/tx/batch_size",
+            "transport/link/tx/queue/congestion_control/block/wait_before_close",
+            "transport/link/rx/max_message_size",
+            "transport/link/protocols",
+            TLS_KEY,
+            "transport/auth/usrpwd",
+            "access_control",
+            "adminspace/enabled",
+            "adminspace/permissions/read",
+            "adminspace/permissions/write",
+            "pyzenoh",
+        }
+    ),
+    "session": frozenset(
+        {
+            "id",
+            "mode",
+            "connect/endpoints",
+            "connect/timeout_ms",
+            "connect/exit_on_failure",
+            "connect/retry",
+            "listen/endpoints",
+            "scouting/delay",
+            "scouting/gossip/enabled",
+            "scouting/gossip/autoconnect",
+            "scouting/timeout",
+            "scouting/multicast/enabled",
+            "scouting/multicast/address",
+            "scouting/multicast/interface",
+            "scouting/multicast/ttl",
+            "scouting/multicast/autoconnect",
+            "queries_default_timeout",
+            "transport/unicast/open_timeout",
+            "transport/unicast/qos/enabled",
+            "transport/link/tx/lease",
+            "transport/link/tx/keep_alive",
+            "transport/link/tx/batch_size",
+            "transport/link/tx/sequence_number_resolution",
+            "transport/link/protocols",
+            TLS_KEY,
+            "transport/auth/usrpwd",
+            "pyzenoh/limits/send_queue_max_bytes",
+            "access_control",  # inert unless enabled, which REFUSED stops
+        }
+    ),
+}
 
 #: Settings pyzenoh honours by lacking the feature (its value when so set: no warning).
 AS_IF: dict[str, Any] = {
@@ -167,8 +212,11 @@ def _plugin_problems(plugins: Any, role: Role, refusals: list[str], warnings: li
         elif role == "router" and known(name):
             continue
         elif required:
-            why = ("a session loads no plugins" if role == "session" else
-                   "no built-in plugin or 'pyzenoh.plugins' entry point has that name")
+            why = (
+                "a session loads no plugins"
+                if role == "session"
+                else "no built-in plugin or 'pyzenoh.plugins' entry point has that name"
+            )
             refusals.append(f"{path}: plugin '{name}' is required (__required__: true) but {why}")
         else:
             warnings.append(f"{path} (no such plugin)" if role == "router" else f"{path} (a session loads no plugins)")
@@ -191,10 +239,16 @@ def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals:
                 refusals.append(f"transport/link/protocols {show(allowed)} does not allow {key} {show(ep)}")
     # Without connect endpoints a session dials scouted tcp/ and tls/ locators, then
     # tcp/127.0.0.1:7447: the whitelist must allow both for that to stay within it.
-    if (role == "session" and allowed is not None and not endpoints_for(tree, "connect/endpoints", mode)
-            and not set(LINK_PROTOCOLS) <= set(allowed)):
-        refusals.append(f"transport/link/protocols {show(allowed)} needs connect/endpoints: without them a "
-                        "pyzenoh session dials scouted tcp/ and tls/ locators")  # fmt: skip
+    if (
+        role == "session"
+        and allowed is not None
+        and not endpoints_for(tree, "connect/endpoints", mode)
+        and not set(LINK_PROTOCOLS) <= set(allowed)
+    ):
+        refusals.append(
+            f"transport/link/protocols {show(allowed)} needs connect/endpoints: without them a "
+            "pyzenoh session dials scouted tcp/ and tls/ locators"
+        )
 
 
 def check_config(tree: Any, role: Role, mode: str | None = None) -> list[str]:

@@ -61,8 +61,9 @@ def _frame(
     return frame, p
 
 
-def decode_batch(payload: bytes, keep_raw: bool = False, runs: bool = False,
-                 stamped: bool = False) -> list[TransportMessage]:  # fmt: skip
+def decode_batch(
+    payload: bytes, keep_raw: bool = False, runs: bool = False, stamped: bool = False
+) -> list[TransportMessage]:
     """Same result as :func:`pyzenoh.codec.decode_batch`, faster on publication traffic.
 
     With ``runs``, a FRAME's messages may include :class:`PushRun` items, each standing
@@ -75,11 +76,7 @@ def decode_batch(payload: bytes, keep_raw: bool = False, runs: bool = False,
     out: list[TransportMessage] = []
     pos = 0
     while pos < end:
-        res = (
-            _frame(payload, pos, end, r, keep_raw, runs, stamped)
-            if payload[pos] & 0x1F == ID_FRAME
-            else None
-        )
+        res = _frame(payload, pos, end, r, keep_raw, runs, stamped) if payload[pos] & 0x1F == ID_FRAME else None
         if res is None:
             r.pos = pos
             out.append(read_transport_message(r, keep_raw))

@@ -92,18 +92,12 @@ def scan_push_columns(start: I64, end: I64, data: npt.NDArray[np.uint8]) -> Push
     # T: time (nine-byte z64 only here), then the id as length + bytes.
     has_ts = (bh & FLAG_T) != 0
     time_bytes = data[np.minimum(p[:, None] + np.arange(_TIME_BYTES), last)]
-    ok &= ~has_ts | (
-        np.all(time_bytes[:, :8] >= 0x80, axis=1) & (p + _TIME_BYTES < end)
-    )
+    ok &= ~has_ts | (np.all(time_bytes[:, :8] >= 0x80, axis=1) & (p + _TIME_BYTES < end))
     low = (time_bytes[:, :8] & 0x7F).astype(np.uint64) << _SHIFTS
-    ntp = np.bitwise_or.reduce(low, axis=1) | (
-        time_bytes[:, 8].astype(np.uint64) << np.uint64(56)
-    )
+    ntp = np.bitwise_or.reduce(low, axis=1) | (time_bytes[:, 8].astype(np.uint64) << np.uint64(56))
     zid_len = at(p + _TIME_BYTES)
     zid_at = p + _TIME_BYTES + 1
-    ok &= ~has_ts | (
-        (zid_len >= 1) & (zid_len <= ZID_MAX_LEN) & (zid_at + zid_len <= end)
-    )
+    ok &= ~has_ts | ((zid_len >= 1) & (zid_len <= ZID_MAX_LEN) & (zid_at + zid_len <= end))
     p = np.where(has_ts, zid_at + zid_len, p)
     # E: a one-byte encoding without schema (never on a DEL).
     is_put = kind == ID_PUT
@@ -126,5 +120,6 @@ def scan_push_columns(start: I64, end: I64, data: npt.NDArray[np.uint8]) -> Push
     payload_at = p
     ok &= p + payload_len == end
 
-    return PushColumns(ok, h, scope, suffix_at, suffix_len, qos, is_put, has_ts, ntp, zid_at, zid_len, enc_id,
-                       payload_at, payload_len)  # fmt: skip
+    return PushColumns(
+        ok, h, scope, suffix_at, suffix_len, qos, is_put, has_ts, ntp, zid_at, zid_len, enc_id, payload_at, payload_len
+    )

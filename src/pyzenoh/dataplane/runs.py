@@ -126,8 +126,7 @@ _HIGH = bytes(range(0x80, 0x100))
 _LOW = bytes(range(0x80))
 
 
-def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
-             f: PushFields | None = None) -> PushRun | None:  # fmt: skip
+def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False, f: PushFields | None = None) -> PushRun | None:
     """The run of same-shape PUSHes starting at ``buf[pos]`` (at least :data:`MIN_RUN`),
     or None: decode message by message. Without ``stamped``, messages with a timestamp
     are never a run (a router stamps them itself); with it, their times may differ.
@@ -165,8 +164,9 @@ def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
                 break
         else:
             po = payload_at - pos
-            return _run(f, buf, pos, end, range(length, total + 1, length), length, prefix_len,
-                        range(po, po + total, length))  # fmt: skip
+            return _run(
+                f, buf, pos, end, range(length, total + 1, length), length, prefix_len, range(po, po + total, length)
+            )
     prefix = buf[pos : pos + prefix_len]
     # with a timestamp: what follows the time up to the payload length (id, encoding)
     mid = b""
@@ -209,8 +209,14 @@ def scan_run(buf: bytes, pos: int, end: int, stamped: bool = False,
     return _run(f, buf, pos, pos + found[-1], found, 0, prefix_len, starts)
 
 
-def _run(f: PushFields, buf: bytes, pos: int, end: int, ends: Sequence[int], stride: int,
-         prefix_len: int, payload_at: Sequence[int]) -> PushRun:  # fmt: skip
+def _run(
+    f: PushFields,
+    buf: bytes,
+    pos: int,
+    end: int,
+    ends: Sequence[int],
+    stride: int,
+    prefix_len: int,
+    payload_at: Sequence[int],
+) -> PushRun:
     return PushRun(push_of(f, buf), buf[pos:end], ends, stride, prefix_len, f.timestamp is not None, payload_at)
-
-

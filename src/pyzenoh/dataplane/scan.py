@@ -89,8 +89,6 @@ def _zid(raw: bytes) -> ZenohId | None:
     return zid
 
 
-
-
 _CONTINUATION_BITS = 0x8080_8080_8080_8080
 
 
@@ -225,7 +223,9 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
         return None
     if n > 0xFFFF_FFFF or p + n > end:
         return None
-    return _new(PushFields, (p + n, scope, suffix, bool(h & FLAG_M), qos, body_offset, kind, ts, enc, p, p + n, node_id))
+    return _new(
+        PushFields, (p + n, scope, suffix, bool(h & FLAG_M), qos, body_offset, kind, ts, enc, p, p + n, node_id)
+    )
 
 
 def read_z32(buf: bytes, p: int, end: int) -> tuple[int, int] | None:
@@ -302,5 +302,3 @@ def scan_lone(buf: bytes) -> tuple[PushFields, int, int, int] | None:
     if f is None or f.after != end:
         return None
     return f, sn, priority, p
-
-

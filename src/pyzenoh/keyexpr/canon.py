@@ -28,21 +28,15 @@ class KeyExprErrorKind(Enum):
 
     EMPTY_CHUNK = "empty chunks are forbidden, as well as leading and trailing slashes"
     LONE_DOLLAR_STAR = "empty chunks are forbidden, as well as leading and trailing slashes (a lone `$*` chunk)"
-    SINGLE_STAR_AFTER_DOUBLE_STAR = (
-        "`**/*` must be replaced by `*/**` to reach canon-form"
-    )
-    DOUBLE_STAR_AFTER_DOUBLE_STAR = (
-        "`**/**` must be replaced by `**` to reach canon-form"
-    )
+    SINGLE_STAR_AFTER_DOUBLE_STAR = "`**/*` must be replaced by `*/**` to reach canon-form"
+    DOUBLE_STAR_AFTER_DOUBLE_STAR = "`**/**` must be replaced by `**` to reach canon-form"
     STAR_IN_CHUNK = "`*` may only be preceded by `/` or `$`"
     DOLLAR_AFTER_DOLLAR = "`$` is not allowed after `$*`"
     SHARP_OR_QMARK = "`#` and `?` are forbidden characters"
     UNBOUND_DOLLAR = "`$` is only allowed in `$*`"
     INVALID_UTF8 = "key expressions must be valid UTF-8 (lone surrogate)"
     # zenoh 1.10.2 panics while canonizing these (a `$*$*` run within two bytes of the end).
-    UNCANONIZABLE = (
-        "cannot be canonized (zenoh 1.10.2 fails on `$*$*` this close to the end)"
-    )
+    UNCANONIZABLE = "cannot be canonized (zenoh 1.10.2 fails on `$*$*` this close to the end)"
     NOT_A_STRING = "a key expression must be a str"
 
 
@@ -61,9 +55,7 @@ class KeyExprError(UsageError):
         start = expr.rfind("/", 0, position) + 1
         end = expr.find("/", position)
         self.chunk = expr[start : len(expr) if end < 0 else end]
-        super().__init__(
-            f"Invalid key expression `{expr}`: {kind.value} (chunk {self.chunk_index}: `{self.chunk}`)"
-        )
+        super().__init__(f"Invalid key expression `{expr}`: {kind.value} (chunk {self.chunk_index}: `{self.chunk}`)")
 
 
 def _scan(s: str) -> tuple[KeyExprErrorKind, int] | None:
@@ -171,9 +163,7 @@ def _check(s: str) -> KeyExprError | None:
         return KeyExprError(s, KeyExprErrorKind.INVALID_UTF8, 0)
     err = _scan(s)
     if err is None:  # pragma: no cover - _fast_valid and _scan are tested to agree
-        return (
-            None if _utf8_ok(s) else KeyExprError(s, KeyExprErrorKind.INVALID_UTF8, 0)
-        )
+        return None if _utf8_ok(s) else KeyExprError(s, KeyExprErrorKind.INVALID_UTF8, 0)
     return KeyExprError(s, err[0], err[1])
 
 

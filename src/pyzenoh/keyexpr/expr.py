@@ -172,9 +172,7 @@ class KeyExpr:
         if not isinstance(other, str):
             raise KeyExprError(repr(other), KeyExprErrorKind.NOT_A_STRING)
         if self._s.endswith("*") and other.startswith("*"):
-            raise KeyExprError(
-                self._s + other, KeyExprErrorKind.STAR_IN_CHUNK, len(self._s)
-            )
+            raise KeyExprError(self._s + other, KeyExprErrorKind.STAR_IN_CHUNK, len(self._s))
         return KeyExpr(self._s + other)
 
     def intersects(self, other: KeyExpr | str) -> bool:

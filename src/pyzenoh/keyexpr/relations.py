@@ -89,9 +89,7 @@ def _dsl_intersect(c1: str, c2: str) -> bool:
     s2 = _segments(c2)
     if len(s1) > 1 and len(s2) > 1:
         h1, h2, t1, t2 = s1[0], s2[0], s1[-1], s2[-1]
-        return (h1.startswith(h2) or h2.startswith(h1)) and (
-            t1.endswith(t2) or t2.endswith(t1)
-        )
+        return (h1.startswith(h2) or h2.startswith(h1)) and (t1.endswith(t2) or t2.endswith(t1))
     if len(s1) > 1:
         return _glob_match(c2, s1)
     return _glob_match(c1, s2)
@@ -184,9 +182,7 @@ def _intersects(a: str, b: str) -> bool:
         st = stack.pop()
         i, j = divmod(st, w)
         if i == n or j == m:
-            if (i == n or (i == n - 1 and ca[i] == DOUBLE_WILD)) and (
-                j == m or (j == m - 1 and cb[j] == DOUBLE_WILD)
-            ):
+            if (i == n or (i == n - 1 and ca[i] == DOUBLE_WILD)) and (j == m or (j == m - 1 and cb[j] == DOUBLE_WILD)):
                 return True
             continue
         x = ca[i]

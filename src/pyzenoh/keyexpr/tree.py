@@ -64,13 +64,7 @@ class _Node(Generic[V]):
             yield self.dstar
 
     def is_empty(self) -> bool:
-        return (
-            not self.values
-            and not self.lit
-            and not self.dsl
-            and self.star is None
-            and self.dstar is None
-        )
+        return not self.values and not self.lit and not self.dsl and self.star is None and self.dstar is None
 
 
 def _key(ke: str | KeyExpr) -> str:
@@ -205,9 +199,7 @@ class KeyExprTree(Generic[V]):
         return iter(out)
 
     @staticmethod
-    def _subtree_no_verbatim(
-        start: _Node[V], found: dict[_Node[V], None], explored: set[_Node[V]]
-    ) -> None:
+    def _subtree_no_verbatim(start: _Node[V], found: dict[_Node[V], None], explored: set[_Node[V]]) -> None:
         """Add ``start`` and every node below it reachable without a verbatim chunk.
 
         ``explored`` (shared by one query) keeps overlapping subtrees from being walked
@@ -222,9 +214,7 @@ class KeyExprTree(Generic[V]):
             found[node] = None
             stack.extend(node.non_verbatim_children())
 
-    def _literal_matches(
-        self, q: tuple[str, ...], nv: tuple[int, ...]
-    ) -> list[_Node[V]]:
+    def _literal_matches(self, q: tuple[str, ...], nv: tuple[int, ...]) -> list[_Node[V]]:
         """Nodes whose key matches the concrete key ``q`` (the routing hot path).
 
         For a key without wildcards, intersecting and including are the same set. Only

@@ -102,8 +102,7 @@ def register_cli(subparsers: Any) -> None:
         "--max-clients",
         type=int,
         default=DEFAULT_MAX_CLIENTS,
-        help="connections at once; at the cap a newcomer evicts the oldest one that never "
-        "issued a valid command",
+        help="connections at once; at the cap a newcomer evicts the oldest one that never issued a valid command",
     )
     p.add_argument(
         "--handshake-timeout",

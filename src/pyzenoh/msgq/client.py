@@ -181,9 +181,7 @@ class Session:
 
     # -- sending --------------------------------------------------------------------------
 
-    def sendmsg(
-        self, env: Mapping[str, Any] | bytes, msg: Mapping[str, Any] | bytes | None = None
-    ) -> None:
+    def sendmsg(self, env: Mapping[str, Any] | bytes, msg: Mapping[str, Any] | bytes | None = None) -> None:
         """Send one frame: ``env`` is the header, ``msg`` the body (mappings are encoded in
         this session's dialect, bytes are sent as they are)."""
         self._check_open()
@@ -210,9 +208,7 @@ class Session:
             self._sequence += 1
             return self._sequence
 
-    def group_subscribe(
-        self, group: str, instance: str = WILDCARD, subtype: str | None = None
-    ) -> None:
+    def group_subscribe(self, group: str, instance: str = WILDCARD, subtype: str | None = None) -> None:
         """Subscribe to (group, instance); ``subtype`` is ``normal``/``meonly``/``promisc``."""
         header: dict[str, Any] = {"type": "subscribe", "group": group, "instance": instance}
         if subtype is not None:
@@ -320,9 +316,7 @@ class Session:
         assert found is not None  # a blocking receive returns a message or raises
         return found
 
-    def _receive(
-        self, match: Callable[[Header], bool], *, block: bool, timeout: float | None
-    ) -> Message | None:
+    def _receive(self, match: Callable[[Header], bool], *, block: bool, timeout: float | None) -> Message | None:
         self._check_open()
         limit = self.timeout if timeout is None else timeout
         deadline = None if limit is None or math.isinf(limit) else time.monotonic() + limit

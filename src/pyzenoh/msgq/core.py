@@ -137,9 +137,7 @@ DEFAULT_FRAME_STALL_TIMEOUT = 30.0
 class MsgqObserver(Protocol):
     """What the daemon core calls for every routed ``send`` (the bridge hook)."""
 
-    def on_send(
-        self, header: dict[str, SkanValue], body: bytes | None, sender_lname: str
-    ) -> bool | None:
+    def on_send(self, header: dict[str, SkanValue], body: bytes | None, sender_lname: str) -> bool | None:
         """See the module docstring; return True when the message was forwarded elsewhere."""
 
 
@@ -385,9 +383,12 @@ class MsgqCore:
             return self._answer(state, self._reply_header("pong", header), frame.body)
         self.counters.unknown_types += 1
         self.events.event(
-            "unknown_types", logging.INFO, "msgq: %s sent unknown command %r (ignored)",
-            state.lname, kind[:64],
-        )  # fmt: skip
+            "unknown_types",
+            logging.INFO,
+            "msgq: %s sent unknown command %r (ignored)",
+            state.lname,
+            kind[:64],
+        )
         return []
 
     # -- deadlines ------------------------------------------------------------------------
@@ -460,9 +461,12 @@ class MsgqCore:
         if self.enforce_from and header.get("from") != state.lname:
             self.counters.forged_from += 1
             self.events.event(
-                "forged_from", logging.WARNING, "msgq: %s sent with from=%r (dropped)",
-                state.lname, header.get("from"),
-            )  # fmt: skip
+                "forged_from",
+                logging.WARNING,
+                "msgq: %s sent with from=%r (dropped)",
+                state.lname,
+                header.get("from"),
+            )
             return []
         self.counters.sends += 1
         recipients = self._route(group, instance, to, exclude=state.cid)
@@ -508,9 +512,12 @@ class MsgqCore:
             except ValueError:
                 # BIND 10 ignored subtype entirely; an unknown one subscribes normally.
                 self.events.event(
-                    "unknown_subtypes", logging.INFO,
-                    "msgq: %s used unknown subtype %r (normal)", state.lname, raw[:64],
-                )  # fmt: skip
+                    "unknown_subtypes",
+                    logging.INFO,
+                    "msgq: %s used unknown subtype %r (normal)",
+                    state.lname,
+                    raw[:64],
+                )
         self._subs.setdefault(key, {})[state.cid] = subtype
         state.subs.add(key)
         return []
@@ -553,9 +560,12 @@ class MsgqCore:
                     # e.g. an empty key cannot go to a seed client; skip those recipients.
                     self.counters.encode_failures += 1
                     self.events.event(
-                        "encode_failures", logging.WARNING,
-                        "msgq: cannot re-encode header for %s clients: %s", dialect, exc,
-                    )  # fmt: skip
+                        "encode_failures",
+                        logging.WARNING,
+                        "msgq: cannot re-encode header for %s clients: %s",
+                        dialect,
+                        exc,
+                    )
                     encoded[dialect] = None
             data = encoded[dialect]
             if data is not None:
@@ -571,9 +581,12 @@ class MsgqCore:
         except SkanEncodeError as exc:
             self.counters.encode_failures += 1
             self.events.event(
-                "encode_failures", logging.WARNING, "msgq: cannot encode an answer for %s: %s",
-                state.lname, exc,
-            )  # fmt: skip
+                "encode_failures",
+                logging.WARNING,
+                "msgq: cannot encode an answer for %s: %s",
+                state.lname,
+                exc,
+            )
             return []
         return [self._out(state.cid, data)]
 
@@ -591,9 +604,7 @@ class MsgqCore:
 
     def _invalid(self, state: _Client, why: str) -> list[Action]:
         self.counters.invalid_headers += 1
-        self.events.event(
-            "invalid_headers", logging.WARNING, "msgq: %s: %s (frame ignored)", state.lname, why
-        )
+        self.events.event("invalid_headers", logging.WARNING, "msgq: %s: %s (frame ignored)", state.lname, why)
         return []
 
     def _establish(self, state: _Client) -> None:

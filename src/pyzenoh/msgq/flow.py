@@ -64,10 +64,7 @@ class OutputQueue:
         """
         if not self._frames and in_transport == 0:
             return True
-        return (
-            self.queued + in_transport + size <= self.max_bytes
-            and len(self._frames) < self.max_messages
-        )
+        return self.queued + in_transport + size <= self.max_bytes and len(self._frames) < self.max_messages
 
     def push(self, data: bytes) -> None:
         """Hold a frame (the caller checked :meth:`admits`)."""
@@ -117,9 +114,7 @@ class EventLog:
         summary period, else at DEBUG (and count it for the summary)."""
         if kind not in self._logged:
             self._logged.add(kind)
-            self._logger.log(
-                level, message + " [%s: more are summarised every %g s]", *args, kind, self.interval
-            )
+            self._logger.log(level, message + " [%s: more are summarised every %g s]", *args, kind, self.interval)
             return
         self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
         self._logger.debug(message, *args)
@@ -133,9 +128,7 @@ class EventLog:
         if now - self._since < self.interval:
             return
         for kind, count in sorted(self._suppressed.items()):
-            self._logger.warning(
-                "msgq: %d more %s events in the last %.0f s", count, kind, now - self._since
-            )
+            self._logger.warning("msgq: %d more %s events in the last %.0f s", count, kind, now - self._since)
         self._suppressed.clear()
         self._logged.clear()
         self._since = now

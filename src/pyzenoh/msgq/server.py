@@ -194,10 +194,11 @@ class _Connection(asyncio.Protocol):
             if victim is None:
                 core.counters.refused_clients += 1
                 core.events.event(
-                    "refused_clients", logging.WARNING,
+                    "refused_clients",
+                    logging.WARNING,
                     "msgq: refusing a client: %d established clients connected (max_clients)",
                     len(daemon._conns),
-                )  # fmt: skip
+                )
                 transport.abort()
                 return
             why = f"evicted for a new client at max_clients={daemon.max_clients}"
@@ -216,9 +217,11 @@ class _Connection(asyncio.Protocol):
         core = self.daemon.core
         if self.cid and self.cid in core.clients and core.mid_frame(self.cid):
             core.events.event(
-                "eof_mid_frame", logging.INFO, "msgq: %s closed in the middle of a frame",
+                "eof_mid_frame",
+                logging.INFO,
+                "msgq: %s closed in the middle of a frame",
                 core.lname(self.cid),
-            )  # fmt: skip
+            )
         return False  # close our side too, as BIND 10 did on EOF
 
     @override
@@ -227,9 +230,12 @@ class _Connection(asyncio.Protocol):
             core = self.daemon.core
             if exc is not None and self.cid in core.clients:
                 core.events.event(
-                    "connection_errors", logging.INFO, "msgq: %s connection lost: %s",
-                    core.lname(self.cid), exc,
-                )  # fmt: skip
+                    "connection_errors",
+                    logging.INFO,
+                    "msgq: %s connection lost: %s",
+                    core.lname(self.cid),
+                    exc,
+                )
             core.disconnect(self.cid)
             self.daemon._conns.pop(self.cid, None)
 
@@ -259,18 +265,24 @@ class _Connection(asyncio.Protocol):
                 counters.queue_drops += 1
                 if not self.dropping:
                     daemon.core.events.event(
-                        "queue_drops", logging.WARNING,
-                        "msgq: %s is not keeping up (%d bytes, %d frames pending); dropping "
-                        "its messages", lname, pending, len(self.out),
-                    )  # fmt: skip
+                        "queue_drops",
+                        logging.WARNING,
+                        "msgq: %s is not keeping up (%d bytes, %d frames pending); dropping its messages",
+                        lname,
+                        pending,
+                        len(self.out),
+                    )
                     self.dropping = True
                 return
             counters.slow_disconnects += 1
             daemon.core.events.event(
-                "slow_disconnects", logging.WARNING,
+                "slow_disconnects",
+                logging.WARNING,
                 "msgq: %s is not keeping up (%d bytes, %d frames pending); disconnecting",
-                lname, pending, len(self.out),
-            )  # fmt: skip
+                lname,
+                pending,
+                len(self.out),
+            )
             self.abort()
             return
         self.dropping = False
@@ -394,8 +406,7 @@ class MsgqDaemon:
         log.info(
             "msgq listening on %s",
             ", ".join(
-                ([self.socket_file] if self.socket_file else [])
-                + [f"tcp/{h}:{p}" for h, p in self.tcp_addresses]
+                ([self.socket_file] if self.socket_file else []) + [f"tcp/{h}:{p}" for h, p in self.tcp_addresses]
             ),
         )
 
@@ -404,9 +415,7 @@ class MsgqDaemon:
         parent = os.path.dirname(path)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        server = await asyncio.get_running_loop().create_unix_server(
-            lambda: _Connection(self), path, backlog=1024
-        )
+        server = await asyncio.get_running_loop().create_unix_server(lambda: _Connection(self), path, backlog=1024)
         self._servers.append(server)
         info = os.stat(path)
         self._socket_inode = (info.st_dev, info.st_ino)
@@ -503,10 +512,13 @@ class MsgqDaemon:
                     lname = core.lname(conn.cid) if conn.cid in core.clients else "?"
                     core.counters.stalled_disconnects += 1
                     core.events.event(
-                        "stalled_disconnects", logging.WARNING,
+                        "stalled_disconnects",
+                        logging.WARNING,
                         "msgq: %s read nothing of %d pending bytes for %g s; disconnecting",
-                        lname, conn.out.pending(conn._in_transport()), self.slow_reader_timeout,
-                    )  # fmt: skip
+                        lname,
+                        conn.out.pending(conn._in_transport()),
+                        self.slow_reader_timeout,
+                    )
                     conn.abort()
         finally:
             self._schedule_tick()

@@ -150,9 +150,7 @@ class Dialect(StrEnum):
     BIND10 = "bind10"
 
 
-SkanValue: TypeAlias = (
-    None | bool | int | float | str | bytes | list["SkanValue"] | dict[str, "SkanValue"]
-)
+SkanValue: TypeAlias = None | bool | int | float | str | bytes | list["SkanValue"] | dict[str, "SkanValue"]
 """What :func:`decode` returns inside the top-level dict."""
 
 
@@ -354,9 +352,7 @@ def _tylen(itype: int, length: int) -> bytes:
 class _Writer:
     __slots__ = ("default", "max_depth", "seed")
 
-    def __init__(
-        self, dialect: Dialect, default: Callable[[Any], Any] | None, max_depth: int
-    ) -> None:
+    def __init__(self, dialect: Dialect, default: Callable[[Any], Any] | None, max_depth: int) -> None:
         self.seed = dialect == Dialect.SEED
         self.default = default
         self.max_depth = max_depth
@@ -370,9 +366,7 @@ class _Writer:
             except UnicodeEncodeError:
                 raise SkanEncodeError(f"hash key {key!r} is not valid UTF-8 text") from None
             if len(tag) > MAX_TAG_LENGTH:
-                raise SkanEncodeError(
-                    f"hash key of {len(tag)} bytes exceeds {MAX_TAG_LENGTH} bytes"
-                )
+                raise SkanEncodeError(f"hash key of {len(tag)} bytes exceeds {MAX_TAG_LENGTH} bytes")
             if not tag and self.seed:
                 raise SkanEncodeError("the seed dialect forbids an empty hash key")
             parts.append(bytes((len(tag),)))

@@ -29,9 +29,7 @@ def _matching_pairs(data_keys: DataFrame, sub_keys: list[str]) -> DataFrame:
     )
 
 
-def match_keys_batches(
-    batches: Iterator[pa.RecordBatch], sub_keys: tuple[str, ...]
-) -> Iterator[pa.RecordBatch]:
+def match_keys_batches(batches: Iterator[pa.RecordBatch], sub_keys: tuple[str, ...]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: for each data key, the subscription keys it intersects."""
     import pyarrow as pa
 
@@ -75,9 +73,7 @@ def delivery_audit(
     """
     from pyspark.sql import functions as F
 
-    data = messages.where(
-        (F.col("msg_type") == "push") & (F.col("direction") == "rx")
-    ).select(
+    data = messages.where((F.col("msg_type") == "push") & (F.col("direction") == "rx")).select(
         "seq",
         "run",
         "time_ns",
@@ -87,18 +83,12 @@ def delivery_audit(
         "body_type",
     )
     actual = (
-        messages.where(
-            (F.col("msg_type") == "push")
-            & (F.col("direction") == "tx")
-            & (F.col("cause") >= 0)
-        )
+        messages.where((F.col("msg_type") == "push") & (F.col("direction") == "tx") & (F.col("cause") >= 0))
         .groupBy(F.col("cause").alias("seq"))
         .agg(F.array_sort(F.collect_set("link")).alias("sent_to"))
     )
     routed = routes.groupBy(F.col("cause").alias("seq")).agg(
-        F.array_sort(
-            F.array_distinct(F.flatten(F.collect_list("expected_links")))
-        ).alias("route_expected")
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("expected_links")))).alias("route_expected")
     )
     is_sub = (F.col("kind") == "subscriber") & (F.col("direction") == "rx")
     if "denied" in declarations.columns:
@@ -110,13 +100,7 @@ def delivery_audit(
         F.col("declare_seq").alias("s_from"),
         F.col("end_seq").alias("s_to"),
     )
-    sub_keys = [
-        r[0]
-        for r in subs.select("s_key")
-        .where(F.col("s_key").isNotNull())
-        .distinct()
-        .collect()
-    ]
+    sub_keys = [r[0] for r in subs.select("s_key").where(F.col("s_key").isNotNull()).distinct().collect()]
     pairs = _matching_pairs(data.select("key").distinct(), sub_keys)
     # Subscriptions come and go: joining each data message with every subscription of
     # its key ever made compared billions of pairs (10M-record recording). Cut the seq
@@ -151,33 +135,21 @@ def delivery_audit(
         & (subs_by_bucket.s_from < candidates.seq)
         & (subs_by_bucket.s_to.isNull() | (subs_by_bucket.s_to > candidates.seq)),
     )
-    recomputed = active.groupBy("seq").agg(
-        F.array_sort(F.collect_set("s_link")).alias("subscribed")
-    )
+    recomputed = active.groupBy("seq").agg(F.array_sort(F.collect_set("s_link")).alias("subscribed"))
     empty = F.array().cast("array<int>")
-    audit = (
-        data.join(actual, "seq", "left")
-        .join(routed, "seq", "left")
-        .join(recomputed, "seq", "left")
-    )
+    audit = data.join(actual, "seq", "left").join(routed, "seq", "left").join(recomputed, "seq", "left")
     if links is not None:
         denied = (
             denials(links)
             .groupBy(F.col("cause").alias("seq"))
             .agg(
-                F.collect_set(F.when(F.col("flow") == "ingress", F.col("link"))).alias(
-                    "ingress_links"
-                ),
-                F.collect_set(F.when(F.col("flow") == "egress", F.col("link"))).alias(
-                    "egress_denied"
-                ),
+                F.collect_set(F.when(F.col("flow") == "ingress", F.col("link"))).alias("ingress_links"),
+                F.collect_set(F.when(F.col("flow") == "egress", F.col("link"))).alias("egress_denied"),
             )
         )
         audit = audit.join(denied, "seq", "left")
     else:
-        audit = audit.withColumn("ingress_links", empty).withColumn(
-            "egress_denied", empty
-        )
+        audit = audit.withColumn("ingress_links", empty).withColumn("egress_denied", empty)
     audit = (
         audit.withColumn("has_route", F.col("route_expected").isNotNull())
         .withColumn("sent_to", F.coalesce("sent_to", empty))
@@ -205,15 +177,11 @@ def delivery_audit(
         .withColumn("denied_but_sent", F.array_intersect("sent_to", "denied"))
         .withColumn(
             "missing_vs_route",
-            F.when(
-                F.col("has_route"), F.array_except("route_expected", "sent_to")
-            ).otherwise(empty),
+            F.when(F.col("has_route"), F.array_except("route_expected", "sent_to")).otherwise(empty),
         )
         .withColumn(
             "unexpected_vs_route",
-            F.when(
-                F.col("has_route"), F.array_except("sent_to", "route_expected")
-            ).otherwise(empty),
+            F.when(F.col("has_route"), F.array_except("sent_to", "route_expected")).otherwise(empty),
         )
         .withColumn(
             "route_vs_declarations",
@@ -304,11 +272,7 @@ def audit_verdict(audit: DataFrame) -> dict[str, Any]:
         F.count(F.lit(1)).alias("audited"),
         F.sum(F.when(~F.col("ok"), 1).otherwise(0)).alias("with_differences"),
         F.sum(F.size("missing") + F.size("missing_vs_route")).alias("missing"),
-        F.sum(
-            F.size("unexpected")
-            + F.size("unexpected_vs_route")
-            + F.size("denied_but_sent")
-        ).alias("unexpected"),
+        F.sum(F.size("unexpected") + F.size("unexpected_vs_route") + F.size("denied_but_sent")).alias("unexpected"),
         F.sum(F.size("route_vs_declarations")).alias("route_disagreements"),
         F.sum(F.when(F.col("has_route"), 1).otherwise(0)).alias("with_route"),
         F.sum(F.size("denied")).alias("denied_deliveries"),
@@ -318,15 +282,10 @@ def audit_verdict(audit: DataFrame) -> dict[str, Any]:
     v: dict[str, Any] = {k: int(row[k] or 0) for k in row.asDict()}
     v["passed"] = v["with_differences"] == 0
     if v["passed"]:
-        v["text"] = (
-            f"PASS: all {v['audited']} data messages went exactly where subscribers were"
-        )
+        v["text"] = f"PASS: all {v['audited']} data messages went exactly where subscribers were"
         if v["denied_deliveries"] or v["ingress_denied"]:
             d, i = v["denied_deliveries"], v["ingress_denied"]
-            v["text"] += (
-                f", less what access control denied ({d} deliveries, {i} of the "
-                "messages on the way in)"
-            )
+            v["text"] += f", less what access control denied ({d} deliveries, {i} of the messages on the way in)"
     else:
         v["text"] = (
             f"FAIL: {v['with_differences']} of {v['audited']} data messages differ "

@@ -23,9 +23,7 @@ def _run(args: argparse.Namespace) -> int:
             f"wrote a synthetic recording of {n} records to {args.recording_dir}",
             file=sys.stderr,
         )
-    result = run_pipeline(
-        args.recording_dir, args.output_dir, master=args.master, progress=not args.quiet
-    )
+    result = run_pipeline(args.recording_dir, args.output_dir, master=args.master, progress=not args.quiet)
     print(json.dumps(result, indent=2, default=str))
     return 0
 
@@ -37,15 +35,9 @@ def register_cli(subparsers: Any) -> None:
         description="Decode a pyzenoh recording with Spark and write the messages, traffic, "
         "queries, declarations and delivery-audit tables as Parquet, plus report.html.",
     )
-    p.add_argument(
-        "recording_dir", metavar="RECORDING_DIR", help="directory of seg-*.mcap files"
-    )
-    p.add_argument(
-        "output_dir", metavar="OUTPUT_DIR", help="where the tables and report go"
-    )
-    p.add_argument(
-        "--master", help="Spark master URL (default: local[*], or spark-submit's)"
-    )
+    p.add_argument("recording_dir", metavar="RECORDING_DIR", help="directory of seg-*.mcap files")
+    p.add_argument("output_dir", metavar="OUTPUT_DIR", help="where the tables and report go")
+    p.add_argument("--master", help="Spark master URL (default: local[*], or spark-submit's)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument(
         "--generate",

@@ -97,11 +97,7 @@ def _index_tiles(buf: np.ndarray, offsets: dict[int, np.ndarray]) -> bool:
     head = buf[starts[:, None] + np.arange(fmt.RECORD_HEAD.size)]
     op = head[:, 0]
     length = head[:, 1:].copy().view("<u8").reshape(len(starts))
-    if (
-        np.any(op != fmt.OP_MESSAGE)
-        or np.any(length > size)
-        or np.any(length < fmt.MESSAGE_FIXED_LEN)
-    ):
+    if np.any(op != fmt.OP_MESSAGE) or np.any(length > size) or np.any(length < fmt.MESSAGE_FIXED_LEN):
         return False
     ends = starts + fmt.RECORD_HEAD.size + length.astype(np.int64)
     if np.any(ends[:-1] != starts[1:]) or ends[-1] != size:
@@ -109,9 +105,7 @@ def _index_tiles(buf: np.ndarray, offsets: dict[int, np.ndarray]) -> bool:
     for channel, where in offsets.items():  # sorted within their channel, as written
         if len(where) > 1 and np.any(np.diff(where) <= 0):
             return False
-        if len(where) and np.any(
-            buf[where[:, None] + np.arange(9, 11)].copy().view("<u2") != channel
-        ):
+        if len(where) and np.any(buf[where[:, None] + np.arange(9, 11)].copy().view("<u2") != channel):
             return False
     return True
 
@@ -150,9 +144,7 @@ def _link_columns(
     return out
 
 
-def _template_columns(
-    raw: pa.Array, types: list[pa.DataType]
-) -> tuple[dict[int, pa.Array], pa.Array | None]:
+def _template_columns(raw: pa.Array, types: list[pa.DataType]) -> tuple[dict[int, pa.Array], pa.Array | None]:
     """The decoded columns of every row (by column position), and the template's key.
 
     Each distinct message is decoded once: common-shape PUSHes all together
@@ -163,9 +155,7 @@ def _template_columns(
     fast, fast_columns = push_columns(distinct)
     slow = np.flatnonzero(~fast)
     n_fast = len(distinct) - len(slow)
-    templates = [
-        R.decode_template(m) for m in distinct.take(pa.array(slow)).to_pylist()
-    ]
+    templates = [R.decode_template(m) for m in distinct.take(pa.array(slow)).to_pylist()]
     by_column = list(zip(*templates, strict=True)) if templates else []
     # Where each distinct message's values sit once fast and slow ones are concatenated.
     position = np.empty(len(distinct), dtype=np.int32)
@@ -190,9 +180,9 @@ def _template_columns(
     key = None
     if present:
         # One take spreads every column's distinct values to all of their rows.
-        spread = pa.RecordBatch.from_arrays(
-            arrays, names=[str(c) for c in present]
-        ).take(pa.array(position[encoded.indices.to_numpy()]))
+        spread = pa.RecordBatch.from_arrays(arrays, names=[str(c) for c in present]).take(
+            pa.array(position[encoded.indices.to_numpy()])
+        )
         for c, column in zip(present, spread.columns, strict=True):
             if c == R.C_KEY:
                 key = column
@@ -276,9 +266,7 @@ def chunk_rows(
 
     types = [f.type for f in schema]
     new_links = dict(links)
-    zid, whatami, remote = _link_columns(
-        memoryview(records), link_offsets, rows, head["link"], new_links
-    )
+    zid, whatami, remote = _link_columns(memoryview(records), link_offsets, rows, head["link"], new_links)
     time_ns = head["log_time"].astype(np.int64)
     columns = (
         pa.array(np.full(n, seg, dtype=np.int32)),
@@ -308,10 +296,7 @@ def rows_batch(parts: list[ChunkRows], schema: pa.Schema) -> pa.RecordBatch:
         fixed = list(one.columns)
         key, raw = one.key, one.raw
     else:
-        fixed = [
-            pa.concat_arrays([p.columns[i] for p in parts])
-            for i in range(len(parts[0].columns))
-        ]
+        fixed = [pa.concat_arrays([p.columns[i] for p in parts]) for i in range(len(parts[0].columns))]
         key = pa.concat_arrays([p.key for p in parts])
         raw = pa.concat_arrays([p.raw for p in parts])
     decoded, template_key = _template_columns(raw, types)
@@ -322,7 +307,5 @@ def rows_batch(parts: list[ChunkRows], schema: pa.Schema) -> pa.RecordBatch:
         *fixed,
         *(key if c == R.C_KEY else decoded[c] for c in range(R.C_MSG, R.N_COLUMNS)),
     ]
-    arrays = [
-        a if a.type == t else a.cast(t) for a, t in zip(columns, types, strict=True)
-    ]
+    arrays = [a if a.type == t else a.cast(t) for a, t in zip(columns, types, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -47,17 +47,42 @@ _REPORT_DDL = "slice INT, rows BIGINT, file STRING"
 # the columns people filter on: writing statistics for all 51 columns doubled the cost.
 _DICTIONARY_COLUMNS = frozenset(
     {
-        "zid", "whatami", "remote", "direction", "msg_type", "body_type", "key",
-        "encoding", "source_zid", "target", "consolidation", "reply_kind",
-        "responder_zid", "decl_kind", "decl_op", "interest_mode", "event", "reason",
+        "zid",
+        "whatami",
+        "remote",
+        "direction",
+        "msg_type",
+        "body_type",
+        "key",
+        "encoding",
+        "source_zid",
+        "target",
+        "consolidation",
+        "reply_kind",
+        "responder_zid",
+        "decl_kind",
+        "decl_op",
+        "interest_mode",
+        "event",
+        "reason",
     }
-)  # fmt: skip
+)
 _STATISTICS_COLUMNS = frozenset(
     {
-        "seg", "rec", "run", "seq", "time_ns", "timestamp", "link", "msg_type", "key",
-        "request_id", "cause", "event",
+        "seg",
+        "rec",
+        "run",
+        "seq",
+        "time_ns",
+        "timestamp",
+        "link",
+        "msg_type",
+        "key",
+        "request_id",
+        "cause",
+        "event",
     }
-)  # fmt: skip
+)
 
 
 def _writer_options(schema: pa.Schema) -> dict[str, Any]:
@@ -68,9 +93,7 @@ def _writer_options(schema: pa.Schema) -> dict[str, Any]:
     }
 
 
-def write_batches(
-    batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: str
-) -> int:
+def write_batches(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: str) -> int:
     """Write ``batches`` as one Parquet file at ``path`` (atomically: a temporary name,
     then a rename); return the number of rows."""
     import pyarrow as pa
@@ -129,9 +152,7 @@ class _SliceWriter:
                     schema,
                     os.path.join(self.staging, name),
                 )
-                yield pa.RecordBatch.from_pylist(
-                    [{"slice": index, "rows": rows, "file": name}], schema=report
-                )
+                yield pa.RecordBatch.from_pylist([{"slice": index, "rows": rows, "file": name}], schema=report)
 
 
 def _cores(spark: SparkSession) -> int:
@@ -192,14 +213,10 @@ def export_table(
             )
             done = {int(r["slice"]): int(r["rows"]) for r in reports}
             if sorted(done) != list(range(len(slices))):
-                raise RuntimeError(
-                    f"export of {table}: {len(slices) - len(done)} slices did not report"
-                )
+                raise RuntimeError(f"export of {table}: {len(slices) - len(done)} slices did not report")
             total = sum(done.values())
         else:  # an empty table is still a readable table
-            total = write_batches(
-                iter(()), R.arrow_schema(ddl), str(staging / part_name(0))
-            )
+            total = write_batches(iter(()), R.arrow_schema(ddl), str(staging / part_name(0)))
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)

@@ -30,9 +30,7 @@ def byte_ranges(
     else:
         offsets = offsets.astype(np.int32)
     return with_nulls(
-        pa.Array.from_buffers(
-            typ, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-        ),
+        pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]),
         valid,
     )
 

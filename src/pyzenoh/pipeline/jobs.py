@@ -56,10 +56,19 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
-    "AUDIT_BUCKETS", "DEFAULT_QUERY_TIMEOUT_MS", "TABLES", "audit_verdict", "declarations_table",
-    "delivery_audit", "delivery_differences", "match_keys_batches", "queries_table", "run_pipeline",
-    "spark_session", "traffic_table",
-]  # fmt: skip
+    "AUDIT_BUCKETS",
+    "DEFAULT_QUERY_TIMEOUT_MS",
+    "TABLES",
+    "audit_verdict",
+    "declarations_table",
+    "delivery_audit",
+    "delivery_differences",
+    "match_keys_batches",
+    "queries_table",
+    "run_pipeline",
+    "spark_session",
+    "traffic_table",
+]
 
 TABLES = (
     "messages",
@@ -87,9 +96,7 @@ class _Progress:
         self.n += 1
         self._stage_t = time.perf_counter()
         if self.enabled:
-            print(
-                f"[pipeline {self.n}/{_STAGES}] {name} ...", file=sys.stderr, flush=True
-            )
+            print(f"[pipeline {self.n}/{_STAGES}] {name} ...", file=sys.stderr, flush=True)
 
     def done(self, detail: str = "") -> None:
         if self.enabled:
@@ -102,9 +109,7 @@ class _Progress:
             )
 
 
-def spark_session(
-    master: str | None = None, app_name: str = "pyzenoh-pipeline"
-) -> SparkSession:
+def spark_session(master: str | None = None, app_name: str = "pyzenoh-pipeline") -> SparkSession:
     """The active SparkSession, or a new one (``master`` only when given: spark-submit's wins)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -112,9 +117,7 @@ def spark_session(
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    builder = SparkSession.builder.appName(app_name).config(
-        "spark.sql.session.timeZone", "UTC"
-    )
+    builder = SparkSession.builder.appName(app_name).config("spark.sql.session.timeZone", "UTC")
     if master:
         builder = builder.master(master)
     session = builder.getOrCreate()
@@ -206,10 +209,7 @@ def run_pipeline(
         "recording_dir": rec_dir,
         "output_dir": str(out_dir),
         "master": spark.sparkContext.master,
-        "tables": {
-            name: {"path": str(out_dir / name), "rows": counts.get(name, 0)}
-            for name in TABLES
-        },
+        "tables": {name: {"path": str(out_dir / name), "rows": counts.get(name, 0)} for name in TABLES},
         "invalid_messages": invalid,
         "audit": verdict,
         "report": str(report_path),
@@ -217,5 +217,3 @@ def run_pipeline(
     }
     prog.done(f"{result['seconds']} s in all")
     return result
-
-

@@ -41,11 +41,7 @@ def push_columns(messages: pa.Array) -> tuple[np.ndarray, dict[int, pa.Array]]:
         offset=messages.offset * (8 if messages.type == pa.large_binary() else 4),
     ).astype(np.int64)
     body = messages.buffers()[2]
-    data = (
-        np.frombuffer(body, dtype=np.uint8)
-        if body is not None
-        else np.zeros(1, np.uint8)
-    )
+    data = np.frombuffer(body, dtype=np.uint8) if body is not None else np.zeros(1, np.uint8)
     if len(data) == 0:
         data = np.zeros(1, np.uint8)
     start = value_offsets[:-1]
@@ -61,9 +57,7 @@ def push_columns(messages: pa.Array) -> tuple[np.ndarray, dict[int, pa.Array]]:
     zid_of = np.zeros(count, dtype=np.int32)
     zid_names = pa.nulls(0, pa.string())
     if len(stamped):
-        encoded = pc.dictionary_encode(
-            byte_ranges(data, zid_at[stamped], zid_len[stamped])
-        )
+        encoded = pc.dictionary_encode(byte_ranges(data, zid_at[stamped], zid_len[stamped]))
         names = []
         for raw in encoded.dictionary.to_pylist():
             value = int.from_bytes(raw, "little")
@@ -101,15 +95,9 @@ def push_columns(messages: pa.Array) -> tuple[np.ndarray, dict[int, pa.Array]]:
     columns[R.C_EXPRESS] = pa.array((q & 0x10) != 0)
     columns[R.C_PAYLOAD] = byte_ranges(data, payload_at[rows], plen, put)
     columns[R.C_PSIZE] = pa.array(plen.astype(np.int32))
-    columns[R.C_ENC] = _encoding_names().take(
-        pa.array(enc_id[rows].astype(np.int32), mask=~put)
-    )
+    columns[R.C_ENC] = _encoding_names().take(pa.array(enc_id[rows].astype(np.int32), mask=~put))
     columns[R.C_TS] = pa.array(ts_ns.astype(np.int64), mask=~stamp)
-    columns[R.C_TSID] = (
-        zid_names.take(pa.array(zid_of[rows], mask=~stamp))
-        if stamp.any()
-        else pa.nulls(n, pa.string())
-    )
+    columns[R.C_TSID] = zid_names.take(pa.array(zid_of[rows], mask=~stamp)) if stamp.any() else pa.nulls(n, pa.string())
     columns[R.C_KEY] = with_nulls(suffix, (scope[rows] == 0) & (suffix_len[rows] > 0))
     columns[R.C_RAWSIZE] = pa.array((end - start)[rows].astype(np.int32))
     return ok, columns

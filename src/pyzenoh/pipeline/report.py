@@ -81,12 +81,7 @@ def message_rate_plot(spark: SparkSession, out_dir: Path) -> str | None:
     lo, hi = int(bounds[0]), int(bounds[1])
     step = _bucket_ns(hi - lo)
     rows = (
-        messages.groupBy(
-            F.floor((F.col("time_ns") - lo) / step).alias("b"), "direction"
-        )
-        .count()
-        .orderBy("b")
-        .collect()
+        messages.groupBy(F.floor((F.col("time_ns") - lo) / step).alias("b"), "direction").count().orderBy("b").collect()
     )
     fig = _figure()
     ax = fig.add_subplot()
@@ -103,9 +98,7 @@ def message_rate_plot(spark: SparkSession, out_dir: Path) -> str | None:
     return _png(fig)
 
 
-def top_keys_plot(
-    spark: SparkSession, out_dir: Path
-) -> tuple[str | None, list[tuple[str, int, int]]]:
+def top_keys_plot(spark: SparkSession, out_dir: Path) -> tuple[str | None, list[tuple[str, int, int]]]:
     from pyspark.sql import functions as F
 
     traffic = spark.read.parquet(str(out_dir / "traffic"))
@@ -125,22 +118,16 @@ def top_keys_plot(
     ax.barh(names, [r["messages"] for r in reversed(top)])
     ax.set_xlabel("messages (received + sent)")
     ax.set_title(f"Top {len(top)} key expressions")
-    return _png(fig), [
-        (r["key"], int(r["messages"]), int(r["bytes"] or 0)) for r in top
-    ]
+    return _png(fig), [(r["key"], int(r["messages"]), int(r["bytes"] or 0)) for r in top]
 
 
-def latency_plot(
-    spark: SparkSession, out_dir: Path
-) -> tuple[str | None, dict[str, Any]]:
+def latency_plot(spark: SparkSession, out_dir: Path) -> tuple[str | None, dict[str, Any]]:
     from pyspark.sql import functions as F
 
     queries = spark.read.parquet(str(out_dir / "queries"))
     stats = queries.groupBy("status").count().collect()
     by_status = {r["status"]: int(r["count"]) for r in stats}
-    sample = (
-        queries.select("first_reply_ms", "final_ms").limit(LATENCY_SAMPLE).collect()
-    )
+    sample = queries.select("first_reply_ms", "final_ms").limit(LATENCY_SAMPLE).collect()
     first = [r[0] for r in sample if r[0] is not None]
     final = [r[1] for r in sample if r[1] is not None]
     if not first and not final:
@@ -188,13 +175,7 @@ def declarations_plot(spark: SparkSession, out_dir: Path) -> str | None:
     ends = decl.where(F.col("end_ns").isNotNull()).select(
         "kind", F.floor((F.col("end_ns") - lo) / step).alias("b"), F.lit(-1).alias("d")
     )
-    rows = (
-        starts.unionByName(ends)
-        .groupBy("kind", "b")
-        .agg(F.sum("d").alias("d"))
-        .orderBy("b")
-        .collect()
-    )
+    rows = starts.unionByName(ends).groupBy("kind", "b").agg(F.sum("d").alias("d")).orderBy("b").collect()
     fig = _figure()
     ax = fig.add_subplot()
     for kind in sorted({r["kind"] for r in rows}):
@@ -215,10 +196,7 @@ def declarations_plot(spark: SparkSession, out_dir: Path) -> str | None:
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-        for row in rows
-    )
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -231,17 +209,13 @@ img { max-width: 100%; }
 """
 
 
-def write_report(
-    spark: SparkSession, out_dir: Path, verdict: dict[str, Any], counts: dict[str, int]
-) -> Path:
+def write_report(spark: SparkSession, out_dir: Path, verdict: dict[str, Any], counts: dict[str, int]) -> Path:
     """Build ``out_dir/report.html`` from the Parquet tables already written there."""
     from pyspark.sql import functions as F
 
     parts: list[str] = ["<h1>pyzenoh traffic report</h1>"]
     css = "pass" if verdict.get("passed") else "fail"
-    parts.append(
-        f'<h2>Routing audit</h2><p class="{css}"><b>{html.escape(str(verdict.get("text", "")))}</b></p>'
-    )
+    parts.append(f'<h2>Routing audit</h2><p class="{css}"><b>{html.escape(str(verdict.get("text", "")))}</b></p>')
     parts.append(
         _table(
             ["measure", "value"],
@@ -255,9 +229,7 @@ def write_report(
         .collect()
     )
     if diffs:
-        parts.append(
-            f"<h3>Differences (first {len(diffs)}; all in delivery_differences)</h3>"
-        )
+        parts.append(f"<h3>Differences (first {len(diffs)}; all in delivery_differences)</h3>")
         parts.append(
             _table(
                 ["seq", "time", "key", "from face", "face", "kind", "explanation"],
@@ -295,16 +267,9 @@ def write_report(
     parts.append("<h2>Tables</h2>")
     parts.append(_table(["table", "rows"], [[k, v] for k, v in counts.items()]))
     messages = spark.read.parquet(str(out_dir / "messages"))
-    kinds = (
-        messages.groupBy("msg_type", "direction")
-        .count()
-        .orderBy("msg_type", "direction")
-        .collect()
-    )
+    kinds = messages.groupBy("msg_type", "direction").count().orderBy("msg_type", "direction").collect()
     parts.append("<h3>Messages by type</h3>")
-    parts.append(
-        _table(["type", "direction", "messages"], [[r[0], r[1], r[2]] for r in kinds])
-    )
+    parts.append(_table(["type", "direction", "messages"], [[r[0], r[1], r[2]] for r in kinds]))
 
     parts.append("<h2>Message rate</h2>")
     rate = message_rate_plot(spark, out_dir)
@@ -314,9 +279,7 @@ def write_report(
     top_png, top = top_keys_plot(spark, out_dir)
     if top_png:
         parts.append(_img(top_png, "top keys"))
-        parts.append(
-            _table(["key", "messages", "payload bytes"], [list(t) for t in top])
-        )
+        parts.append(_table(["key", "messages", "payload bytes"], [list(t) for t in top]))
     else:
         parts.append("<p>No keyed traffic.</p>")
 
@@ -324,23 +287,15 @@ def write_report(
     lat_png, lat = latency_plot(spark, out_dir)
     if lat:
         parts.append(_table(["measure", "value"], [[k, v] for k, v in lat.items()]))
-    parts.append(
-        _img(lat_png, "query latency") if lat_png else "<p>No answered queries.</p>"
-    )
+    parts.append(_img(lat_png, "query latency") if lat_png else "<p>No answered queries.</p>")
 
     parts.append("<h2>Declarations</h2>")
     decl_png = declarations_plot(spark, out_dir)
-    parts.append(
-        _img(decl_png, "declarations over time")
-        if decl_png
-        else "<p>No declarations.</p>"
-    )
+    parts.append(_img(decl_png, "declarations over time") if decl_png else "<p>No declarations.</p>")
     links = (
         links_table.where(F.col("event") != "denied")
         .orderBy("seq")
-        .select(
-            "timestamp", "event", "run", "link", "zid", "whatami", "remote", "reason"
-        )
+        .select("timestamp", "event", "run", "link", "zid", "whatami", "remote", "reason")
         .limit(200)
         .collect()
     )
@@ -354,9 +309,7 @@ def write_report(
         )
     tokens = (
         spark.read.parquet(str(out_dir / "declarations"))
-        .where(
-            (F.col("kind") == "token") & (F.col("direction") == "rx") & ~F.col("denied")
-        )
+        .where((F.col("kind") == "token") & (F.col("direction") == "rx") & ~F.col("denied"))
         .orderBy("declare_seq")
         .select("key", "link", "declared_at", "ended_at", "end_reason", "lifetime_ms")
         .limit(100)
@@ -373,9 +326,7 @@ def write_report(
 
     doc = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>pyzenoh traffic report</title><style>{_CSS}</style></head><body>"
-        + "\n".join(parts)
-        + "</body></html>"
+        f"<title>pyzenoh traffic report</title><style>{_CSS}</style></head><body>" + "\n".join(parts) + "</body></html>"
     )
     path = out_dir / "report.html"
     path.write_text(doc, encoding="utf-8")

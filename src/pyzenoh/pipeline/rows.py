@@ -45,9 +45,7 @@ if TYPE_CHECKING:
 # Rows per Arrow batch handed to Spark.
 BATCH_ROWS = 8192
 
-_POSITION = (
-    "seg INT, rec BIGINT, run INT, seq BIGINT, time_ns BIGINT, timestamp TIMESTAMP"
-)
+_POSITION = "seg INT, rec BIGINT, run INT, seq BIGINT, time_ns BIGINT, timestamp TIMESTAMP"
 
 MESSAGES_DDL = ", ".join(  # noqa: FLY002 - one line per group of columns
     [
@@ -91,12 +89,52 @@ N_COLUMNS = _N = len(MESSAGE_COLUMNS)
 _I = {name: i for i, name in enumerate(MESSAGE_COLUMNS)}
 # Column positions used when filling a row (plain ints: the loop below is hot).
 (
-    C_LINK, C_ZID, C_WHATAMI, C_REMOTE, C_DIRECTION, C_CAUSE, C_MSG, C_BODY, C_KEY,
-    C_SCOPE, C_SUFFIX, C_MAPPING, C_PRIO, C_BLOCK, C_EXPRESS, C_PAYLOAD, C_PSIZE, C_ENC,
-    C_ATT, C_TS, C_TSID, C_SRCZID, C_SRCEID, C_RID, C_TARGET, C_CONS, C_PARAMS, C_BUDGET,
-    C_TIMEOUT, C_RKIND, C_RZID, C_REID, C_DKIND, C_DOP, C_EID, C_QCOMPLETE, C_QDIST,
-    C_IID, C_IMODE, C_IOPTS, C_IAGG, C_OAM, C_RAWSIZE, C_RAW, C_ERROR,
-) = (_I[c] for c in MESSAGE_COLUMNS[6:])  # fmt: skip
+    C_LINK,
+    C_ZID,
+    C_WHATAMI,
+    C_REMOTE,
+    C_DIRECTION,
+    C_CAUSE,
+    C_MSG,
+    C_BODY,
+    C_KEY,
+    C_SCOPE,
+    C_SUFFIX,
+    C_MAPPING,
+    C_PRIO,
+    C_BLOCK,
+    C_EXPRESS,
+    C_PAYLOAD,
+    C_PSIZE,
+    C_ENC,
+    C_ATT,
+    C_TS,
+    C_TSID,
+    C_SRCZID,
+    C_SRCEID,
+    C_RID,
+    C_TARGET,
+    C_CONS,
+    C_PARAMS,
+    C_BUDGET,
+    C_TIMEOUT,
+    C_RKIND,
+    C_RZID,
+    C_REID,
+    C_DKIND,
+    C_DOP,
+    C_EID,
+    C_QCOMPLETE,
+    C_QDIST,
+    C_IID,
+    C_IMODE,
+    C_IOPTS,
+    C_IAGG,
+    C_OAM,
+    C_RAWSIZE,
+    C_RAW,
+    C_ERROR,
+) = (_I[c] for c in MESSAGE_COLUMNS[6:])
 
 _TARGETS = {0: "best_matching", 1: "all", 2: "all_complete"}
 _CONSOLIDATION = {0: "auto", 1: "none", 2: "monotonic", 3: "latest"}
@@ -240,9 +278,7 @@ def _fill(row: list[Any], msg: object) -> None:
             row[C_EID] = b.expr_id
         elif not isinstance(b, DeclareFinal):
             row[C_EID] = b.entity_id
-        if isinstance(
-            b, DeclareKeyExpr | DeclareSubscriber | DeclareQueryable | DeclareToken
-        ):
+        if isinstance(b, DeclareKeyExpr | DeclareSubscriber | DeclareQueryable | DeclareToken):
             _wire(row, b.wire_expr)
         if isinstance(b, DeclareQueryable):
             row[C_QCOMPLETE] = b.complete
@@ -361,9 +397,7 @@ def _codec_template(raw: bytes) -> tuple[Any, ...]:
     except Exception as exc:  # noqa: BLE001 - a codec bug must not kill the job either
         row = _invalid(row, f"decoder failure: {type(exc).__name__}: {exc}", raw)
     if row[C_SCOPE] == 0 and row[C_SUFFIX]:
-        row[C_KEY] = row[
-            C_SUFFIX
-        ]  # an unscoped wire key is the full key (the record's wins)
+        row[C_KEY] = row[C_SUFFIX]  # an unscoped wire key is the full key (the record's wins)
     return tuple(row)
 
 
@@ -426,8 +460,25 @@ def link_row(
     message: str | None = None,
     key: str | None = None,
 ) -> tuple[Any, ...]:
-    return (seg, rec, run, seq, time_ns, time_ns // 1000, event, link, zid, whatami, remote,
-            reason, carried, cause, flow, message, key)  # fmt: skip
+    return (
+        seg,
+        rec,
+        run,
+        seq,
+        time_ns,
+        time_ns // 1000,
+        event,
+        link,
+        zid,
+        whatami,
+        remote,
+        reason,
+        carried,
+        cause,
+        flow,
+        message,
+        key,
+    )
 
 
 class BatchBuilder:
@@ -451,10 +502,7 @@ class BatchBuilder:
 
         rows, self.rows = self.rows, []
         columns = list(zip(*rows, strict=True))
-        arrays = [
-            pa.array(col, type=field.type)
-            for col, field in zip(columns, self.schema, strict=True)
-        ]
+        arrays = [pa.array(col, type=field.type) for col, field in zip(columns, self.schema, strict=True)]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 

@@ -76,38 +76,26 @@ class _Columns:
     def __init__(self, options: Any, schema: StructType) -> None:
         endpoint = options.get("connect")
         if not endpoint:
-            raise UsageError(
-                'the pyzenoh sink needs .option("connect", "tcp/HOST:PORT")'
-            )
+            raise UsageError('the pyzenoh sink needs .option("connect", "tcp/HOST:PORT")')
         self.endpoint = str(endpoint)
         names = set(schema.fieldNames())
         self.key = str(options.get("keyColumn", "key"))
         self.payload = str(options.get("payloadColumn", "payload"))
         enc = options.get("encodingColumn")
-        self.encoding: str | None = (
-            str(enc) if enc else ("encoding" if "encoding" in names else None)
-        )
+        self.encoding: str | None = str(enc) if enc else ("encoding" if "encoding" in names else None)
         for col in (self.key, self.payload, self.encoding):
             if col is not None and col not in names:
-                raise UsageError(
-                    f"the pyzenoh sink needs a column {col!r}; the data has {sorted(names)}"
-                )
+                raise UsageError(f"the pyzenoh sink needs a column {col!r}; the data has {sorted(names)}")
 
 
-def publish_batches(
-    cols: _Columns, batches: Iterator[pa.RecordBatch]
-) -> PublishedCommit:
+def publish_batches(cols: _Columns, batches: Iterator[pa.RecordBatch]) -> PublishedCommit:
     published = skipped = 0
     pub = _open_publisher(cols.endpoint)
     try:
         for batch in batches:
             keys = batch.column(cols.key).to_pylist()
             payloads = batch.column(cols.payload).to_pylist()
-            encodings = (
-                batch.column(cols.encoding).to_pylist()
-                if cols.encoding
-                else [None] * len(keys)
-            )
+            encodings = batch.column(cols.encoding).to_pylist() if cols.encoding else [None] * len(keys)
             for key, payload, enc in zip(keys, payloads, encodings, strict=True):
                 if key is None:
                     skipped += 1

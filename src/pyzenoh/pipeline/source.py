@@ -131,15 +131,11 @@ class SegmentCatalog:
                     chunk = info.chunks[k]
                     if chunk.links:
                         _apply_links(current, read_chunk(f, chunk, verify=False))
-                    states.append(
-                        tuple((lid, *v) for lid, v in sorted(current.items()))
-                    )
+                    states.append(tuple((lid, *v) for lid, v in sorted(current.items())))
             return states[chunk_index]
 
 
-def _apply_links(
-    state: dict[int, tuple[str | None, str | None, str | None]], records: memoryview
-) -> None:
+def _apply_links(state: dict[int, tuple[str | None, str | None, str | None]], records: memoryview) -> None:
     try:
         entries = fmt.iter_chunk_messages(records)
     except DecodeError:
@@ -229,9 +225,7 @@ def earliest(segments: Sequence[SegmentInfo]) -> tuple[int, int]:
     return (segments[0].number, 0) if segments else (0, 0)
 
 
-def _resolve(
-    value: str | None, segments: Sequence[SegmentInfo], channel: int, default: str
-) -> tuple[int, int]:
+def _resolve(value: str | None, segments: Sequence[SegmentInfo], channel: int, default: str) -> tuple[int, int]:
     value = (value or default).strip()
     if value == "earliest":
         return earliest(segments)
@@ -283,9 +277,7 @@ def plan_slices(
     return out
 
 
-def _slice(
-    catalog: SegmentCatalog, info: SegmentInfo, channel: int, a: int, b: int
-) -> SegmentSlice:
+def _slice(catalog: SegmentCatalog, info: SegmentInfo, channel: int, a: int, b: int) -> SegmentSlice:
     chunks: list[tuple[int, int, int, int, int]] = []
     first_index = -1
     ordinal = 0
@@ -294,24 +286,18 @@ def _slice(
         if first_index < 0 and n > 0 and ordinal + n > a:
             first_index = k
         if first_index >= 0:  # later chunks too, even without our records: link events
-            chunks.append(
-                (chunk.records_at, chunk.records_len, ordinal, chunk.end, chunk.crc)
-            )
+            chunks.append((chunk.records_at, chunk.records_len, ordinal, chunk.end, chunk.crc))
         ordinal += n
         if ordinal >= b:
             break
     links = catalog.links_before(info, first_index) if first_index >= 0 else ()
-    return SegmentSlice(
-        info.path, info.number, info.run, channel, a, b, tuple(chunks), links
-    )
+    return SegmentSlice(info.path, info.number, info.run, channel, a, b, tuple(chunks), links)
 
 
 # --- executor side: records -> Arrow ---------------------------------------------------------
 
 
-def read_slice(
-    part: SegmentSlice, schema: pa.Schema, batch_rows: int = R.BATCH_ROWS
-) -> Iterator[pa.RecordBatch]:
+def read_slice(part: SegmentSlice, schema: pa.Schema, batch_rows: int = R.BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """Decode one slice into Arrow batches of ``schema``."""
     if part.channel == fmt.CH_NET and schema == _messages_schema():
         return _message_batches(part, schema, batch_rows)
@@ -331,9 +317,7 @@ def _read_group(f: BinaryIO, path: str, records_at: int, group_end: int) -> byte
     return data
 
 
-def _message_batches(
-    part: SegmentSlice, schema: pa.Schema, batch_rows: int
-) -> Iterator[pa.RecordBatch]:
+def _message_batches(part: SegmentSlice, schema: pa.Schema, batch_rows: int) -> Iterator[pa.RecordBatch]:
     """The ``messages`` slice, chunk by chunk: columnar where the chunk is intact and its
     index agrees (:mod:`.columnar`, several chunks to a batch), record by record
     otherwise."""
@@ -373,9 +357,7 @@ def _message_batches(
                 yield rows_batch(pending, schema)
                 pending, held = [], 0
             if rows is None:
-                yield from R.rows_to_batches(
-                    _chunk_rows(part, records, first, links), schema, batch_rows
-                )
+                yield from R.rows_to_batches(_chunk_rows(part, records, first, links), schema, batch_rows)
     if pending:
         yield rows_batch(pending, schema)
 
@@ -410,9 +392,7 @@ def _chunk_rows(
         entries = fmt.iter_chunk_messages(mv)
     except DecodeError as exc:
         if want == fmt.CH_NET and start <= ordinal < stop:
-            yield R.invalid_row(
-                seg, ordinal, run, -1, 0, -1, f"corrupt chunk: {exc}", bytes(mv[:256])
-            )
+            yield R.invalid_row(seg, ordinal, run, -1, 0, -1, f"corrupt chunk: {exc}", bytes(mv[:256]))
         return
     for channel, log_time, a, b in entries:
         lrec = None
@@ -441,14 +421,21 @@ def _chunk_rows(
                     raise DecodeError("log time out of range", a)
                 n = fmt.parse_net(mv[a:b], log_time)
             except DecodeError as exc:
-                yield R.invalid_row(
-                    seg, o, run, -1, log_time, -1, f"bad record: {exc}", bytes(mv[a:b])
-                )
+                yield R.invalid_row(seg, o, run, -1, log_time, -1, f"bad record: {exc}", bytes(mv[a:b]))
                 continue
             yield R.message_row(
-                seg, o, run, n.seq, log_time, n.link, links.get(n.link), n.direction,
-                n.cause, n.key, n.raw,
-            )  # fmt: skip
+                seg,
+                o,
+                run,
+                n.seq,
+                log_time,
+                n.link,
+                links.get(n.link),
+                n.direction,
+                n.cause,
+                n.key,
+                n.raw,
+            )
         elif want == fmt.CH_ROUTE:
             try:
                 r = fmt.parse_route(mv[a:b], log_time)
@@ -457,9 +444,23 @@ def _chunk_rows(
             yield R.route_row(seg, o, run, r.seq, log_time, r.cause, r.key, r.links)
         elif lrec is not None:
             yield R.link_row(
-                seg, o, run, lrec.seq, log_time, lrec.event, lrec.link, lrec.zid, lrec.whatami,
-                lrec.remote, lrec.reason, lrec.carried, lrec.cause, lrec.flow, lrec.message, lrec.key,
-            )  # fmt: skip
+                seg,
+                o,
+                run,
+                lrec.seq,
+                log_time,
+                lrec.event,
+                lrec.link,
+                lrec.zid,
+                lrec.whatami,
+                lrec.remote,
+                lrec.reason,
+                lrec.carried,
+                lrec.cause,
+                lrec.flow,
+                lrec.message,
+                lrec.key,
+            )
 
 
 # --- the Spark classes ------------------------------------------------------------------------
@@ -469,22 +470,15 @@ class _Options:
     def __init__(self, options: Any) -> None:
         path = options.get("path")
         if not path:
-            raise UsageError(
-                'the pyzenoh source needs a recording directory: .load("DIR")'
-            )
+            raise UsageError('the pyzenoh source needs a recording directory: .load("DIR")')
         self.path = str(path)
         self.table = str(options.get("table", "messages")).lower()
         if self.table not in TABLE_CHANNEL:
-            raise UsageError(
-                f"table must be one of {sorted(TABLE_CHANNEL)}, not {self.table!r}"
-            )
+            raise UsageError(f"table must be one of {sorted(TABLE_CHANNEL)}, not {self.table!r}")
         self.channel = TABLE_CHANNEL[self.table]
-        self.max_per_trigger = _positive(
-            options.get("maxRecordsPerTrigger"), "maxRecordsPerTrigger"
-        )
+        self.max_per_trigger = _positive(options.get("maxRecordsPerTrigger"), "maxRecordsPerTrigger")
         self.partition_records = (
-            _positive(options.get("partitionRecords"), "partitionRecords")
-            or DEFAULT_PARTITION_RECORDS
+            _positive(options.get("partitionRecords"), "partitionRecords") or DEFAULT_PARTITION_RECORDS
         )
         self.starting = options.get("startingOffsets")
         self.ending = options.get("endingOffsets")
@@ -513,9 +507,7 @@ class RecordingBatchReader(DataSourceReader):
         segments = cat.refresh()
         start = _resolve(self.opts.starting, segments, self.opts.channel, "earliest")
         end = _resolve(self.opts.ending, segments, self.opts.channel, "latest")
-        slices = plan_slices(
-            cat, segments, self.opts.channel, start, end, self.opts.partition_records
-        )
+        slices = plan_slices(cat, segments, self.opts.channel, start, end, self.opts.partition_records)
         return slices or [InputPartition(None)]
 
     @override
@@ -537,9 +529,7 @@ class RecordingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     @override
     def initialOffset(self) -> dict[str, int]:
         segments = self._segments()
-        return make_offset(
-            *_resolve(self.opts.starting, segments, self.opts.channel, "earliest")
-        )
+        return make_offset(*_resolve(self.opts.starting, segments, self.opts.channel, "earliest"))
 
     @override
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -570,9 +560,7 @@ class RecordingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return make_offset(*advance(segments, self.opts.channel, earliest(segments)))
 
     @override
-    def partitions(
-        self, start: dict[str, int], end: dict[str, int]
-    ) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         cat = catalog_for(self.opts.path)
         segments = cat.refresh()
         return plan_slices(
@@ -607,9 +595,7 @@ class ZenohRecordingDataSource(DataSource):
         table = str(self.options.get("table", "messages")).lower()
         ddl = R.TABLE_DDL.get(table)
         if ddl is None:
-            raise UsageError(
-                f"table must be one of {sorted(R.TABLE_DDL)}, not {table!r}"
-            )
+            raise UsageError(f"table must be one of {sorted(R.TABLE_DDL)}, not {table!r}")
         return R.spark_schema(ddl)
 
     @override
@@ -627,9 +613,7 @@ class ZenohRecordingDataSource(DataSource):
         return ZenohBatchWriter(self.options, schema)
 
     @override
-    def streamWriter(
-        self, schema: StructType, overwrite: bool
-    ) -> DataSourceStreamWriter:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from pyzenoh.pipeline.sink import ZenohStreamWriter
 
         return ZenohStreamWriter(self.options, schema)

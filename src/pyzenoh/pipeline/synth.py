@@ -63,9 +63,7 @@ class _Query:
     rid: int
     seq: int
     key: str
-    pending: set[int] = field(
-        default_factory=set
-    )  # faces that still owe a RESPONSE_FINAL
+    pending: set[int] = field(default_factory=set)  # faces that still owe a RESPONSE_FINAL
 
 
 class SimRouter:
@@ -97,9 +95,7 @@ class SimRouter:
 
     def open(self, link: int, zid: str, whatami: str = "client") -> None:
         self.links[link] = zid
-        self.rec.link_opened(
-            self.now, link, zid, whatami, f"tcp/127.0.0.1:{40000 + link}"
-        )
+        self.rec.link_opened(self.now, link, zid, whatami, f"tcp/127.0.0.1:{40000 + link}")
 
     def close(self, link: int, reason: str = "closed by peer") -> None:
         self.links.pop(link, None)
@@ -112,24 +108,23 @@ class SimRouter:
         return self.rec.message(self.now, link, "rx", key, encode_network_message(msg))
 
     def _tx(self, link: int, key: str | None, msg: NetworkMessage, cause: int) -> int:
-        return self.rec.message(
-            self.now, link, "tx", key, encode_network_message(msg), cause
-        )
+        return self.rec.message(self.now, link, "tx", key, encode_network_message(msg), cause)
 
-    def _denied(
-        self, cause: int, link: int, flow: str, message: str, key: str, rule: str
-    ) -> None:
+    def _denied(self, cause: int, link: int, flow: str, message: str, key: str, rule: str) -> None:
         if self.record_denials:
             self.rec.access_denied(
-                self.now, cause, link, flow, message, key,
+                self.now,
+                cause,
+                link,
+                flow,
+                message,
+                key,
                 f"{flow} {message} denied by rule '{rule}'",
-            )  # fmt: skip
+            )
 
     # -- declarations --------------------------------------------------------------------------
 
-    def declare_subscriber(
-        self, link: int, eid: int, key: str, *, denied_by: str | None = None
-    ) -> int:
+    def declare_subscriber(self, link: int, eid: int, key: str, *, denied_by: str | None = None) -> int:
         """A subscriber declaration; ``denied_by``: access control refuses it (that rule)."""
         seq = self._rx(
             link,
@@ -146,9 +141,7 @@ class SimRouter:
         self.subs.pop((link, eid), None)
         return self._rx(link, None, Declare(UndeclareSubscriber(eid), qos=QOS_DECLARE))
 
-    def declare_queryable(
-        self, link: int, eid: int, key: str, complete: bool = True
-    ) -> int:
+    def declare_queryable(self, link: int, eid: int, key: str, complete: bool = True) -> int:
         self.queryables[(link, eid)] = key
         body = DeclareQueryable(eid, WireExpr(0, key), complete=complete, distance=0)
         return self._rx(link, key, Declare(body, qos=QOS_DECLARE))
@@ -159,9 +152,7 @@ class SimRouter:
 
     def declare_token(self, link: int, eid: int, key: str) -> int:
         self.tokens[(link, eid)] = key
-        seq = self._rx(
-            link, key, Declare(DeclareToken(eid, WireExpr(0, key)), qos=QOS_DECLARE)
-        )
+        seq = self._rx(link, key, Declare(DeclareToken(eid, WireExpr(0, key)), qos=QOS_DECLARE))
         # The router tells the other clients about the token (its own entity ids).
         for other in sorted(self.links):
             if other != link:
@@ -178,9 +169,7 @@ class SimRouter:
         seq = self._rx(link, None, Declare(UndeclareToken(eid), qos=QOS_DECLARE))
         for other in sorted(self.links):
             if other != link:
-                self._tx(
-                    other, None, Declare(UndeclareToken(eid), qos=QOS_DECLARE), seq
-                )
+                self._tx(other, None, Declare(UndeclareToken(eid), qos=QOS_DECLARE), seq)
         return seq
 
     def interest(self, link: int, iid: int, key: str) -> int:
@@ -196,24 +185,14 @@ class SimRouter:
         for (sub_link, eid), sub_key in sorted(self.subs.items()):
             if sub_link != link and self._intersects(sub_key, key):
                 body = DeclareSubscriber(eid, WireExpr(0, sub_key))
-                self._tx(
-                    link, sub_key, Declare(body, interest_id=iid, qos=QOS_DECLARE), seq
-                )
-        self._tx(
-            link, None, Declare(DeclareFinal(), interest_id=iid, qos=QOS_DECLARE), seq
-        )
+                self._tx(link, sub_key, Declare(body, interest_id=iid, qos=QOS_DECLARE), seq)
+        self._tx(link, None, Declare(DeclareFinal(), interest_id=iid, qos=QOS_DECLARE), seq)
         return seq
 
     # -- data --------------------------------------------------------------------------------
 
     def subscribers_for(self, link: int, key: str) -> list[int]:
-        return sorted(
-            {
-                s
-                for (s, _), k in self.subs.items()
-                if s != link and self._intersects(k, key)
-            }
-        )
+        return sorted({s for (s, _), k in self.subs.items() if s != link and self._intersects(k, key)})
 
     def put(
         self,
@@ -255,9 +234,7 @@ class SimRouter:
                 self._denied(seq, face, "egress", "put", key, rule)
         expected = [f for f in expected if f not in denied_out]
         self.rec.route(self.now, seq, key, expected if route is None else route)
-        stamped = Push(
-            WireExpr(0, key), Put(payload, enc, Timestamp.from_ns(self.now, ROUTER_ZID))
-        )
+        stamped = Push(WireExpr(0, key), Put(payload, enc, Timestamp.from_ns(self.now, ROUTER_ZID)))
         out = encode_network_message(stamped)
         for face in sorted((set(expected) - set(drop)) | set(extra)):
             self.rec.message(self.now, face, "tx", key, out, seq)
@@ -282,13 +259,7 @@ class SimRouter:
             timeout_ms=timeout_ms,
         )
         seq = self._rx(link, key, req)
-        faces = sorted(
-            {
-                q
-                for (q, _), k in self.queryables.items()
-                if q != link and self._intersects(k, key)
-            }
-        )
+        faces = sorted({q for (q, _), k in self.queryables.items() if q != link and self._intersects(k, key)})
         q = _Query(link, rid, seq, key, set(faces))
         forwarded: dict[int, int] = {}
         for face in faces:
@@ -297,9 +268,13 @@ class SimRouter:
             forwarded[face] = r
             self._queries[(face, r)] = q
             fwd = Request(
-                r, WireExpr(0, key), Query(Consolidation.LATEST, parameters), qos=QOS_REQUEST,
-                target=target, timeout_ms=timeout_ms,
-            )  # fmt: skip
+                r,
+                WireExpr(0, key),
+                Query(Consolidation.LATEST, parameters),
+                qos=QOS_REQUEST,
+                target=target,
+                timeout_ms=timeout_ms,
+            )
             self._tx(face, key, fwd, seq)
         if not faces:
             self._tx(link, None, ResponseFinal(rid, qos=QOS_REQUEST), seq)
@@ -312,9 +287,7 @@ class SimRouter:
         seq = self._rx(
             face,
             key,
-            Response(
-                router_rid, WireExpr(0, key), body, QOS_REQUEST, responder=responder
-            ),
+            Response(router_rid, WireExpr(0, key), body, QOS_REQUEST, responder=responder),
         )
         self._tx(
             q.querier,
@@ -327,9 +300,7 @@ class SimRouter:
     def reply_err(self, face: int, router_rid: int, payload: bytes) -> int:
         q = self._queries[(face, router_rid)]
         body = Err(payload, Encoding.from_str("text/plain"))
-        seq = self._rx(
-            face, q.key, Response(router_rid, WireExpr(0, q.key), body, QOS_REQUEST)
-        )
+        seq = self._rx(face, q.key, Response(router_rid, WireExpr(0, q.key), body, QOS_REQUEST))
         self._tx(
             q.querier,
             q.key,
@@ -350,9 +321,7 @@ class SimRouter:
         """The per-destination timeout: ERR "Timeout" to the querier, then maybe the final."""
         q = self._queries.pop((face, router_rid))
         responder = EntityGlobalId(ZenohId.from_str(self.links.get(face, "1")), 0)
-        err = Response(
-            q.rid, WireExpr(0, q.key), Err(b"Timeout"), QOS_REQUEST, responder=responder
-        )
+        err = Response(q.rid, WireExpr(0, q.key), Err(b"Timeout"), QOS_REQUEST, responder=responder)
         self._tx(q.querier, q.key, err, q.seq)
         q.pending.discard(face)
         if not q.pending:
@@ -374,11 +343,7 @@ def generate(
     Returns the number of records written (every record takes one seq).
     """
     rnd = random.Random(seed)
-    keys = [
-        f"demo/{room}/{dev}"
-        for room in ("kitchen", "hall", "lab", "roof")
-        for dev in ("temp", "hum", "co2")
-    ]
+    keys = [f"demo/{room}/{dev}" for room in ("kitchen", "hall", "lab", "roof") for dev in ("temp", "hum", "co2")]
     sub_keys = [
         "demo/**",
         "demo/kitchen/*",
@@ -393,9 +358,7 @@ def generate(
         for link in range(1, clients + 1):
             sim.declare_subscriber(link, 1, sub_keys[link % len(sub_keys)])
         sim.declare_queryable(clients, 1, "demo/q/**")
-        payloads = [
-            bytes(rnd.randrange(256) for _ in range(payload_size)) for _ in range(16)
-        ]
+        payloads = [bytes(rnd.randrange(256) for _ in range(payload_size)) for _ in range(16)]
         rid = 0
         token = 0
         limit = n_messages * 4 + 1000  # bounded even when routing fans out little

@@ -19,41 +19,32 @@ def traffic_table(messages: DataFrame) -> DataFrame:
     """Per minute and key (``link`` null), and per minute, key and face."""
     from pyspark.sql import functions as F
 
-    data = messages.where(
-        F.col("key").isNotNull() & F.col("msg_type").isin("push", "request", "response")
-    )
+    data = messages.where(F.col("key").isNotNull() & F.col("msg_type").isin("push", "request", "response"))
     face = F.concat_ws(":", F.col("run").cast("string"), F.col("link").cast("string"))
     rx_push = (F.col("msg_type") == "push") & (F.col("direction") == "rx")
     tx_push = (F.col("msg_type") == "push") & (F.col("direction") == "tx")
-    grouped = data.withColumn("minute", F.date_trunc("minute", "timestamp")).withColumn(
-        "face", face
-    )
+    grouped = data.withColumn("minute", F.date_trunc("minute", "timestamp")).withColumn("face", face)
     aggs = [
         F.count(F.lit(1)).alias("messages"),
-        F.sum(F.when(F.col("msg_type") == "push", 1).otherwise(0)).alias(
-            "data_messages"
-        ),
+        F.sum(F.when(F.col("msg_type") == "push", 1).otherwise(0)).alias("data_messages"),
         F.sum(F.when(F.col("direction") == "rx", 1).otherwise(0)).alias("rx_messages"),
         F.sum(F.when(F.col("direction") == "tx", 1).otherwise(0)).alias("tx_messages"),
-        F.sum(F.coalesce(F.col("payload_size"), F.lit(0)))
-        .cast("long")
-        .alias("payload_bytes"),
-        F.sum(F.when(rx_push, F.col("payload_size")).otherwise(0))
-        .cast("long")
-        .alias("published_bytes"),
+        F.sum(F.coalesce(F.col("payload_size"), F.lit(0))).cast("long").alias("payload_bytes"),
+        F.sum(F.when(rx_push, F.col("payload_size")).otherwise(0)).cast("long").alias("published_bytes"),
         F.sum("raw_size").cast("long").alias("wire_bytes"),
         F.countDistinct(F.when(rx_push, F.col("face"))).alias("publishers"),
         F.countDistinct(F.when(tx_push, F.col("face"))).alias("subscribers_reached"),
     ]
     per_key = grouped.groupBy("minute", "key").agg(*aggs)
     per_key = per_key.select(
-        "minute", "key", F.lit(None).cast("int").alias("run"), F.lit(None).cast("int").alias("link"),
+        "minute",
+        "key",
+        F.lit(None).cast("int").alias("run"),
+        F.lit(None).cast("int").alias("link"),
         *[c for c in per_key.columns if c not in ("minute", "key")],
-    )  # fmt: skip
-    per_link = grouped.groupBy("minute", "key", "run", "link").agg(*aggs)
-    return per_key.unionByName(per_link).orderBy(
-        "minute", "key", F.col("link").asc_nulls_first()
     )
+    per_link = grouped.groupBy("minute", "key", "run", "link").agg(*aggs)
+    return per_key.unionByName(per_link).orderBy("minute", "key", F.col("link").asc_nulls_first())
 
 
 def queries_table(messages: DataFrame) -> DataFrame:
@@ -62,9 +53,7 @@ def queries_table(messages: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     end_ns = messages.agg(F.max("time_ns").alias("recording_end_ns"))
-    q = messages.where(
-        (F.col("msg_type") == "request") & (F.col("direction") == "rx")
-    ).select(
+    q = messages.where((F.col("msg_type") == "request") & (F.col("direction") == "rx")).select(
         F.col("seq").alias("query_seq"),
         "run",
         F.col("link").alias("querier_link"),
@@ -87,11 +76,7 @@ def queries_table(messages: DataFrame) -> DataFrame:
     q = q.withColumn("next_query_seq", F.lead("query_seq").over(w))
 
     dest = (
-        messages.where(
-            (F.col("msg_type") == "request")
-            & (F.col("direction") == "tx")
-            & (F.col("cause") >= 0)
-        )
+        messages.where((F.col("msg_type") == "request") & (F.col("direction") == "tx") & (F.col("cause") >= 0))
         .groupBy(F.col("cause").alias("query_seq"))
         .agg(
             F.count(F.lit(1)).alias("destinations"),
@@ -99,8 +84,7 @@ def queries_table(messages: DataFrame) -> DataFrame:
         )
     )
     answers = messages.where(
-        (F.col("direction") == "tx")
-        & F.col("msg_type").isin("response", "response_final")
+        (F.col("direction") == "tx") & F.col("msg_type").isin("response", "response_final")
     ).select(
         F.col("run").alias("a_run"),
         F.col("link").alias("a_link"),
@@ -125,22 +109,11 @@ def queries_table(messages: DataFrame) -> DataFrame:
     agg = joined.groupBy(*q.columns).agg(
         F.sum(F.when(is_reply, 1).otherwise(0)).alias("replies"),
         F.sum(F.when(is_err, 1).otherwise(0)).alias("errors"),
-        F.max(
-            F.when(is_err & (F.col("a_payload") == F.lit(b"Timeout")), True).otherwise(
-                False
-            )
-        ).alias("timeout_err"),
-        F.min(F.when(F.col("a_type") == "response", F.col("a_ns"))).alias(
-            "first_reply_ns"
-        ),
-        F.min(F.when(F.col("a_type") == "response_final", F.col("a_ns"))).alias(
-            "final_ns"
-        ),
+        F.max(F.when(is_err & (F.col("a_payload") == F.lit(b"Timeout")), True).otherwise(False)).alias("timeout_err"),
+        F.min(F.when(F.col("a_type") == "response", F.col("a_ns"))).alias("first_reply_ns"),
+        F.min(F.when(F.col("a_type") == "response_final", F.col("a_ns"))).alias("final_ns"),
     )
-    deadline_ns = (
-        F.col("start_ns")
-        + F.coalesce(F.col("timeout_ms"), F.lit(DEFAULT_QUERY_TIMEOUT_MS)) * 1_000_000
-    )
+    deadline_ns = F.col("start_ns") + F.coalesce(F.col("timeout_ms"), F.lit(DEFAULT_QUERY_TIMEOUT_MS)) * 1_000_000
     out = agg.join(dest, "query_seq", "left").crossJoin(end_ns)
     late = F.col("final_ns").isNotNull() & (F.col("final_ns") > deadline_ns)
     never = F.col("final_ns").isNull() & (F.col("recording_end_ns") > deadline_ns)
@@ -155,9 +128,7 @@ def queries_table(messages: DataFrame) -> DataFrame:
             "destination_links",
             F.coalesce("destination_links", F.array().cast("array<int>")),
         )
-        .withColumn(
-            "first_reply_ms", (F.col("first_reply_ns") - F.col("start_ns")) / 1e6
-        )
+        .withColumn("first_reply_ms", (F.col("first_reply_ns") - F.col("start_ns")) / 1e6)
         .withColumn("final_ms", (F.col("final_ns") - F.col("start_ns")) / 1e6)
         .withColumn("status", status)
         .withColumn("timed_out", F.col("status") == "timed_out")
@@ -174,9 +145,7 @@ def declarations_table(messages: DataFrame, links: DataFrame) -> DataFrame:
 
     ident = ["run", "link", "direction", "kind", "entity_id"]
     decl = messages.where(
-        (F.col("msg_type") == "declare")
-        & (F.col("decl_op") == "declare")
-        & (F.col("decl_kind") != "final")
+        (F.col("msg_type") == "declare") & (F.col("decl_op") == "declare") & (F.col("decl_kind") != "final")
     ).select(
         F.col("seq").alias("declare_seq"),
         "run",
@@ -218,9 +187,7 @@ def declarations_table(messages: DataFrame, links: DataFrame) -> DataFrame:
         "next_declare_seq",
         F.lead("declare_seq").over(Window.partitionBy(*ident).orderBy("declare_seq")),
     )
-    undecl = messages.where(
-        (F.col("msg_type") == "declare") & (F.col("decl_op") == "undeclare")
-    ).select(
+    undecl = messages.where((F.col("msg_type") == "declare") & (F.col("decl_op") == "undeclare")).select(
         F.col("run").alias("u_run"),
         F.col("link").alias("u_link"),
         F.col("direction").alias("u_dir"),
@@ -252,40 +219,29 @@ def declarations_table(messages: DataFrame, links: DataFrame) -> DataFrame:
     )
     with_c = first_u.join(
         closes,
-        (closes.c_run == first_u.run)
-        & (closes.c_link == first_u.link)
-        & (closes.c_seq > first_u.declare_seq),
+        (closes.c_run == first_u.run) & (closes.c_link == first_u.link) & (closes.c_seq > first_u.declare_seq),
         "left",
     )
     first_c = with_c.groupBy(*first_u.columns).agg(
         F.min("c_seq").alias("link_closed_seq"), F.min("c_ns").alias("link_closed_ns")
     )
     undeclared_first = F.col("undeclare_seq").isNotNull() & (
-        F.col("link_closed_seq").isNull()
-        | (F.col("undeclare_seq") < F.col("link_closed_seq"))
+        F.col("link_closed_seq").isNull() | (F.col("undeclare_seq") < F.col("link_closed_seq"))
     )
     return (
         first_c.withColumn(
             "end_reason",
-            F.when(undeclared_first, "undeclared").when(
-                F.col("link_closed_seq").isNotNull(), "link_closed"
-            ),
+            F.when(undeclared_first, "undeclared").when(F.col("link_closed_seq").isNotNull(), "link_closed"),
         )
         .withColumn(
             "end_seq",
-            F.when(undeclared_first, F.col("undeclare_seq")).otherwise(
-                F.col("link_closed_seq")
-            ),
+            F.when(undeclared_first, F.col("undeclare_seq")).otherwise(F.col("link_closed_seq")),
         )
         .withColumn(
             "end_ns",
-            F.when(undeclared_first, F.col("undeclare_ns")).otherwise(
-                F.col("link_closed_ns")
-            ),
+            F.when(undeclared_first, F.col("undeclare_ns")).otherwise(F.col("link_closed_ns")),
         )
-        .withColumn(
-            "ended_at", F.timestamp_micros((F.col("end_ns") / 1000).cast("long"))
-        )
+        .withColumn("ended_at", F.timestamp_micros((F.col("end_ns") / 1000).cast("long")))
         .withColumn("lifetime_ms", (F.col("end_ns") - F.col("declare_ns")) / 1e6)
         .drop("next_declare_seq")
         .orderBy("declare_seq")

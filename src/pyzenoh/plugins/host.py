@@ -101,9 +101,15 @@ class PluginRecord:
         from pyzenoh import __version__
 
         level = "Normal" if self.state == "Started" else "Error"
-        return {"id": self.name, "name": self.name, "path": self.path, "state": self.state,
-                "version": __version__, "long_version": f"pyzenoh {__version__}",
-                "report": {"level": level, "messages": list(self.messages)}}  # fmt: skip
+        return {
+            "id": self.name,
+            "name": self.name,
+            "path": self.path,
+            "state": self.state,
+            "version": __version__,
+            "long_version": f"pyzenoh {__version__}",
+            "report": {"level": level, "messages": list(self.messages)},
+        }
 
 
 def plugin_section(name: str, section: Any) -> dict[str, Any]:
@@ -147,8 +153,10 @@ class PluginHost:
             try:
                 factory, record.path = registry.factory_of(name)
             except KeyError:
-                raise UsageError(f"plugins/{name}: no built-in plugin or 'pyzenoh.plugins' entry point "
-                                 f"is named '{name}' (available: {', '.join(registry.available())})") from None
+                raise UsageError(
+                    f"plugins/{name}: no built-in plugin or 'pyzenoh.plugins' entry point "
+                    f"is named '{name}' (available: {', '.join(registry.available())})"
+                ) from None
             if "__path__" in record.section:
                 log.warning("plugins/%s/__path__ is not used: pyzenoh plugins are Python packages", name)
             context = PluginContext(self.daemon, name)

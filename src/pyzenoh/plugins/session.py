@@ -122,8 +122,9 @@ class LocalSession:
 
     def open(self) -> None:
         if self.face_id is None:
-            self.face_id = self.daemon.add_local_face(self.face_zid, self._on_send, WhatAmI.CLIENT,
-                                                      name=f"plugin/{self.name}")  # fmt: skip
+            self.face_id = self.daemon.add_local_face(
+                self.face_zid, self._on_send, WhatAmI.CLIENT, name=f"plugin/{self.name}"
+            )
 
     def close(self) -> None:
         face, self.face_id = self.face_id, None
@@ -154,8 +155,9 @@ class LocalSession:
         if self._subs.pop(eid, None) is not None and self.face_id is not None:
             self._input(Declare(UndeclareSubscriber(eid)))
 
-    def declare_queryable(self, key: str, callback: Callable[[LocalQuery], QueryAnswers],
-                          complete: bool = False) -> int:  # fmt: skip
+    def declare_queryable(
+        self, key: str, callback: Callable[[LocalQuery], QueryAnswers], complete: bool = False
+    ) -> int:
         """``callback`` returns the answers, or an awaitable of them (replies then follow
         when it completes; RESPONSE_FINAL waits for it)."""
         eid = next(self._ids)
@@ -169,15 +171,23 @@ class LocalSession:
 
     # --- publications and gets ------------------------------------------------------------
 
-    def put(self, key: str, payload: bytes, encoding: Encoding = Encoding.DEFAULT,
-            timestamp: Timestamp | None = None) -> None:  # fmt: skip
+    def put(
+        self, key: str, payload: bytes, encoding: Encoding = Encoding.DEFAULT, timestamp: Timestamp | None = None
+    ) -> None:
         self._input(Push(WireExpr(0, key, True), Put(payload=payload, encoding=encoding, timestamp=timestamp)))
 
     def delete(self, key: str, timestamp: Timestamp | None = None) -> None:
         self._input(Push(WireExpr(0, key, True), Del(timestamp=timestamp)))
 
-    def get(self, key: str, parameters: str = "", payload: bytes | None = None,
-            encoding: Encoding | None = None, *, latest: bool = True) -> asyncio.Queue[LocalReply | None]:  # fmt: skip
+    def get(
+        self,
+        key: str,
+        parameters: str = "",
+        payload: bytes | None = None,
+        encoding: Encoding | None = None,
+        *,
+        latest: bool = True,
+    ) -> asyncio.Queue[LocalReply | None]:
         """Send a query; its replies arrive in the queue, then None. With ``latest``
         (consolidation Latest) the replies are held until the end and only the newest per
         key is given, as zenoh's sessions do; otherwise they are given as they come."""
@@ -258,8 +268,12 @@ class LocalSession:
         key = self._resolve(msg.wire_expr)
         query = msg.body
         qbody = query.body
-        local = LocalQuery(key or "", query.parameters, None if qbody is None else bytes(qbody.payload),
-                           None if qbody is None else qbody.encoding)  # fmt: skip
+        local = LocalQuery(
+            key or "",
+            query.parameters,
+            None if qbody is None else bytes(qbody.payload),
+            None if qbody is None else qbody.encoding,
+        )
         # Answer on the next loop turn: the daemon is still delivering the request.
         asyncio.get_running_loop().call_soon(self._answer, msg.request_id, msg.qos, local)
 
@@ -288,8 +302,9 @@ class LocalSession:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _answer_later(self, rid: int, qos: int, query: LocalQuery,
-                            pending: list[tuple[int, Awaitable[Iterable[Answer]]]]) -> None:  # fmt: skip
+    async def _answer_later(
+        self, rid: int, qos: int, query: LocalQuery, pending: list[tuple[int, Awaitable[Iterable[Answer]]]]
+    ) -> None:
         for eid, awaitable in pending:
             try:
                 answers = await awaitable
@@ -313,8 +328,9 @@ class LocalSession:
         self.callback_errors += 1
         log.error("plugin %s: queryable %s failed: %s", self.name, qkey, exc)
         err = Err(payload=str(exc).encode(), encoding=Encoding.from_str("text/plain"))
-        self._input(Response(rid, WireExpr(0, query.key, True), err, qos=qos,
-                             responder=EntityGlobalId(self.daemon.zid, eid)))  # fmt: skip
+        self._input(
+            Response(rid, WireExpr(0, query.key, True), err, qos=qos, responder=EntityGlobalId(self.daemon.zid, eid))
+        )
 
 
 class _Get:

@@ -229,9 +229,7 @@ def parse_net(data: memoryview, time_ns: int) -> NetRecord:
     if seq > MAX_SEQ or link > MAX_LINK_ID:
         raise DecodeError("seq or link id out of range", 0)
     key, at = _key(data, NET_DATA.size, klen, len(data))
-    return NetRecord(
-        seq, time_ns, link, DIRECTIONS[direction], key, bytes(data[at:]), cause
-    )
+    return NetRecord(seq, time_ns, link, DIRECTIONS[direction], key, bytes(data[at:]), cause)
 
 
 def parse_route(data: memoryview, time_ns: int) -> RouteRecord:
@@ -268,11 +266,7 @@ def parse_link(data: memoryview, time_ns: int) -> LinkRecord:
     if not isinstance(obj, dict):
         raise DecodeError("link record is not an object", 0)
     seq, link, event = obj.get("seq"), obj.get("link"), obj.get("event")
-    if (
-        not isinstance(seq, int)
-        or not isinstance(link, int)
-        or event not in LINK_EVENTS
-    ):
+    if not isinstance(seq, int) or not isinstance(link, int) or event not in LINK_EVENTS:
         raise DecodeError("link record lacks seq, link or event", 0)
     if not (0 <= seq <= MAX_SEQ and 0 <= link <= MAX_LINK_ID):
         raise DecodeError("seq or link id out of range", 0)

@@ -136,9 +136,7 @@ class RecorderProcess:
 
     # -- the router's API ----------------------------------------------------------------
 
-    def link_opened(
-        self, now_ns: int, link_id: int, zid: str, whatami: str, remote: str
-    ) -> None:
+    def link_opened(self, now_ns: int, link_id: int, zid: str, whatami: str, remote: str) -> None:
         self._queue(now_ns, (_CALL_OPEN, now_ns, link_id, zid, whatami, remote))
 
     def link_closed(self, now_ns: int, link_id: int, reason: str) -> None:
@@ -166,8 +164,16 @@ class RecorderProcess:
         if key is not None and self._filter is not None and not self._accept(key):
             return -1
         # The key stays whole: the child's key filter decides on it as a Recorder's does.
-        call = (_CALL_DENIED, now_ns, cause, link_id, flow[: fmt.MAX_DENIED_NAME_CHARS],
-                message[: fmt.MAX_DENIED_NAME_CHARS], key, reason[: fmt.MAX_DENIED_TEXT_CHARS])  # fmt: skip
+        call = (
+            _CALL_DENIED,
+            now_ns,
+            cause,
+            link_id,
+            flow[: fmt.MAX_DENIED_NAME_CHARS],
+            message[: fmt.MAX_DENIED_NAME_CHARS],
+            key,
+            reason[: fmt.MAX_DENIED_TEXT_CHARS],
+        )
         return self._queue(now_ns, call)
 
     def message(
@@ -205,9 +211,7 @@ class RecorderProcess:
             return -1
         if not sends:
             return -1
-        return self._queue(
-            now_ns, (_CALL_MESSAGES, now_ns, d, key, _frozen(sends), cause)
-        )
+        return self._queue(now_ns, (_CALL_MESSAGES, now_ns, d, key, _frozen(sends), cause))
 
     def routed(
         self,
@@ -251,8 +255,18 @@ class RecorderProcess:
             return -1
         calls = self._calls
         ref = self._base + len(calls)
-        calls.append((_CALL_ROUTED_RUN, now_ns, link_id, key, data, plain_ends(ends),
-                      [(link, d, plain_ends(e)) for link, d, e in copies], expected))  # fmt: skip
+        calls.append(
+            (
+                _CALL_ROUTED_RUN,
+                now_ns,
+                link_id,
+                key,
+                data,
+                plain_ends(ends),
+                [(link, d, plain_ends(e)) for link, d, e in copies],
+                expected,
+            )
+        )
         # A run carries up to a batch of bytes per copy: the batch goes by its size too,
         # so one pipe write stays about the pipe's size.
         self._run_bytes += len(data) * (1 + len(copies))
@@ -260,9 +274,7 @@ class RecorderProcess:
             self._send(now_ns)
         return ref
 
-    def route(
-        self, now_ns: int, cause: int, key: str, expected_links: list[int]
-    ) -> None:
+    def route(self, now_ns: int, cause: int, key: str, expected_links: list[int]) -> None:
         self._check_open()
         if self._filter is not None and not self._accept(key):
             return
@@ -285,9 +297,7 @@ class RecorderProcess:
         try:
             code = self._proc.wait(timeout=CLOSE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            log.error(
-                "recorder process did not finish in %.0f s; killing it", CLOSE_TIMEOUT_S
-            )
+            log.error("recorder process did not finish in %.0f s; killing it", CLOSE_TIMEOUT_S)
             self._proc.kill()
             code = self._proc.wait()
         if code != 0:
@@ -426,14 +436,10 @@ def _replay(src: BinaryIO, rec: Recorder) -> None:
                     seqs[ref] = rec.routed_run(*call[1:])
                 elif op == _CALL_MESSAGE:
                     now, link, d, key, raw, cause = call[1:]
-                    seqs[ref] = rec.message(
-                        now, link, fmt.DIRECTIONS[d], key, raw, seq_of(cause)
-                    )
+                    seqs[ref] = rec.message(now, link, fmt.DIRECTIONS[d], key, raw, seq_of(cause))
                 elif op == _CALL_MESSAGES:
                     now, d, key, sends, cause = call[1:]
-                    seqs[ref] = rec.messages(
-                        now, fmt.DIRECTIONS[d], key, sends, seq_of(cause)
-                    )
+                    seqs[ref] = rec.messages(now, fmt.DIRECTIONS[d], key, sends, seq_of(cause))
                 elif op == _CALL_ROUTE:
                     now, cause, key, links = call[1:]
                     rec.route(now, seq_of(cause), key, links)
@@ -445,9 +451,7 @@ def _replay(src: BinaryIO, rec: Recorder) -> None:
                     rec.tick(call[1])
                 elif op == _CALL_DENIED:
                     now, cause, link, flow, message, key, reason = call[1:]
-                    seqs[ref] = rec.access_denied(
-                        now, seq_of(cause), link, flow, message, key, reason
-                    )
+                    seqs[ref] = rec.access_denied(now, seq_of(cause), link, flow, message, key, reason)
             except (
                 UsageError,
                 struct.error,

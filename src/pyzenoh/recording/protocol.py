@@ -20,16 +20,28 @@ class RouterRecorder(Protocol):
 
     def link_opened(self, now_ns: int, link_id: int, zid: str, whatami: str, remote: str) -> None: ...
     def link_closed(self, now_ns: int, link_id: int, reason: str) -> None: ...
-    def access_denied(self, now_ns: int, cause: int, link_id: int, flow: str, message: str, key: str | None,
-                      reason: str) -> int: ...  # fmt: skip
-    def message(self, now_ns: int, link_id: int, direction: str, key: str | None, raw: Bytes,
-                cause: int = -1) -> int: ...  # fmt: skip
-    def messages(self, now_ns: int, direction: str, key: str | None, sends: Sequence[tuple[int, Bytes]],
-                 cause: int = -1) -> int: ...  # fmt: skip
-    def routed(self, now_ns: int, link_id: int, key: str | None, raw: bytes, copies: Sequence[tuple[int, bytes]]) -> int: ...
-    def routed_run(self, now_ns: int, link_id: int, key: str | None, data: bytes, ends: Sequence[int] | int,
-                   copies: Sequence[tuple[int, bytes, Sequence[int] | int]],
-                   expected: list[int] | None = None) -> int: ...  # fmt: skip
+    def access_denied(
+        self, now_ns: int, cause: int, link_id: int, flow: str, message: str, key: str | None, reason: str
+    ) -> int: ...
+    def message(
+        self, now_ns: int, link_id: int, direction: str, key: str | None, raw: Bytes, cause: int = -1
+    ) -> int: ...
+    def messages(
+        self, now_ns: int, direction: str, key: str | None, sends: Sequence[tuple[int, Bytes]], cause: int = -1
+    ) -> int: ...
+    def routed(
+        self, now_ns: int, link_id: int, key: str | None, raw: bytes, copies: Sequence[tuple[int, bytes]]
+    ) -> int: ...
+    def routed_run(
+        self,
+        now_ns: int,
+        link_id: int,
+        key: str | None,
+        data: bytes,
+        ends: Sequence[int] | int,
+        copies: Sequence[tuple[int, bytes, Sequence[int] | int]],
+        expected: list[int] | None = None,
+    ) -> int: ...
     def route(self, now_ns: int, cause: int, key: str, expected_links: list[int]) -> None: ...
     def tick(self, now_ns: int) -> None: ...
     def close(self) -> None: ...

@@ -136,9 +136,7 @@ def _int(value: str | None, default: int) -> int:
         return default
 
 
-def scan_segment(
-    path: str | os.PathLike[str], previous: SegmentInfo | None = None
-) -> SegmentInfo:
+def scan_segment(path: str | os.PathLike[str], previous: SegmentInfo | None = None) -> SegmentInfo:
     """Index a segment's complete chunk groups, resuming after ``previous`` when given.
 
     Never raises on bad file contents: scanning stops at the first group that is not
@@ -195,9 +193,7 @@ def scan_segment(
                 closed = tail == fmt.MAGIC
                 break
             at = body_at + length
-        return SegmentInfo(
-            number, path, run, first_seq, tuple(chunks), at, closed, size
-        )
+        return SegmentInfo(number, path, run, first_seq, tuple(chunks), at, closed, size)
 
 
 def _scan_group(f: BinaryIO, at: int, length: int, size: int) -> ChunkInfo | None:
@@ -256,9 +252,7 @@ def read_chunk(f: BinaryIO, chunk: ChunkInfo, *, verify: bool = True) -> memoryv
     return memoryview(data)
 
 
-def chunk_records(
-    records: memoryview, *, channels: frozenset[int] | None = None
-) -> Iterator[fmt.Record]:
+def chunk_records(records: memoryview, *, channels: frozenset[int] | None = None) -> Iterator[fmt.Record]:
     """Parse the records of one chunk, optionally only those of ``channels``."""
     for channel, log_time, a, b in fmt.iter_chunk_messages(records):
         if channels is not None and channel not in channels:
@@ -284,11 +278,7 @@ class SegmentReader:
         with open(self.path, "rb") as f:
             for chunk in self.info.chunks:
                 for rec in chunk_records(read_chunk(f, chunk, verify=self.verify)):
-                    if (
-                        not include_carried
-                        and isinstance(rec, fmt.LinkRecord)
-                        and rec.carried
-                    ):
+                    if not include_carried and isinstance(rec, fmt.LinkRecord) and rec.carried:
                         continue
                     yield rec
 
@@ -308,9 +298,7 @@ def read_records(
     for, so each link appears opened once.
     """
     for _, path in list_segments(directory):
-        yield from SegmentReader(path, verify=verify).records(
-            include_carried=include_carried
-        )
+        yield from SegmentReader(path, verify=verify).records(include_carried=include_carried)
 
 
 def resume_point(directory: Path) -> tuple[int, int]:

@@ -93,14 +93,10 @@ def _key_entry(kb: bytes, klen: int) -> _KeyEntry:
 
 _NO_KEY_ENTRY = _key_entry(b"", fmt.NO_KEY)
 # Route records with up to this many links are packed by one precompiled Struct.
-_ROUTE_PACKERS = [
-    struct.Struct(fmt.ROUTE_RECORD.format + "I" * n).pack for n in range(17)
-]
+_ROUTE_PACKERS = [struct.Struct(fmt.ROUTE_RECORD.format + "I" * n).pack for n in range(17)]
 
 
-def check_options(
-    max_segment_bytes: int, max_segment_seconds: float, key_filter: str | None
-) -> None:
+def check_options(max_segment_bytes: int, max_segment_seconds: float, key_filter: str | None) -> None:
     if max_segment_bytes <= 0:
         raise UsageError("max_segment_bytes must be positive")
     if not max_segment_seconds > 0:
@@ -168,9 +164,7 @@ class Recorder:
         self._dir.mkdir(parents=True, exist_ok=True)
         self._max_bytes = max_segment_bytes
         self._max_ns = int(max_segment_seconds * 1e9)
-        self._chunk_limit = max(
-            MIN_CHUNK_BYTES, min(CHUNK_BYTES, max_segment_bytes // 4)
-        )
+        self._chunk_limit = max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, max_segment_bytes // 4))
         self._chunk_ns = min(CHUNK_NS, self._max_ns)
         self._filter = key_filter
         # Per key: its packer and encoding, or None when the key filter drops it.
@@ -203,24 +197,18 @@ class Recorder:
 
     # -- the router's API ----------------------------------------------------------------
 
-    def link_opened(
-        self, now_ns: int, link_id: int, zid: str, whatami: str, remote: str
-    ) -> None:
+    def link_opened(self, now_ns: int, link_id: int, zid: str, whatami: str, remote: str) -> None:
         self._check_open()
         self._links[link_id] = (zid, whatami, remote)
         self._add_link(
             now_ns,
-            fmt.link_json(
-                self._seq, "open", link_id, zid=zid, whatami=whatami, remote=remote
-            ),
+            fmt.link_json(self._seq, "open", link_id, zid=zid, whatami=whatami, remote=remote),
         )
 
     def link_closed(self, now_ns: int, link_id: int, reason: str) -> None:
         self._check_open()
         self._links.pop(link_id, None)
-        self._add_link(
-            now_ns, fmt.link_json(self._seq, "close", link_id, reason=reason)
-        )
+        self._add_link(now_ns, fmt.link_json(self._seq, "close", link_id, reason=reason))
 
     def access_denied(
         self,
@@ -247,9 +235,8 @@ class Recorder:
         seq = self._seq
         self._add_link(
             now_ns,
-            fmt.link_json(seq, "denied", link_id, cause=cause, reason=reason, flow=flow,
-                          message=message, key=key),
-        )  # fmt: skip
+            fmt.link_json(seq, "denied", link_id, cause=cause, reason=reason, flow=flow, message=message, key=key),
+        )
         return seq
 
     def message(
@@ -331,15 +318,15 @@ class Recorder:
         start = len(buf)
         cause = seq = self._seq
         try:
-            buf += pack(_OP_MESSAGE, fixed + len(raw), _CH_NET, seq & _M32, now_ns, now_ns,
-                        seq, -1, link_id, rx_tail)  # fmt: skip
+            buf += pack(_OP_MESSAGE, fixed + len(raw), _CH_NET, seq & _M32, now_ns, now_ns, seq, -1, link_id, rx_tail)
             buf += raw
             idx += (now_ns, start)
             for link, data in copies:
                 seq += 1
                 idx += (now_ns, len(buf))
-                buf += pack(_OP_MESSAGE, fixed + len(data), _CH_NET, seq & _M32, now_ns,
-                            now_ns, seq, cause, link, tx_tail)  # fmt: skip
+                buf += pack(
+                    _OP_MESSAGE, fixed + len(data), _CH_NET, seq & _M32, now_ns, now_ns, seq, cause, link, tx_tail
+                )
                 buf += data
         except BaseException:
             self._undo(start)
@@ -439,8 +426,9 @@ class Recorder:
         try:
             for link_id, raw in sends:
                 idx += (now_ns, len(buf))
-                buf += pack(_OP_MESSAGE, fixed + len(raw), _CH_NET, seq & _M32, now_ns,
-                            now_ns, seq, cause, link_id, tail)  # fmt: skip
+                buf += pack(
+                    _OP_MESSAGE, fixed + len(raw), _CH_NET, seq & _M32, now_ns, now_ns, seq, cause, link_id, tail
+                )
                 buf += raw
                 seq += 1
         except BaseException:
@@ -456,9 +444,7 @@ class Recorder:
         del self._buf[start:]
         self._net.undo(start)
 
-    def route(
-        self, now_ns: int, cause: int, key: str, expected_links: list[int]
-    ) -> None:
+    def route(self, now_ns: int, cause: int, key: str, expected_links: list[int]) -> None:
         """Record that rx record ``cause`` (key ``key``) had subscribers on ``expected_links``."""
         if self._closed:
             raise UsageError("recorder is closed")
@@ -476,9 +462,18 @@ class Recorder:
         try:
             if n < len(_ROUTE_PACKERS):  # the usual case: links packed with the header
                 head = _ROUTE_PACKERS[n](
-                    _OP_MESSAGE, length, _CH_ROUTE, seq & _M32, now_ns, now_ns, seq, cause, n, kblen,
+                    _OP_MESSAGE,
+                    length,
+                    _CH_ROUTE,
+                    seq & _M32,
+                    now_ns,
+                    now_ns,
+                    seq,
+                    cause,
+                    n,
+                    kblen,
                     *expected_links,
-                )  # fmt: skip
+                )
             else:
                 links = array(fmt.U32_CODE, expected_links)
                 if not fmt.LITTLE_ENDIAN:
@@ -565,9 +560,7 @@ class Recorder:
         buf = self._buf
         self._link.pairs += (now_ns, len(buf))
         length = _MSG_FIXED + len(data)
-        buf += fmt.MESSAGE_HEAD.pack(
-            _OP_MESSAGE, length, fmt.CH_LINK, seq & _M32, now_ns, now_ns
-        )
+        buf += fmt.MESSAGE_HEAD.pack(_OP_MESSAGE, length, fmt.CH_LINK, seq & _M32, now_ns, now_ns)
         buf += data
 
     def _flush(self, now_ns: int) -> None:
@@ -596,9 +589,11 @@ class Recorder:
         if not buf:
             return
         parts, entry = segment.chunk(
-            self._pos, buf, [(fmt.CH_NET, self._net), (fmt.CH_LINK, self._link), (fmt.CH_ROUTE, self._route)],
+            self._pos,
+            buf,
+            [(fmt.CH_NET, self._net), (fmt.CH_LINK, self._link), (fmt.CH_ROUTE, self._route)],
             self._counts,
-        )  # fmt: skip
+        )
         self._write_all(parts)
         self._chunk_indexes.append(entry)
         start, end = entry.message_start_time, entry.message_end_time
@@ -641,5 +636,14 @@ class Recorder:
 
     def _finish_segment(self) -> None:
         assert self._meta_index is not None
-        self._write_all(segment.closing(self._pos, self._channels, self._counts, self._chunk_indexes,
-                                        self._seg_start, self._seg_end, self._meta_index))  # fmt: skip
+        self._write_all(
+            segment.closing(
+                self._pos,
+                self._channels,
+                self._counts,
+                self._chunk_indexes,
+                self._seg_start,
+                self._seg_end,
+                self._meta_index,
+            )
+        )

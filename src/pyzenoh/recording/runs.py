@@ -20,8 +20,19 @@ from pyzenoh.recording.index import I64
 
 #: A net record up to its link id: op, length, channel, sequence, log time, publish
 #: time, seq, cause, link (recorder._NET_HEAD, packed).
-HEADER = np.dtype([("op", "u1"), ("len", "<u8"), ("ch", "<u2"), ("sq", "<u4"), ("lt", "<u8"),
-                   ("pt", "<u8"), ("seq", "<u8"), ("cause", "<i8"), ("link", "<u4")])  # fmt: skip
+HEADER = np.dtype(
+    [
+        ("op", "u1"),
+        ("len", "<u8"),
+        ("ch", "<u2"),
+        ("sq", "<u4"),
+        ("lt", "<u8"),
+        ("pt", "<u8"),
+        ("seq", "<u8"),
+        ("cause", "<i8"),
+        ("link", "<u4"),
+    ]
+)
 assert HEADER.itemsize == fmt.NET_RECORD.size - 5  # the tail: direction and key length
 
 _M32 = 0xFFFFFFFF
@@ -64,13 +75,13 @@ def run_slices(data: bytes, ends: RunEnds) -> list[bytes]:
         start = end
     return out
 
+
 #: One slot of a record group: link id, the run's bytes for that link, every message's
 #: length in them, and the tail (direction, key) of its records.
 Slot = tuple[int, bytes, int, bytes]
 
 
-def group_records(now_ns: int, seq0: int, fixed: int, slots: list[Slot], n: int,
-                  start: int) -> tuple[bytes, I64]:  # fmt: skip
+def group_records(now_ns: int, seq0: int, fixed: int, slots: list[Slot], n: int, start: int) -> tuple[bytes, I64]:
     """The records of ``n`` messages, each recorded in every slot (the first: the rx
     record, cause -1; the others: tx records caused by it), message by message from seq
     ``seq0``; with the MessageIndex entries (time, offset, flat) for a buffer where they

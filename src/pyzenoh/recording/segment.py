@@ -50,8 +50,7 @@ def opening(segment: int, run: int, first_seq: int, chans: list[Channel]) -> tup
     """A segment's first bytes (magic, header, metadata, channels) and the index entry
     of its metadata record for the summary."""
     header = record(Header(profile=fmt.PROFILE, library=fmt.LIBRARY))
-    fields = {"format": str(fmt.FORMAT_VERSION), "segment": str(segment), "run": str(run),
-              "first_seq": str(first_seq)}  # fmt: skip
+    fields = {"format": str(fmt.FORMAT_VERSION), "segment": str(segment), "run": str(run), "first_seq": str(first_seq)}
     meta = record(Metadata(name=fmt.SEGMENT_METADATA, metadata=fields))
     meta_index = MetadataIndex(offset=len(fmt.MAGIC) + len(header), length=len(meta), name=fmt.SEGMENT_METADATA)
     return [fmt.MAGIC, header, meta, *(record(c) for c in chans)], meta_index
@@ -104,9 +103,14 @@ def chunk(
 
 
 def closing(
-    pos: int, chans: list[Channel], counts: dict[int, int], chunks: list[ChunkIndex],
-    start: int, end: int, meta_index: MetadataIndex,
-) -> list[bytes]:  # fmt: skip
+    pos: int,
+    chans: list[Channel],
+    counts: dict[int, int],
+    chunks: list[ChunkIndex],
+    start: int,
+    end: int,
+    meta_index: MetadataIndex,
+) -> list[bytes]:
     """A segment's last bytes, written at file offset ``pos``: data end, the summary
     (channels, statistics, chunk indexes, metadata index), its offsets, footer, magic."""
     data_end = record(DataEnd(data_section_crc=0))

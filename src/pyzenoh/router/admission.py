@@ -45,8 +45,12 @@ class Admission:
         self.refused[limit] = self.refused.get(limit, 0) + 1
         if limit not in self._logged:
             self._logged.add(limit)
-            log.warning("refusing a connection from %s: %s (%d) reached (logged once; counted in "
-                        "the admin space metrics)", address, limit, getattr(self.config, limit))  # fmt: skip
+            log.warning(
+                "refusing a connection from %s: %s (%d) reached (logged once; counted in the admin space metrics)",
+                address,
+                limit,
+                getattr(self.config, limit),
+            )
         return False
 
     def established(self, key: int) -> None:

@@ -79,8 +79,10 @@ def tree_from_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.adminspace_permissions is not None:
         perms = PERMISSIONS.get(args.adminspace_permissions)
         if perms is None:
-            raise UsageError(f"Invalid option: --adminspace-permissions={args.adminspace_permissions} - "
-                             'Accepted values: "r", "w", "rw" or "none"')  # fmt: skip
+            raise UsageError(
+                f"Invalid option: --adminspace-permissions={args.adminspace_permissions} - "
+                'Accepted values: "r", "w", "rw" or "none"'
+            )
         tree = insert_at(tree, "adminspace/permissions", {"read": perms[0], "write": perms[1]})
     for key, value in pairs:
         if key == "":
@@ -168,26 +170,58 @@ def _version() -> str:
 def register_cli(subparsers: Any) -> None:
     p = subparsers.add_parser("router", help="run a Zenoh router (zenohd replacement, same flags)")
     p.add_argument("-c", "--config", metavar="PATH", help="configuration file (JSON5, or YAML if .yaml/.yml)")
-    p.add_argument("-l", "--listen", action="append", metavar="ENDPOINT",
-                   help="listen endpoint, repeatable; replaces listen/endpoints (default tcp/[::]:7447)")
-    p.add_argument("-e", "--connect", action="append", metavar="ENDPOINT",
-                   help="endpoint to connect to, repeatable; replaces connect/endpoints")
+    p.add_argument(
+        "-l",
+        "--listen",
+        action="append",
+        metavar="ENDPOINT",
+        help="listen endpoint, repeatable; replaces listen/endpoints (default tcp/[::]:7447)",
+    )
+    p.add_argument(
+        "-e",
+        "--connect",
+        action="append",
+        metavar="ENDPOINT",
+        help="endpoint to connect to, repeatable; replaces connect/endpoints",
+    )
     p.add_argument("-i", "--id", metavar="HEX", help="the router's ZenohId (hex, at most 32 chars)")
-    p.add_argument("-P", "--plugin", action="append", metavar="NAME[:PATH]",
-                   help="a plugin that must start (built-in: rest, storage_manager; or a "
-                        "'pyzenoh.plugins' entry point); repeatable")
-    p.add_argument("--plugin-search-dir", action="append", metavar="PATH",
-                   help="accepted for zenohd compatibility (pyzenoh plugins are Python packages)")
+    p.add_argument(
+        "-P",
+        "--plugin",
+        action="append",
+        metavar="NAME[:PATH]",
+        help="a plugin that must start (built-in: rest, storage_manager; or a "
+        "'pyzenoh.plugins' entry point); repeatable",
+    )
+    p.add_argument(
+        "--plugin-search-dir",
+        action="append",
+        metavar="PATH",
+        help="accepted for zenohd compatibility (pyzenoh plugins are Python packages)",
+    )
     p.add_argument("--no-timestamp", action="store_true", help="do not stamp PUTs lacking a timestamp")
     p.add_argument("--no-multicast-scouting", action="store_true", help="do not answer multicast scouting")
-    p.add_argument("--rest-http-port", metavar="SOCKET",
-                   help="start the REST plugin on PORT or IP:PORT ('none': do not)")
-    p.add_argument("--cfg", action="append", metavar="KEY:VALUE",
-                   help="a JSON5 VALUE at config path KEY (empty KEY: the whole config); repeatable")
-    p.add_argument("--adminspace-permissions", metavar="[r|w|rw|none]",
-                   help="read and/or write permissions on the admin space (default r)")
+    p.add_argument(
+        "--rest-http-port", metavar="SOCKET", help="start the REST plugin on PORT or IP:PORT ('none': do not)"
+    )
+    p.add_argument(
+        "--cfg",
+        action="append",
+        metavar="KEY:VALUE",
+        help="a JSON5 VALUE at config path KEY (empty KEY: the whole config); repeatable",
+    )
+    p.add_argument(
+        "--adminspace-permissions",
+        metavar="[r|w|rw|none]",
+        help="read and/or write permissions on the admin space (default r)",
+    )
     p.add_argument("-V", "--version", action="version", version=_version())
     p.add_argument("--record", metavar="DIR", help="record all traffic into DIR (MCAP segments)")
-    p.add_argument("--msgq", metavar="PATH", nargs="?", const="",
-                   help="also run a BIND 10 msgq daemon on this Unix socket, bridged to Zenoh")
+    p.add_argument(
+        "--msgq",
+        metavar="PATH",
+        nargs="?",
+        const="",
+        help="also run a BIND 10 msgq daemon on this Unix socket, bridged to Zenoh",
+    )
     p.set_defaults(handler=_router)

@@ -199,8 +199,9 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         # Like other settings it cannot honour harmlessly, it is named, not refused, so that
         # zenohd's own DEFAULT_CONFIG.json5 (mode: "peer") starts a router; the per-mode
         # values read are the router's.
-        log.warning("mode: %r is ignored: pyzenoh router runs as a router (per-mode values are read "
-                    "for mode 'router')", mode)  # fmt: skip
+        log.warning(
+            "mode: %r is ignored: pyzenoh router runs as a router (per-mode values are read for mode 'router')", mode
+        )
     zid = tree.get("id")
     if zid is not None and not isinstance(zid, str):
         raise UsageError("config id must be a hex string")
@@ -259,19 +260,28 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         enabled=bool(mq.get("socket_file") or mq.get("tcp") or mq.get("enabled", False)),
     )
     return replace(
-        base, id=zid, listen=listen, connect=connect, timestamping=bool(timestamping),
-        qos=bool(qos), record=record, msgq=msgq,
+        base,
+        id=zid,
+        listen=listen,
+        connect=connect,
+        timestamping=bool(timestamping),
+        qos=bool(qos),
+        record=record,
+        msgq=msgq,
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
         gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
-        adminspace=admin_enabled(tree), metadata=tree.get("metadata"),
+        adminspace=admin_enabled(tree),
+        metadata=tree.get("metadata"),
         adminspace_read=admin_readable(tree),
-        adminspace_write=_get(tree, "adminspace/permissions/write", False) is True, tree=tree,
-        scouting=scouting_settings(tree), tls=tls_config(tree),
+        adminspace_write=_get(tree, "adminspace/permissions/write", False) is True,
+        tree=tree,
+        scouting=scouting_settings(tree),
+        tls=tls_config(tree),
         usrpwd=usrpwd_from_config(_get(tree, "transport/auth/usrpwd", None)),
         access_control=parse_access_control(tree.get("access_control")),
         retry_period_increase_factor=_factor(_for_router(_get(tree, FACTOR_KEY, None), FACTOR_KEY)),
         **values,
-    )  # fmt: skip
+    )
 
 
 def _for_router(value: Any, path: str) -> Any:

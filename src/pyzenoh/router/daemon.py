@@ -125,8 +125,10 @@ class RouterDaemon(Delivery, RecordedRouting):
             usrpwd=config.usrpwd,
         )
         if config.usrpwd is not None and not config.usrpwd.users and config.listen:
-            log.warning("transport/auth/usrpwd has user/password but no dictionary_file: as zenohd, "
-                        "this router requires credentials it cannot check and refuses every session it accepts")
+            log.warning(
+                "transport/auth/usrpwd has user/password but no dictionary_file: as zenohd, "
+                "this router requires credentials it cannot check and refuses every session it accepts"
+            )
         self.reassembly_budget = ReassemblyBudget(config.max_reassembly_bytes)
         self.recorder = recorder
         # Recording access control's decisions: the face of each subject given to the core
@@ -161,7 +163,8 @@ class RouterDaemon(Delivery, RecordedRouting):
         # Block back-pressure pauses the face whose message is being routed (-1: none).
         self._ingress = -1
         self.backpressure = BlockBackPressure(
-            config.block_wait_before_close_us / 1e6 * BLOCK_WAIT_SHARE, self._link_of, self._on_stalled)
+            config.block_wait_before_close_us / 1e6 * BLOCK_WAIT_SHARE, self._link_of, self._on_stalled
+        )
         self.admission = Admission(config, self.stats.refused)
         # Entities gone since memory was last given back (see router/memory.py).
         self._entities_freed = 0
@@ -185,15 +188,18 @@ class RouterDaemon(Delivery, RecordedRouting):
             await self.before_listen()
         for endpoint in self.config.listen:
             listener = await listen(
-                endpoint, self.link_config, self._on_event,
-                max_queue_bytes=self.config.send_queue_max_bytes, admit=self._admit,
-                reassembly_budget=self.reassembly_budget, tls=self.config.tls,
-            )  # fmt: skip
+                endpoint,
+                self.link_config,
+                self._on_event,
+                max_queue_bytes=self.config.send_queue_max_bytes,
+                admit=self._admit,
+                reassembly_budget=self.reassembly_budget,
+                tls=self.config.tls,
+            )
             self.listeners.append(listener)
             log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))
         # Answers SCOUTs with HELLO (zenoh.scout(), clients with no endpoints).
-        self._scouting = await start_responder(self.config.scouting, self.zid, WhatAmI.ROUTER,
-                                               self.listen_endpoints)  # fmt: skip
+        self._scouting = await start_responder(self.config.scouting, self.zid, WhatAmI.ROUTER, self.listen_endpoints)
         for endpoint in self.config.connect:
             self._connectors.append(asyncio.create_task(self._keep_connected(endpoint)))
         log.info("router %s started", self.zid)
@@ -250,10 +256,13 @@ class RouterDaemon(Delivery, RecordedRouting):
         while not self._stopping:
             try:
                 link = await connect(
-                    endpoint, self.link_config, self._on_event,
-                    max_queue_bytes=cfg.send_queue_max_bytes, reassembly_budget=self.reassembly_budget,
+                    endpoint,
+                    self.link_config,
+                    self._on_event,
+                    max_queue_bytes=cfg.send_queue_max_bytes,
+                    reassembly_budget=self.reassembly_budget,
                     tls=cfg.tls,
-                )  # fmt: skip
+                )
             except (OSError, ConnectionError, TimeoutError) as exc:
                 log.debug("connect %s failed: %s (retry in %.1f s)", endpoint, exc, delay)
             except UsageError as exc:  # e.g. a TLS file removed since the start
@@ -342,11 +351,18 @@ class RouterDaemon(Delivery, RecordedRouting):
         self._faces[face_id] = DaemonFace(face_id, link, ev.zid, ev.whatami)
         self._face_of_link[id(link)] = face_id
         self.stats.links_accepted += 1
-        log.info("face %d: %s %s from %s%s", face_id, ev.whatami, ev.zid, link.remote_address,
-                 "" if ev.username is None else f" (usrpwd user {ev.username!r})")  # fmt: skip
+        log.info(
+            "face %d: %s %s from %s%s",
+            face_id,
+            ev.whatami,
+            ev.zid,
+            link.remote_address,
+            "" if ev.username is None else f" (usrpwd user {ev.username!r})",
+        )
         if self.recorder is not None:
-            self.recorder.link_opened(time.time_ns(), face_id, str(ev.zid), str(ev.whatami),
-                                      _address(link.remote_address, link.protocol))  # fmt: skip
+            self.recorder.link_opened(
+                time.time_ns(), face_id, str(ev.zid), str(ev.whatami), _address(link.remote_address, link.protocol)
+            )
         self._rx_keys.clear()
         subject = self._faces[face_id].subject = self._subject(link, ev)
         if subject is not None and self._recording_denials:
@@ -369,16 +385,21 @@ class RouterDaemon(Delivery, RecordedRouting):
         if self.access_control is None:
             return None
         local = link.local_address[0] if link.local_address else None
-        return FaceSubject(ev.zid, interface_names(local, list_interfaces()), link.protocol,
-                           link.cert_common_name, ev.username)  # fmt: skip
+        return FaceSubject(
+            ev.zid, interface_names(local, list_interfaces()), link.protocol, link.cert_common_name, ev.username
+        )
 
     def _on_closed(self, link: TcpLink, ev: LinkClosed) -> None:
         if self.admission.in_handshake(id(link)):
             self.stats.handshakes_failed += 1
         if ev.auth_failed:  # once per connection; the detail never holds a password
             self.stats.auth_failed += 1
-            log.warning("usrpwd: %s %s: %s", "refused" if link.role is Role.ACCEPTOR else "refused by",
-                        _address(link.remote_address, link.protocol), ev.detail)  # fmt: skip
+            log.warning(
+                "usrpwd: %s %s: %s",
+                "refused" if link.role is Role.ACCEPTOR else "refused by",
+                _address(link.remote_address, link.protocol),
+                ev.detail,
+            )
         self.admission.closed(id(link))
         face_id = self._face_of_link.pop(id(link), None)
         if face_id is None:
@@ -457,4 +478,3 @@ def _address(addr: tuple[str, int] | None, protocol: str = "tcp") -> str:
         return ""
     host, port = addr[0], addr[1]
     return f"{protocol}/[{host}]:{port}" if ":" in host else f"{protocol}/{host}:{port}"
-

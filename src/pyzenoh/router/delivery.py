@@ -117,11 +117,21 @@ class Delivery:
     def _send_run(self: Daemon, send: Send) -> bool | None:
         """Queue a Send holding several messages (a routed run) to its face (see _to_face)."""
         assert send.raw is not None and send.ends is not None
-        return self._to_face(send.face, send.raw, send.ends, send.message, send.priority, send.reliable,
-                             send.express, send.block)  # fmt: skip
+        return self._to_face(
+            send.face, send.raw, send.ends, send.message, send.priority, send.reliable, send.express, send.block
+        )
 
-    def _to_face(self: Daemon, fid: int, data: bytes, ends: Sequence[int] | None, message: NetworkMessage | None,
-                 priority: int, reliable: bool, express: bool, block: bool) -> bool | None:  # fmt: skip
+    def _to_face(
+        self: Daemon,
+        fid: int,
+        data: bytes,
+        ends: Sequence[int] | None,
+        message: NetworkMessage | None,
+        priority: int,
+        reliable: bool,
+        express: bool,
+        block: bool,
+    ) -> bool | None:
         """The one way routed bytes reach a face, whatever lane made them: ``data`` is one
         message (``ends`` None; ``message`` is it decoded, when at hand) or several back to
         back (``ends``: where each ends). True when queued; False when dropped (a full
@@ -236,8 +246,9 @@ class Delivery:
                 data = encoded.get(msg_id)
                 if data is None:
                     data = encoded[msg_id] = encode_network_message(send.message)
-            sent = self._to_face(send.face, data, None, send.message, send.priority, send.reliable, send.express,
-                                 send.block)  # fmt: skip
+            sent = self._to_face(
+                send.face, data, None, send.message, send.priority, send.reliable, send.express, send.block
+            )
             if sent is None:
                 continue
             if sent:
@@ -251,12 +262,7 @@ class Delivery:
                             pending = False
                         self._record_tx(send, data, cause)
             else:  # dropped (counted by _to_face)
-                if (
-                    rec is not None
-                    and copy_kind is Push
-                    and rx_key is not None
-                    and not route_recorded
-                ):
+                if rec is not None and copy_kind is Push and rx_key is not None and not route_recorded:
                     # The tx records say where a PUSH went; its route (every face with a
                     # subscriber, i.e. every send) is only worth a record when a send is
                     # dropped. One route record per routed message.

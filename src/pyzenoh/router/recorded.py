@@ -55,9 +55,7 @@ class RecordedRouting:
             raw = encode_network_message(message)
         core = self.core
         try:
-            sends = core.handle(
-                face_id, message, self.now(), raw=raw, reliable=reliable, wall=rx_ns / 1e9
-            )
+            sends = core.handle(face_id, message, self.now(), raw=raw, reliable=reliable, wall=rx_ns / 1e9)
         except PeerError as exc:
             # The bad input is recorded before the close it causes.
             key = core.key_of(face_id, message, incoming=True)
@@ -82,7 +80,6 @@ class RecordedRouting:
             self._deliver(sends, rx_ns, face_id, key, None, copy_kind, cause)
         else:
             self._deliver(sends, rx_ns, face_id, key, raw, copy_kind)
-
 
     def _route_run_recorded(self: Daemon, face_id: int, run: PushRun, reliable: bool) -> None:
         """Route a run and hand the recorder the run and its copies in one call (it
@@ -134,7 +131,9 @@ class RecordedRouting:
             memo[wk] = key
             return key
 
-    def _on_denied(self: Daemon, subject: FaceSubject, flow: int, message: int, key: str | None, denial: Denial) -> None:
+    def _on_denied(
+        self: Daemon, subject: FaceSubject, flow: int, message: int, key: str | None, denial: Denial
+    ) -> None:
         """AccessControl's listener (set only when recording): held until the daemon
         knows which rx record the denial belongs to (see _record_denials)."""
         face_id = self._subject_faces.get(id(subject))
@@ -151,8 +150,9 @@ class RecordedRouting:
         assert rec is not None
         for face_id, flow, message, key, denial in denials:
             try:
-                rec.access_denied(now_ns, cause, face_id, FLOWS[flow], MESSAGES[message], key,
-                                  _denial_reason(flow, message, denial))  # fmt: skip
+                rec.access_denied(
+                    now_ns, cause, face_id, FLOWS[flow], MESSAGES[message], key, _denial_reason(flow, message, denial)
+                )
             except UsageError as exc:
                 log.warning("recording an access control denial failed: %s", exc)
 

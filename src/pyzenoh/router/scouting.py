@@ -78,13 +78,23 @@ async def start_responder(
         return Responder(None)
     try:
         udp = await start_udp_responder(
-            zid, whatami, locators, address=settings.address, interface=settings.interface,
-            ttl=settings.ttl, multicast=multicast, unicast=settings.unicast,
-        )  # fmt: skip
+            zid,
+            whatami,
+            locators,
+            address=settings.address,
+            interface=settings.interface,
+            ttl=settings.ttl,
+            multicast=multicast,
+            unicast=settings.unicast,
+        )
     except OSError as exc:
         if required:
             raise
-        log.warning("scouting disabled: cannot answer SCOUTs on %s (interface %s): %s",
-                    settings.address, settings.interface, exc)  # fmt: skip
+        log.warning(
+            "scouting disabled: cannot answer SCOUTs on %s (interface %s): %s",
+            settings.address,
+            settings.interface,
+            exc,
+        )
         return Responder(None)
     return Responder(udp)

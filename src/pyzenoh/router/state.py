@@ -74,11 +74,28 @@ class Daemon(Protocol):
     def _close_face(self, face_id: int, reason: int) -> None: ...
     # delivery.py
     def _on_message(self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool = True) -> None: ...
-    def _deliver(self, sends: list[Send], rx_ns: int = 0, rx_face: int = -1, rx_key: str | None = None,
-                 rx_raw: bytes | None = None, copy_kind: type | None = None, rx_cause: int = -1) -> None: ...  # fmt: skip
+    def _deliver(
+        self,
+        sends: list[Send],
+        rx_ns: int = 0,
+        rx_face: int = -1,
+        rx_key: str | None = None,
+        rx_raw: bytes | None = None,
+        copy_kind: type | None = None,
+        rx_cause: int = -1,
+    ) -> None: ...
     def _send_run(self, send: Send) -> bool | None: ...
-    def _to_face(self, fid: int, data: bytes, ends: Sequence[int] | None, message: NetworkMessage | None,
-                 priority: int, reliable: bool, express: bool, block: bool) -> bool | None: ...  # fmt: skip
+    def _to_face(
+        self,
+        fid: int,
+        data: bytes,
+        ends: Sequence[int] | None,
+        message: NetworkMessage | None,
+        priority: int,
+        reliable: bool,
+        express: bool,
+        block: bool,
+    ) -> bool | None: ...
     def _over_hard_cap(self, link: TcpLink) -> bool: ...
     def _close_slow(self, face_id: int, link: TcpLink) -> None: ...
     def _bad_input(self, face_id: int, exc: PeerError) -> None: ...

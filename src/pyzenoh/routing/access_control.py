@@ -63,11 +63,30 @@ from pyzenoh.routing.acl_config import (
 from pyzenoh.scouting.core import Interface
 
 __all__ = [
-    "DECLARE_LIVELINESS_SUBSCRIBER", "DECLARE_QUERYABLE", "DECLARE_SUBSCRIBER", "DEFAULT_RULE", "DELETE",
-    "EGRESS", "FLOWS", "INGRESS", "LIVELINESS_QUERY", "LIVELINESS_TOKEN", "MESSAGES", "NO_KEY_RULE", "PUT",
-    "QUERY", "REPLY", "AccessControl", "AccessControlConfig", "Denial", "FaceAcl", "FaceSubject", "explain",
-    "interface_names", "parse_access_control",
-]  # fmt: skip
+    "DECLARE_LIVELINESS_SUBSCRIBER",
+    "DECLARE_QUERYABLE",
+    "DECLARE_SUBSCRIBER",
+    "DEFAULT_RULE",
+    "DELETE",
+    "EGRESS",
+    "FLOWS",
+    "INGRESS",
+    "LIVELINESS_QUERY",
+    "LIVELINESS_TOKEN",
+    "MESSAGES",
+    "NO_KEY_RULE",
+    "PUT",
+    "QUERY",
+    "REPLY",
+    "AccessControl",
+    "AccessControlConfig",
+    "Denial",
+    "FaceAcl",
+    "FaceSubject",
+    "explain",
+    "interface_names",
+    "parse_access_control",
+]
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +152,13 @@ class FaceSubject:
         return ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"zid": str(self.zid), "interfaces": list(self.interfaces), "link_protocol": self.link_protocol,
-                "cert_common_name": self.cert_common_name, "username": self.username}  # fmt: skip
+        return {
+            "zid": str(self.zid),
+            "interfaces": list(self.interfaces),
+            "link_protocol": self.link_protocol,
+            "cert_common_name": self.cert_common_name,
+            "username": self.username,
+        }
 
 
 def interface_names(address: str | None, interfaces: Iterable[Interface]) -> tuple[str, ...]:
@@ -191,8 +215,11 @@ class _Compiled:
             # zenohd warns and applies the default permission to everything.
             empty = [n for n, v in (("rules", rules), ("subjects", subjects), ("policies", policies)) if not v]
             if not quiet:
-                log.warning("access control: %s list empty: default permission %s for everything",
-                            " and ".join(empty), config.default_permission)  # fmt: skip
+                log.warning(
+                    "access control: %s list empty: default permission %s for everything",
+                    " and ".join(empty),
+                    config.default_permission,
+                )
             if not self.default_allow:
                 self.flows = [True, True]
             return
@@ -213,8 +240,11 @@ class _Compiled:
         for subject in subjects:
             if subject.id in subject_combos:
                 raise UsageError(f"Subject id must be unique: id '{subject.id}' is repeated")
-            for name, values in (("interface", subject.interfaces), ("cert_common_name", subject.cert_common_names),
-                                 ("username", subject.usernames)):  # fmt: skip
+            for name, values in (
+                ("interface", subject.interfaces),
+                ("cert_common_name", subject.cert_common_names),
+                ("username", subject.usernames),
+            ):
                 if values is not None and any(not v.strip() for v in values):
                     raise UsageError(f"Found empty {name} value in subject '{subject.id}'")
             subject_combos[subject.id] = self._combinations(subject)
@@ -276,9 +306,13 @@ class _Compiled:
         """The combinations a face matches: each property it names is the face's."""
         out = []
         for (itf, cn, user, proto, zid), cid in self.combos.items():
-            if ((itf is None or itf in s.interfaces) and (cn is None or cn == s.cert_common_name)
-                    and (user is None or user == s.username) and (proto is None or proto == s.link_protocol)
-                    and (zid is None or zid == s.zid)):  # fmt: skip
+            if (
+                (itf is None or itf in s.interfaces)
+                and (cn is None or cn == s.cert_common_name)
+                and (user is None or user == s.username)
+                and (proto is None or proto == s.link_protocol)
+                and (zid is None or zid == s.zid)
+            ):
                 out.append(cid)
         return tuple(sorted(out))
 
@@ -376,8 +410,11 @@ class AccessControl:
             return None
         combos = self.compiled.matching_combos(subject)
         if not combos:
-            log.info("access control: %s matches no subject; default permission %s applies to all it does",
-                     subject, self.config.default_permission)  # fmt: skip
+            log.info(
+                "access control: %s matches no subject; default permission %s applies to all it does",
+                subject,
+                self.config.default_permission,
+            )
         return FaceAcl(self, subject, combos)
 
     def record(self, subject: FaceSubject, flow: int, message: int, key: str | None, denial: Denial) -> None:
@@ -395,8 +432,14 @@ class AccessControl:
         if len(self._logged) >= MAX_LOGGED_DENIALS:
             self._logged.clear()
         self._logged.add(seen)
-        log.warning("access control: %s %s on %r denied for %s: %s (logged once per subject and rule)",
-                    FLOWS[flow], MESSAGES[message], key or "", subject, explain(denial, self.config))  # fmt: skip
+        log.warning(
+            "access control: %s %s on %r denied for %s: %s (logged once per subject and rule)",
+            FLOWS[flow],
+            MESSAGES[message],
+            key or "",
+            subject,
+            explain(denial, self.config),
+        )
 
     def snapshot(self) -> dict[str, Any]:
         """Counters for the admin space: totals by rule, and by (rule, flow, message)."""
@@ -404,9 +447,10 @@ class AccessControl:
             "enabled": True,
             "default_permission": self.config.default_permission,
             "denied": dict(sorted(self.denied_by_rule.items())),
-            "denials": [{"rule": r, "flow": fl, "message": m, "count": n}
-                        for (r, fl, m), n in sorted(self.denied.items())],
-        }  # fmt: skip
+            "denials": [
+                {"rule": r, "flow": fl, "message": m, "count": n} for (r, fl, m), n in sorted(self.denied.items())
+            ],
+        }
 
 
 def explain(denial: Denial, config: AccessControlConfig) -> str:

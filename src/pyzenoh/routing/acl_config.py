@@ -29,11 +29,27 @@ from pyzenoh.keyexpr import validate
 
 #: The message kinds rules name, in zenohd's spelling (their index is the message code).
 MESSAGES = (
-    "put", "delete", "declare_subscriber", "query", "declare_queryable", "reply",
-    "liveliness_token", "declare_liveliness_subscriber", "liveliness_query",
-)  # fmt: skip
-(PUT, DELETE, DECLARE_SUBSCRIBER, QUERY, DECLARE_QUERYABLE, REPLY, LIVELINESS_TOKEN,
- DECLARE_LIVELINESS_SUBSCRIBER, LIVELINESS_QUERY) = range(len(MESSAGES))  # fmt: skip
+    "put",
+    "delete",
+    "declare_subscriber",
+    "query",
+    "declare_queryable",
+    "reply",
+    "liveliness_token",
+    "declare_liveliness_subscriber",
+    "liveliness_query",
+)
+(
+    PUT,
+    DELETE,
+    DECLARE_SUBSCRIBER,
+    QUERY,
+    DECLARE_QUERYABLE,
+    REPLY,
+    LIVELINESS_TOKEN,
+    DECLARE_LIVELINESS_SUBSCRIBER,
+    LIVELINESS_QUERY,
+) = range(len(MESSAGES))
 FLOWS = ("ingress", "egress")
 INGRESS, EGRESS = 0, 1
 PERMISSIONS = ("allow", "deny")
@@ -160,14 +176,20 @@ def read_access_control(value: Any, path: str = "access_control") -> AccessContr
         raise fail(f"{path}/default_permission", f"must be allow or deny, got {default!r}")
     rules = subjects = policies = None
     if tree.get("rules") is not None:
-        rules = tuple(_read_rule(r, f"{path}/rules/{i}")
-                      for i, r in enumerate(_list(tree["rules"], f"{path}/rules", nonempty=False)))  # fmt: skip
+        rules = tuple(
+            _read_rule(r, f"{path}/rules/{i}")
+            for i, r in enumerate(_list(tree["rules"], f"{path}/rules", nonempty=False))
+        )
     if tree.get("subjects") is not None:
-        subjects = tuple(_read_subject(s, f"{path}/subjects/{i}")
-                         for i, s in enumerate(_list(tree["subjects"], f"{path}/subjects", nonempty=False)))  # fmt: skip
+        subjects = tuple(
+            _read_subject(s, f"{path}/subjects/{i}")
+            for i, s in enumerate(_list(tree["subjects"], f"{path}/subjects", nonempty=False))
+        )
     if tree.get("policies") is not None:
-        policies = tuple(_read_policy(p, f"{path}/policies/{i}")
-                         for i, p in enumerate(_list(tree["policies"], f"{path}/policies", nonempty=False)))  # fmt: skip
+        policies = tuple(
+            _read_policy(p, f"{path}/policies/{i}")
+            for i, p in enumerate(_list(tree["policies"], f"{path}/policies", nonempty=False))
+        )
     return AccessControlConfig(enabled, default, rules, subjects, policies)
 
 
@@ -190,8 +212,13 @@ def _read_rule(value: Any, path: str) -> AclRule:
     permission = tree["permission"]
     if permission not in PERMISSIONS:
         raise fail(f"{path}/permission", f"must be allow or deny, got {permission!r}")
-    return AclRule(_string(tree["id"], f"{path}/id"), tuple(keys),
-                   _choices(tree["messages"], f"{path}/messages", MESSAGES), flows, permission)  # fmt: skip
+    return AclRule(
+        _string(tree["id"], f"{path}/id"),
+        tuple(keys),
+        _choices(tree["messages"], f"{path}/messages", MESSAGES),
+        flows,
+        permission,
+    )
 
 
 def _read_subject(value: Any, path: str) -> AclSubject:
@@ -206,10 +233,17 @@ def _read_subject(value: Any, path: str) -> AclSubject:
         protocols = _choices(tree["link_protocols"], f"{path}/link_protocols", LINK_PROTOCOLS)
     zids = None
     if tree.get("zids") is not None:
-        zids = tuple(parse_zid(z, f"{path}/zids/{i}")
-                     for i, z in enumerate(_list(tree["zids"], f"{path}/zids", nonempty=True)))  # fmt: skip
-    return AclSubject(_string(tree["id"], f"{path}/id"), strings("interfaces"), strings("cert_common_names"),
-                      strings("usernames"), protocols, zids)  # fmt: skip
+        zids = tuple(
+            parse_zid(z, f"{path}/zids/{i}") for i, z in enumerate(_list(tree["zids"], f"{path}/zids", nonempty=True))
+        )
+    return AclSubject(
+        _string(tree["id"], f"{path}/id"),
+        strings("interfaces"),
+        strings("cert_common_names"),
+        strings("usernames"),
+        protocols,
+        zids,
+    )
 
 
 def _read_policy(value: Any, path: str) -> AclPolicy:
@@ -217,5 +251,8 @@ def _read_policy(value: Any, path: str) -> AclPolicy:
     _required(tree, path, ("rules", "subjects"))
     ident = None if tree.get("id") is None else _string(tree["id"], f"{path}/id")
     # Empty lists deserialise; zenohd refuses them later, as a malformed policy.
-    return AclPolicy(ident, _strings(tree["rules"], f"{path}/rules", nonempty=False),
-                     _strings(tree["subjects"], f"{path}/subjects", nonempty=False))  # fmt: skip
+    return AclPolicy(
+        ident,
+        _strings(tree["rules"], f"{path}/rules", nonempty=False),
+        _strings(tree["subjects"], f"{path}/subjects", nonempty=False),
+    )

@@ -135,8 +135,9 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         self._init_routers(locators)
         self._init_peers(locators)
 
-    def add_face(self, face: int, zid: ZenohId, whatami: WhatAmI, now: float,
-                 subject: FaceSubject | None = None) -> list[Send]:  # fmt: skip
+    def add_face(
+        self, face: int, zid: ZenohId, whatami: WhatAmI, now: float, subject: FaceSubject | None = None
+    ) -> list[Send]:
         """A session is open on ``face`` (an id >= 0).
 
         Real routers send nothing to a client then; a peer gets the router's gossip
@@ -210,9 +211,14 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         return out
 
     def handle(
-        self, face: int, msg: NetworkMessage, now: float, raw: bytes | None = None,
-        reliable: bool = True, wall: float | None = None,
-    ) -> list[Send]:  # fmt: skip
+        self,
+        face: int,
+        msg: NetworkMessage,
+        now: float,
+        raw: bytes | None = None,
+        reliable: bool = True,
+        wall: float | None = None,
+    ) -> list[Send]:
         """Route one message received on ``face``.
 
         ``now`` is monotonic seconds (query deadlines); ``wall`` the wall-clock seconds the
@@ -251,8 +257,9 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         self._out = []
         return out
 
-    def handle_push_run(self, face: int, run: PushRun, now: float, reliable: bool = True,
-                        wall: float | None = None) -> list[Send]:  # fmt: skip
+    def handle_push_run(
+        self, face: int, run: PushRun, now: float, reliable: bool = True, wall: float | None = None
+    ) -> list[Send]:
         """Route a run of same-shape PUSHes received on ``face`` as one unit (see
         :mod:`.runs`): the same outputs as :meth:`handle` on each message in turn, except
         that each destination gets one :class:`Send` holding all of its copies."""
@@ -289,8 +296,9 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
             # Like real routers: an ERR "Timeout" naming the silent face, then the final.
             src = self._faces.get(q.src)
             if src is not None:
-                err = Response(q.src_rid, EMPTY_WIRE_EXPR, Err(TIMEOUT_PAYLOAD), qos=q.qos,
-                               responder=EntityGlobalId(d.zid, 0))  # fmt: skip
+                err = Response(
+                    q.src_rid, EMPTY_WIRE_EXPR, Err(TIMEOUT_PAYLOAD), qos=q.qos, responder=EntityGlobalId(d.zid, 0)
+                )
                 self._emit_reply(src, err, None)
             self._finish_destination(q, dest)
         self._out = []
@@ -356,22 +364,34 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         """A snapshot of what the core holds for ``face`` (for tests and diagnostics)."""
         f = self._faces[face]
         return {
-            "zid": f.zid, "whatami": f.whatami,
-            "remote_ids": dict(f.remote_ids), "local_ids": dict(f.local_ids),
-            "subscribers": dict(f.subs), "queryables": {i: k for i, (k, _) in f.qabls.items()},
-            "tokens": dict(f.tokens), "interests": sorted(f.interests),
+            "zid": f.zid,
+            "whatami": f.whatami,
+            "remote_ids": dict(f.remote_ids),
+            "local_ids": dict(f.local_ids),
+            "subscribers": dict(f.subs),
+            "queryables": {i: k for i, (k, _) in f.qabls.items()},
+            "tokens": dict(f.tokens),
+            "interests": sorted(f.interests),
             "declared_subscribers": f.local_subs.visible(),
             "declared_queryables": f.local_qabls.visible(),
             "declared_tokens": dict(f.local_tokens),
-            "pending_queries": len(f.pending), "outgoing_queries": len(f.outgoing),
-        }  # fmt: skip
+            "pending_queries": len(f.pending),
+            "outgoing_queries": len(f.outgoing),
+        }
 
     def is_empty(self) -> bool:
         """True when no face, entity, query or timer is left (after removing every face)."""
-        return not (self._faces.keys() - {NORTH} or self._sub_holders or self._qabl_holders
-                    or self._token_holders or self._resource_refs or len(self._sub_tree)
-                    or len(self._qabl_tree) or len(self._token_tree)
-                    or self.next_deadline() is not None)  # fmt: skip
+        return not (
+            self._faces.keys() - {NORTH}
+            or self._sub_holders
+            or self._qabl_holders
+            or self._token_holders
+            or self._resource_refs
+            or len(self._sub_tree)
+            or len(self._qabl_tree)
+            or len(self._token_tree)
+            or self.next_deadline() is not None
+        )
 
     def check_invariants(self) -> None:
         """Raise AssertionError if the tables are inconsistent (for tests; O(state))."""
@@ -407,14 +427,14 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         assert subs == self._sub_holders, "subscriber holders out of sync"
         assert tokens == self._token_holders, "token holders out of sync"
         assert qabls == self._qabl_holders, "queryable holders out of sync"
-        for tree, holders in ((self._sub_tree, subs), (self._token_tree, tokens),
-                              (self._qabl_tree, qabls)):  # fmt: skip
+        for tree, holders in ((self._sub_tree, subs), (self._token_tree, tokens), (self._qabl_tree, qabls)):
             pairs = sorted(tree.items())
             assert pairs == sorted((k, fid) for k, hs in holders.items() for fid in hs)
         refs: dict[str, int] = {}
         for f in faces.values():
-            for key in itertools.chain(f.remote_ids.values(), f.local_ids.values(),
-                                       (it.key for it in f.interests.values() if it.key)):  # fmt: skip
+            for key in itertools.chain(
+                f.remote_ids.values(), f.local_ids.values(), (it.key for it in f.interests.values() if it.key)
+            ):
                 refs[key] = refs.get(key, 0) + 1
         assert refs == self._resource_refs, "resource references out of sync"
 
@@ -444,8 +464,11 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
             self._invalidate_routes()
         elif isinstance(body, DeclareSubscriber):
             self._on_declare_subscriber(f, body, msg)
-        elif (f.acl is not None and isinstance(body, UndeclareSubscriber | UndeclareQueryable | UndeclareToken)
-              and self._declaration_denied(f, INGRESS, body, self._undeclared_key(f, body))):  # fmt: skip
+        elif (
+            f.acl is not None
+            and isinstance(body, UndeclareSubscriber | UndeclareQueryable | UndeclareToken)
+            and self._declaration_denied(f, INGRESS, body, self._undeclared_key(f, body))
+        ):
             return  # an undeclaration naming a key its subject may not (un)declare
         elif isinstance(body, UndeclareSubscriber):
             key = f.subs.pop(body.entity_id, None)

@@ -166,8 +166,7 @@ class DeclaredResources(Generic[I]):
                 entry.aggregated_to.add(key)
                 members.add(simple_key)
         same_key = self.simple.get(key)
-        agg = _Aggregated(same_key.id if same_key is not None else new_id(), None,
-                          set(interest_ids), members)  # fmt: skip
+        agg = _Aggregated(same_key.id if same_key is not None else new_id(), None, set(interest_ids), members)
         agg.info = self._recompute(key, agg)
         self.aggregated[key] = agg
         return agg.id, agg.info

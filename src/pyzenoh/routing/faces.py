@@ -77,10 +77,13 @@ _K = InterestOptions.KEYEXPRS
 #: The access-control message kind of each declaration body it filters (zenohd files an
 #: undeclaration under its declaration's kind).
 DECLARATION_MESSAGES: dict[type, int] = {
-    DeclareSubscriber: DECLARE_SUBSCRIBER, UndeclareSubscriber: DECLARE_SUBSCRIBER,
-    DeclareQueryable: DECLARE_QUERYABLE, UndeclareQueryable: DECLARE_QUERYABLE,
-    DeclareToken: LIVELINESS_TOKEN, UndeclareToken: LIVELINESS_TOKEN,
-}  # fmt: skip
+    DeclareSubscriber: DECLARE_SUBSCRIBER,
+    UndeclareSubscriber: DECLARE_SUBSCRIBER,
+    DeclareQueryable: DECLARE_QUERYABLE,
+    UndeclareQueryable: DECLARE_QUERYABLE,
+    DeclareToken: LIVELINESS_TOKEN,
+    UndeclareToken: LIVELINESS_TOKEN,
+}
 
 
 @dataclass(slots=True)
@@ -127,7 +130,7 @@ class Face:
         "tokens",
         "whatami",
         "zid",
-    )  # fmt: skip
+    )
 
     def __init__(self, fid: int, zid: ZenohId, whatami: WhatAmI) -> None:
         self.fid = fid
@@ -236,12 +239,10 @@ class RoutingTables:
     def _router_distance(self, owner: ZenohId) -> float:
         return 0.0
 
-    def _emit(self, face: int, msg: NetworkMessage, qos: int, raw: bytes | None = None,
-              reliable: bool = True) -> None:  # fmt: skip
+    def _emit(self, face: int, msg: NetworkMessage, qos: int, raw: bytes | None = None, reliable: bool = True) -> None:
         self._out.append(make_send(face, msg, qos, raw, reliable))
 
-    def _declare(self, d: Face, body: DeclarationBody, interest_id: int | None = None,
-                 key: str | None = None) -> None:  # fmt: skip
+    def _declare(self, d: Face, body: DeclarationBody, interest_id: int | None = None, key: str | None = None) -> None:
         """Send a declaration to ``d``. ``key`` is the full key of a subscriber, queryable
         or token (un)declaration: egress access control may hide it, and, deciding the
         same for the undeclaration, never undeclares what it hid."""
@@ -310,8 +311,12 @@ class RoutingTables:
             self._resource_refs.pop(key, None)
 
     def _is_resource(self, key: str) -> bool:
-        return (key in self._resource_refs or key in self._sub_holders
-                or key in self._qabl_holders or key in self._token_holders)  # fmt: skip
+        return (
+            key in self._resource_refs
+            or key in self._sub_holders
+            or key in self._qabl_holders
+            or key in self._token_holders
+        )
 
     def _sees(self, d: Face, src: Face) -> bool:
         """Does face ``d`` get to know about what face ``src`` declares or sends?"""
@@ -419,8 +424,11 @@ class RoutingTables:
         return False
 
     def _matching_interests(self, d: Face, option: InterestOptions, key: str) -> list[tuple[int, InterestState]]:
-        return [(iid, it) for iid, it in d.interests.items()
-                if it.options & option and (it.key is None or intersects(it.key, key))]  # fmt: skip
+        return [
+            (iid, it)
+            for iid, it in d.interests.items()
+            if it.options & option and (it.key is None or intersects(it.key, key))
+        ]
 
     def _declaration_allowed(self, f: Face, msg: NetworkMessage) -> bool:
         """False (the declaration is refused, alone) when ``f`` or the router is at its
@@ -447,8 +455,14 @@ class RoutingTables:
         self._drop(f.fid, limit, msg)
         if limit not in f.limits_logged:
             f.limits_logged.add(limit)
-            log.warning("face %d (%s %s): %s (%d) reached; refusing what goes over it",
-                        f.fid, f.whatami, f.zid, limit, getattr(self.config, limit))  # fmt: skip
+            log.warning(
+                "face %d (%s %s): %s (%d) reached; refusing what goes over it",
+                f.fid,
+                f.whatami,
+                f.zid,
+                limit,
+                getattr(self.config, limit),
+            )
 
     @staticmethod
     def _count_holder(
@@ -475,9 +489,13 @@ class RoutingTables:
         return (before, holders) if changed else None
 
     def _new_entity(
-        self, f: Face, table: dict[int, str], body: DeclareSubscriber | DeclareToken, msg: Declare,
+        self,
+        f: Face,
+        table: dict[int, str],
+        body: DeclareSubscriber | DeclareToken,
+        msg: Declare,
         kind: str,
-    ) -> str | None:  # fmt: skip
+    ) -> str | None:
         """The key of a newly declared subscriber or token, recorded in ``table``; None
         when the declaration is dropped or repeats one already held under that id."""
         key = self._resolve_key(f, body.wire_expr, msg)

@@ -125,10 +125,10 @@ class Interests(RoutingTables):
                 for key in entities:
                     yield h, key
 
-    def _current_subscribers(self, f: Face, iid: int, key: str | None, aggregate: bool,
-                             future: bool) -> None:  # fmt: skip
-        matches = list(dict.fromkeys(
-            k for _, k in self._other_entities(f, "subs") if key is None or intersects(key, k)))
+    def _current_subscribers(self, f: Face, iid: int, key: str | None, aggregate: bool, future: bool) -> None:
+        matches = list(
+            dict.fromkeys(k for _, k in self._other_entities(f, "subs") if key is None or intersects(key, k))
+        )
         if aggregate:
             if key is None:
                 return  # real routers declare nothing for an unrestricted aggregate
@@ -147,8 +147,7 @@ class Interests(RoutingTables):
                 ident, _ = f.local_subs.insert_simple(k, True, lambda: self._new_id(f), (iid,))
             self._declare(f, DeclareSubscriber(ident, self._decl_key(f, k)), iid, k)
 
-    def _current_queryables(self, f: Face, iid: int, key: str | None, aggregate: bool,
-                            future: bool) -> None:  # fmt: skip
+    def _current_queryables(self, f: Face, iid: int, key: str | None, aggregate: bool, future: bool) -> None:
         matches: dict[str, QueryableInfo] = {}
         for h, k in self._other_entities(f, "qabls"):
             if key is None or intersects(key, k):
@@ -165,15 +164,13 @@ class Interests(RoutingTables):
             else:
                 ident, agg = 0, f.local_qabls.aggregate_many(key, sorted(matches.items()))
             if agg is not None:
-                self._declare(f, DeclareQueryable(ident, self._decl_key(f, key), agg.complete,
-                                                  agg.distance), iid, key)  # fmt: skip
+                self._declare(f, DeclareQueryable(ident, self._decl_key(f, key), agg.complete, agg.distance), iid, key)
             return
         for k, info in matches.items():
             ident = 0
             if future:
                 ident, _ = f.local_qabls.insert_simple(k, info, lambda: self._new_id(f), (iid,))
-            self._declare(f, DeclareQueryable(ident, self._decl_key(f, k), info.complete,
-                                              info.distance), iid, k)  # fmt: skip
+            self._declare(f, DeclareQueryable(ident, self._decl_key(f, k), info.complete, info.distance), iid, k)
 
     def _current_tokens(self, f: Face, iid: int, key: str | None, future: bool) -> None:
         seen: dict[str, None] = {}

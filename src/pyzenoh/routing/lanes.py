@@ -66,8 +66,9 @@ class PushLanes(PubSub):
         for msg, raw in run.messages():
             self._on_push(f, msg, raw, reliable)
 
-    def forward_lone(self, face: int, batch: bytes, at: int, fields: PushFields,
-                     wall: float) -> list[tuple[int, bytes]] | None:  # fmt: skip
+    def forward_lone(
+        self, face: int, batch: bytes, at: int, fields: PushFields, wall: float
+    ) -> list[tuple[int, bytes]] | None:
         """Route the PUSH at ``batch[at:]`` (its fields as ``scan_push`` found them, the
         batch ending with it) received on ``face``: each destination face and the bytes
         of its copy, stamped with the HLC at ``wall``. None: the lane does not carry it and
@@ -92,7 +93,9 @@ class PushLanes(PubSub):
         rx = None
         heads = route.heads.get(fields.qos)
         if heads is None:
-            heads = self._lane_heads(route, WireExpr(fields.scope, fields.suffix, fields.mapping), fields.node_id, fields.qos)
+            heads = self._lane_heads(
+                route, WireExpr(fields.scope, fields.suffix, fields.mapping), fields.node_id, fields.qos
+            )
         out = []
         for fid, head, _, _ in heads:
             if head is None:

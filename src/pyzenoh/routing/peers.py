@@ -23,9 +23,16 @@ class PeerRegion(RoutingTables):
     _gossip: Network
 
     def _init_peers(self, locators: Callable[[], Sequence[str]]) -> None:
-        self._gossip = Network(self.zid, WhatAmI.ROUTER, full_linkstate=False, gossip=self.config.gossip,
-                               gossip_multihop=False, locators=locators, gateway=True,
-                               max_nodes=self.config.max_routers)  # fmt: skip
+        self._gossip = Network(
+            self.zid,
+            WhatAmI.ROUTER,
+            full_linkstate=False,
+            gossip=self.config.gossip,
+            gossip_multihop=False,
+            locators=locators,
+            gateway=True,
+            max_nodes=self.config.max_routers,
+        )
 
     def _peer_linkstate(self, link: int, body: bytes) -> None:
         if link in self._faces and self._faces[link] is not self._closing:

@@ -139,8 +139,7 @@ class PubSub(RoutingTables):
                     dests[fid] = (self._best_key(d, key), None)
             routed = tuple((fid, we, node) for fid, (we, node) in sorted(dests.items()))
             acl = None if self._acl is None else self._acl_push(f, key, routed)
-            route = DataRoute(key, routed, faces=frozenset(dests), acl=acl,
-                              lanes=acl is None and self.observer is None)  # fmt: skip
+            route = DataRoute(key, routed, faces=frozenset(dests), acl=acl, lanes=acl is None and self.observer is None)
         if len(self._data_routes) >= MAX_ROUTE_CACHE:
             self._data_routes.clear()
         self._data_routes[cache_key] = route
@@ -271,8 +270,12 @@ class PubSub(RoutingTables):
         if heads is None:
             out: list[LaneDest] = []
             for fid, we, node in route.dests:
-                same = node == rx_node and we.scope == rx.scope and we.suffix == rx.suffix \
-                    and we.mapping_sender == rx.mapping_sender  # fmt: skip
+                same = (
+                    node == rx_node
+                    and we.scope == rx.scope
+                    and we.suffix == rx.suffix
+                    and we.mapping_sender == rx.mapping_sender
+                )
                 out.append((fid, None if same else self._push_head(Push(we, Put(b""), qos, None, node)), we, node))
             heads = route.heads[qos] = tuple(out)
         return heads
@@ -291,16 +294,19 @@ class PubSub(RoutingTables):
             return None
         if body is msg.body:
             return raw[off:]
-        if isinstance(body, Put) and isinstance(msg.body, Put) and msg.body.timestamp is None \
-                and body.timestamp is not None:  # fmt: skip
+        if (
+            isinstance(body, Put)
+            and isinstance(msg.body, Put)
+            and msg.body.timestamp is None
+            and body.timestamp is not None
+        ):
             return stamp_body(raw[off:], encode_timestamp(body.timestamp))
         return None
 
     def _push_head(self, msg: Push) -> bytes:
         """The encoded head of a routed PUSH; a steady stream reuses it (when the head is
         only the key and QoS, which is what publications carry)."""
-        if msg.timestamp is not None or msg.node_id is not None or msg.ts_stack is not None \
-                or msg.extensions:  # fmt: skip
+        if msg.timestamp is not None or msg.node_id is not None or msg.ts_stack is not None or msg.extensions:
             head = bytearray()
             msg.write_head(head)
             return bytes(head)
@@ -316,10 +322,16 @@ class PubSub(RoutingTables):
         return cached
 
     def _emit_push_bytes(
-        self, msg: Push, raw: bytes | None, body: Put | Del, body_raw: bytes,
-        dests: tuple[tuple[int, WireExpr, int | None], ...], net_ts: Timestamp | None,
-        head_unchanged: bool, reliable: bool,
-    ) -> None:  # fmt: skip
+        self,
+        msg: Push,
+        raw: bytes | None,
+        body: Put | Del,
+        body_raw: bytes,
+        dests: tuple[tuple[int, WireExpr, int | None], ...],
+        net_ts: Timestamp | None,
+        head_unchanged: bool,
+        reliable: bool,
+    ) -> None:
         """Emit a routed PUSH whose bytes are its received head (or one re-encoded head per
         key representation) followed by ``body_raw``, the encoding of ``body``."""
         assert raw is not None
@@ -332,21 +344,30 @@ class PubSub(RoutingTables):
         for fid, we, node in dests:
             entry = heads.get((we, node))
             if entry is None:
-                entry = heads[(we, node)] = self._routed_push(msg, raw, body, body_raw, we, node, net_ts,
-                                                              head_unchanged)  # fmt: skip
+                entry = heads[(we, node)] = self._routed_push(
+                    msg, raw, body, body_raw, we, node, net_ts, head_unchanged
+                )
             self._emit(fid, entry[0], msg.qos, entry[1], reliable)
 
     def _routed_push(
-        self, msg: Push, raw: bytes, body: Put | Del, body_raw: bytes, we: WireExpr, node: int | None,
-        net_ts: Timestamp | None, head_unchanged: bool,
-    ) -> tuple[Push, bytes]:  # fmt: skip
+        self,
+        msg: Push,
+        raw: bytes,
+        body: Put | Del,
+        body_raw: bytes,
+        we: WireExpr,
+        node: int | None,
+        net_ts: Timestamp | None,
+        head_unchanged: bool,
+    ) -> tuple[Push, bytes]:
         """The copy of ``msg`` for one key representation and NodeId, and its bytes: the
         received head when nothing in it changes, else one re-encoded, then ``body_raw``."""
         out_msg = msg.routed(we, body, net_ts, node)
         rx = msg.wire_expr
         # (the fields compared, not the WireExprs: no call to the dataclass's __eq__)
-        same_key = we is rx or (we.scope == rx.scope and we.suffix == rx.suffix
-                                and we.mapping_sender == rx.mapping_sender)  # fmt: skip
+        same_key = we is rx or (
+            we.scope == rx.scope and we.suffix == rx.suffix and we.mapping_sender == rx.mapping_sender
+        )
         if head_unchanged and same_key and node == msg.node_id:
             return out_msg, raw[: msg.body_offset] + body_raw
         return out_msg, self._push_head(out_msg) + body_raw

@@ -111,8 +111,10 @@ class Queries(RoutingTables):
                     south.append((fid, qkey, info.complete and includes(qkey, key)))
             south.sort()
             north.sort()
-            cands = [(fid, complete, REGION_PEERS if self._faces[fid].is_peer else REGION_CLIENTS)
-                     for fid, _, complete in south]  # fmt: skip
+            cands = [
+                (fid, complete, REGION_PEERS if self._faces[fid].is_peer else REGION_CLIENTS)
+                for fid, _, complete in south
+            ]
             cands += [(hop, complete, REGION_ROUTERS) for _, _, hop, complete in north]
             route = QueryRoute(key, tuple(cands), node=source or None)
         if len(self._query_routes) >= MAX_ROUTE_CACHE:
@@ -159,8 +161,9 @@ class Queries(RoutingTables):
             # Refused with an error naming the limit (not a silent "no queryable").
             self._limit_hit(f, limit, msg)
             text = f"{limit} ({getattr(self.config, limit)}) reached".encode()
-            err = Response(msg.request_id, EMPTY_WIRE_EXPR, Err(text), qos=msg.qos,
-                           responder=EntityGlobalId(self.zid, 0))  # fmt: skip
+            err = Response(
+                msg.request_id, EMPTY_WIRE_EXPR, Err(text), qos=msg.qos, responder=EntityGlobalId(self.zid, 0)
+            )
             self._emit_reply(f, err, None)
             self._final(f.fid, msg.request_id, msg.qos)
             return
@@ -309,8 +312,9 @@ class Queries(RoutingTables):
                 info = i if info is None else merge_queryable_infos(info, i)
         return info
 
-    def _set_qabl_holder(self, f: Face, key: str, info: QueryableInfo | None,
-                         cause: Literal["declare", "undeclare", "close"]) -> None:  # fmt: skip
+    def _set_qabl_holder(
+        self, f: Face, key: str, info: QueryableInfo | None, cause: Literal["declare", "undeclare", "close"]
+    ) -> None:
         """Face ``f``'s info on ``key`` becomes ``info`` (None: it holds none there).
 
         What other faces are told follows real routers, including what they leave out: a
@@ -346,8 +350,7 @@ class Queries(RoutingTables):
             return
         regions = {self._faces[h].is_peer for h in holders}
         if cause == "undeclare":
-            same_region = [i for h, i in holders.items()
-                           if h != f.fid and self._faces[h].is_peer == f.is_peer]  # fmt: skip
+            same_region = [i for h, i in holders.items() if h != f.fid and self._faces[h].is_peer == f.is_peer]
             others = merge_all(same_region)
             new_total = merge_all([i for i in (others, info) if i is not None])
             if new_total is None:  # no holder left in f's region: the others' region decides
@@ -389,5 +392,4 @@ class Queries(RoutingTables):
         if info is None:
             self._declare(d, UndeclareQueryable(ident), key=key)
         else:
-            self._declare(d, DeclareQueryable(ident, self._decl_key(d, key), info.complete, info.distance),
-                          key=key)  # fmt: skip
+            self._declare(d, DeclareQueryable(ident, self._decl_key(d, key), info.complete, info.distance), key=key)

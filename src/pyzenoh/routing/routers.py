@@ -77,9 +77,14 @@ class RouterRegion(PubSub, Queries, Tokens):
     _on_declare_keyexpr: Callable[[Face, DeclareKeyExpr, Declare], None]
 
     def _init_routers(self, locators: Callable[[], Sequence[str]]) -> None:
-        self._net = Network(self.zid, WhatAmI.ROUTER, full_linkstate=True,
-                            gossip=self.config.gossip, locators=locators,
-                            max_nodes=self.config.max_routers)  # fmt: skip
+        self._net = Network(
+            self.zid,
+            WhatAmI.ROUTER,
+            full_linkstate=True,
+            gossip=self.config.gossip,
+            locators=locators,
+            max_nodes=self.config.max_routers,
+        )
         self._north = Face(NORTH, self.zid, WhatAmI.ROUTER)
         self._faces[NORTH] = self._north
         self._router_subs = {}
@@ -161,8 +166,9 @@ class RouterRegion(PubSub, Queries, Tokens):
                 info = qabls.get(owner)
                 if info is not None:
                     for d in faces:
-                        self._send_north(d, DeclareQueryable(0, self._decl_key(d, key), info.complete,
-                                                             info.distance), root, key)  # fmt: skip
+                        self._send_north(
+                            d, DeclareQueryable(0, self._decl_key(d, key), info.complete, info.distance), root, key
+                        )
         for root, owner, faces in trees:
             for key, tokens in self._router_tokens.items():
                 if owner in tokens:
@@ -207,14 +213,24 @@ class RouterRegion(PubSub, Queries, Tokens):
         faces = [f for f in map(self._router_face, tree.children) if f is not None and f is not exclude]
         return root, faces
 
-    def _propagate_north(self, kind: str, key: str, owner: ZenohId, declared: bool,
-                         info: QueryableInfo | None = None, exclude: Face | None = None) -> None:  # fmt: skip
+    def _propagate_north(
+        self,
+        kind: str,
+        key: str,
+        owner: ZenohId,
+        declared: bool,
+        info: QueryableInfo | None = None,
+        exclude: Face | None = None,
+    ) -> None:
         root, faces = self._tree_children(owner, exclude)
         for d in faces:
             body: DeclarationBody
             if kind == "subscriber":
-                body = (DeclareSubscriber(0, self._decl_key(d, key)) if declared
-                        else UndeclareSubscriber(0, self._decl_key(d, key)))  # fmt: skip
+                body = (
+                    DeclareSubscriber(0, self._decl_key(d, key))
+                    if declared
+                    else UndeclareSubscriber(0, self._decl_key(d, key))
+                )
             elif kind == "queryable":
                 if declared:
                     assert info is not None
@@ -222,8 +238,9 @@ class RouterRegion(PubSub, Queries, Tokens):
                 else:
                     body = UndeclareQueryable(0, self._decl_key(d, key))
             else:
-                body = (DeclareToken(0, self._decl_key(d, key)) if declared
-                        else UndeclareToken(0, self._decl_key(d, key)))  # fmt: skip
+                body = (
+                    DeclareToken(0, self._decl_key(d, key)) if declared else UndeclareToken(0, self._decl_key(d, key))
+                )
             self._send_north(d, body, root, key)
 
     # -- the router-owned tables ------------------------------------------------------------
@@ -238,16 +255,15 @@ class RouterRegion(PubSub, Queries, Tokens):
             del self._north_ids[(kind, key)]
         return ident
 
-    def _set_router_sub(self, key: str, owner: ZenohId, present: bool,
-                        exclude: Face | None = None) -> None:  # fmt: skip
+    def _set_router_sub(self, key: str, owner: ZenohId, present: bool, exclude: Face | None = None) -> None:
         self._set_router_owner("subscriber", self._router_subs, key, owner, present, exclude)
 
-    def _set_router_token(self, key: str, owner: ZenohId, present: bool,
-                          exclude: Face | None = None) -> None:  # fmt: skip
+    def _set_router_token(self, key: str, owner: ZenohId, present: bool, exclude: Face | None = None) -> None:
         self._set_router_owner("token", self._router_tokens, key, owner, present, exclude)
 
-    def _set_router_owner(self, kind: str, table: dict[str, set[ZenohId]], key: str,
-                          owner: ZenohId, present: bool, exclude: Face | None) -> None:  # fmt: skip
+    def _set_router_owner(
+        self, kind: str, table: dict[str, set[ZenohId]], key: str, owner: ZenohId, present: bool, exclude: Face | None
+    ) -> None:
         """Router ``owner`` starts (or stops) owning a subscriber or token on ``key``: tell
         the children of its tree, and the south when the first (last) remote owner came."""
         owners = table.setdefault(key, set())
@@ -276,8 +292,9 @@ class RouterRegion(PubSub, Queries, Tokens):
             change = self._change_sub_holder if kind == "subscriber" else self._change_token_holder
             change(self._north, key, +1 if remote_after else -1)
 
-    def _set_router_qabl(self, key: str, owner: ZenohId, info: QueryableInfo | None,
-                         exclude: Face | None = None) -> None:  # fmt: skip
+    def _set_router_qabl(
+        self, key: str, owner: ZenohId, info: QueryableInfo | None, exclude: Face | None = None
+    ) -> None:
         owners = self._router_qabls.setdefault(key, {})
         old = owners.get(owner)
         if old == info:

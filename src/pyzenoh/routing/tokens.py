@@ -55,8 +55,11 @@ class Tokens(RoutingTables):
             # still holds it itself and so still "sees" it (checked on the wire).
             (last,) = holders
             h = self._faces[last]
-            if h is not self._closing and self._token_visible(h, holders) and (
-                    f is self._closing or f.is_peer != h.is_peer):  # fmt: skip
+            if (
+                h is not self._closing
+                and self._token_visible(h, holders)
+                and (f is self._closing or f.is_peer != h.is_peer)
+            ):
                 self._unpropagate_token(h, key)
 
     def _propagate_token(self, d: Face, key: str) -> None:

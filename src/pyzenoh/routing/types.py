@@ -35,8 +35,14 @@ class Send:
     ends: Sequence[int] | None = None
 
 
-def make_send(face: int, msg: NetworkMessage, qos: int, raw: bytes | None = None,
-              reliable: bool = True, ends: Sequence[int] | None = None) -> Send:  # fmt: skip
+def make_send(
+    face: int,
+    msg: NetworkMessage,
+    qos: int,
+    raw: bytes | None = None,
+    reliable: bool = True,
+    ends: Sequence[int] | None = None,
+) -> Send:
     """A :class:`Send` whose priority, express and block flags come from ``qos``."""
     return Send(face, msg, raw, qos & 0x07, reliable, bool(qos & QOS_EXPRESS), bool(qos & QOS_BLOCK), ends)
 
@@ -60,9 +66,14 @@ class RoutingConfig:
     max_routers: int = 4_096  # nodes in the router graph (a bigger graph is bad input)
 
     def __post_init__(self) -> None:
-        for name in ("max_declarations_per_face", "max_declarations_total",
-                     "max_pending_queries_per_face", "max_pending_queries_total",
-                     "max_keyexpr_ids_per_face", "max_routers"):  # fmt: skip
+        for name in (
+            "max_declarations_per_face",
+            "max_declarations_total",
+            "max_pending_queries_per_face",
+            "max_pending_queries_total",
+            "max_keyexpr_ids_per_face",
+            "max_routers",
+        ):
             if getattr(self, name) < 1:
                 raise UsageError(f"RoutingConfig.{name} must be >= 1")
         if not self.query_timeout >= 0:

@@ -26,7 +26,20 @@ from pyzenoh.scouting.udp import (
 )
 
 __all__ = [
-    "Hello", "Interface", "ResponderCore", "Scout", "ScouterCore", "ScoutingDecodeError",
-    "ScoutingSettings", "UdpResponder", "UdpScouter", "WhatAmIMatcher", "hello_locators",
-    "list_interfaces", "multicast_interfaces", "parse_scouting", "scout", "start_udp_responder",
-]  # fmt: skip
+    "Hello",
+    "Interface",
+    "ResponderCore",
+    "Scout",
+    "ScouterCore",
+    "ScoutingDecodeError",
+    "ScoutingSettings",
+    "UdpResponder",
+    "UdpScouter",
+    "WhatAmIMatcher",
+    "hello_locators",
+    "list_interfaces",
+    "multicast_interfaces",
+    "parse_scouting",
+    "scout",
+    "start_udp_responder",
+]

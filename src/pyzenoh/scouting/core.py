@@ -137,9 +137,8 @@ def parse_scouting(tree: Mapping[str, Any], mode: str) -> ScoutingSettings:
     delay = _int(scouting.get("delay"), DEFAULT_DELAY_MS, "scouting/delay")
     unicast = own.get("unicast")
     if unicast is not None and not isinstance(unicast, str):
-        raise UsageError("pyzenoh/scouting/unicast must be a \"HOST:PORT\" string")
-    return ScoutingSettings(enabled, address, interface, ttl, listen, autoconnect, timeout, delay,
-                            unicast)  # fmt: skip
+        raise UsageError('pyzenoh/scouting/unicast must be a "HOST:PORT" string')
+    return ScoutingSettings(enabled, address, interface, ttl, listen, autoconnect, timeout, delay, unicast)
 
 
 def _section(tree: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
@@ -229,9 +228,7 @@ def multicast_interfaces(spec: str, interfaces: Sequence[Interface]) -> list[IPA
     unknown names are skipped, as zenoh does.
     """
     if spec.strip() == "auto":
-        found: list[IPAddress] = [
-            a for a in (_first_v4(i) for i in interfaces if i.active and i.multicast) if a
-        ]
+        found: list[IPAddress] = [a for a in (_first_v4(i) for i in interfaces if i.active and i.multicast) if a]
         return found or [ipaddress.IPv4Address("0.0.0.0")]
     out: list[IPAddress] = []
     for raw in spec.split(","):
@@ -279,9 +276,7 @@ _LINK_LOCAL_V6 = ipaddress.ip_network("fe80::/10")
 _BROADCAST_V4 = ipaddress.IPv4Address("255.255.255.255")
 
 
-def hello_locators(
-    endpoints: Sequence[str], interfaces: Sequence[Interface], peer: IPAddress
-) -> list[str]:
+def hello_locators(endpoints: Sequence[str], interfaces: Sequence[Interface], peer: IPAddress) -> list[str]:
     """The locators a HELLO to ``peer`` lists, from our listen endpoints."""
     with_loopback = peer.is_loopback
     out: list[str] = []
@@ -307,8 +302,11 @@ def _expand(wildcard: IPAddress, interfaces: Sequence[Interface], loopback: bool
         return [a for a in v4 if not a.is_multicast]
     # zenoh's order for [::]: global IPv6, public IPv4, link-local IPv6, private IPv4
     v4 = [a for a in v4 if a not in _LINK_LOCAL_V4 and not a.is_multicast and a != _BROADCAST_V4]
-    v6 = [a for a in addrs if isinstance(a, ipaddress.IPv6Address) and not a.is_multicast
-          and (loopback or not a.is_loopback)]  # fmt: skip
+    v6 = [
+        a
+        for a in addrs
+        if isinstance(a, ipaddress.IPv6Address) and not a.is_multicast and (loopback or not a.is_loopback)
+    ]
     private = [a for a in v4 if any(a in n for n in _PRIVATE_V4)]
     return (
         [a for a in v6 if a not in _LINK_LOCAL_V6]

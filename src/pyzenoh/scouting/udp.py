@@ -87,10 +87,16 @@ def list_interfaces() -> list[Interface]:
     for name in names:
         flags = _flags(name)
         addrs: tuple[IPAddress, ...] = (*v4.get(name, ()), *v6.get(name, ()))
-        out.append(Interface(name, addrs, up=bool(flags & _IFF_UP),
-                             running=bool(flags & _IFF_RUNNING),
-                             multicast=bool(flags & _IFF_MULTICAST),
-                             loopback=bool(flags & _IFF_LOOPBACK)))  # fmt: skip
+        out.append(
+            Interface(
+                name,
+                addrs,
+                up=bool(flags & _IFF_UP),
+                running=bool(flags & _IFF_RUNNING),
+                multicast=bool(flags & _IFF_MULTICAST),
+                loopback=bool(flags & _IFF_LOOPBACK),
+            )
+        )
     return out
 
 
@@ -349,9 +355,13 @@ async def start_udp_responder(
     except BaseException:
         resp.close()
         raise
-    log.info("scouting: answering SCOUTs as %s %s on %s%s", whatami, zid,
-             f"{address} via {', '.join(map(str, resp.scout_interfaces))}" if multicast else "",
-             f" and udp {resp.unicast_address[0]}:{resp.unicast_address[1]}" if resp.unicast_address else "")  # fmt: skip
+    log.info(
+        "scouting: answering SCOUTs as %s %s on %s%s",
+        whatami,
+        zid,
+        f"{address} via {', '.join(map(str, resp.scout_interfaces))}" if multicast else "",
+        f" and udp {resp.unicast_address[0]}:{resp.unicast_address[1]}" if resp.unicast_address else "",
+    )
     return resp
 
 
@@ -498,8 +508,16 @@ def scout(
     interfaces: Callable[[], Sequence[Interface]] = list_interfaces,
 ) -> UdpScouter:
     """``async with scout("router", timeout=3.0) as s: async for hello in s: ...``"""
-    return UdpScouter(what, address=address, interface=interface, ttl=ttl, multicast=multicast,
-                      targets=targets, timeout=timeout, interfaces=interfaces)  # fmt: skip
+    return UdpScouter(
+        what,
+        address=address,
+        interface=interface,
+        ttl=ttl,
+        multicast=multicast,
+        targets=targets,
+        timeout=timeout,
+        interfaces=interfaces,
+    )
 
 
 # --- ``pyzenoh scout`` -----------------------------------------------------------------------
@@ -508,18 +526,29 @@ def scout(
 def register_cli(subparsers: Any) -> None:
     """``pyzenoh scout``: print the nodes answering SCOUTs (registered by pyzenoh.cli)."""
     p = subparsers.add_parser("scout", help="find Zenoh nodes by multicast scouting (SCOUT/HELLO)")
-    p.add_argument("--what", default="router|peer",
-                   help="kinds of node to find, e.g. router, peer, router|peer|client (default router|peer)")
+    p.add_argument(
+        "--what",
+        default="router|peer",
+        help="kinds of node to find, e.g. router, peer, router|peer|client (default router|peer)",
+    )
     p.add_argument("--timeout", type=float, default=3.0, help="seconds to scout (default 3)")
     p.add_argument("--address", default=DEFAULT_ADDRESS, help=f"multicast group (default {DEFAULT_ADDRESS})")
-    p.add_argument("--interface", default=DEFAULT_INTERFACE,
-                   help="interface name(s) or address(es), comma-separated (default auto)")
+    p.add_argument(
+        "--interface",
+        default=DEFAULT_INTERFACE,
+        help="interface name(s) or address(es), comma-separated (default auto)",
+    )
     p.add_argument("--ttl", type=int, default=DEFAULT_TTL, help="multicast TTL (default 1)")
-    p.add_argument("--target", action="append", default=[], metavar="HOST:PORT",
-                   help="also send SCOUTs straight to this UDP address, repeatable")
+    p.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="also send SCOUTs straight to this UDP address, repeatable",
+    )
     p.add_argument("--no-multicast", action="store_true", help="only scout the --target addresses")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
-    p.set_defaults(handler=_cli_scout)  # fmt: skip
+    p.set_defaults(handler=_cli_scout)
 
 
 def _cli_scout(args: argparse.Namespace) -> int:
@@ -533,9 +562,15 @@ def _cli_scout(args: argparse.Namespace) -> int:
 
 async def _cli_scout_async(args: argparse.Namespace) -> int:
     seen: set[tuple[str, str, tuple[str, ...]]] = set()
-    async with scout(args.what, address=args.address, interface=args.interface, ttl=args.ttl,
-                     multicast=not args.no_multicast, targets=args.target,
-                     timeout=max(args.timeout, 0.0)) as scouter:  # fmt: skip
+    async with scout(
+        args.what,
+        address=args.address,
+        interface=args.interface,
+        ttl=args.ttl,
+        multicast=not args.no_multicast,
+        targets=args.target,
+        timeout=max(args.timeout, 0.0),
+    ) as scouter:
         async for hello in scouter:
             key = (str(hello.zid), str(hello.whatami), hello.locators)
             if key in seen:  # every node answers each SCOUT round: print it once

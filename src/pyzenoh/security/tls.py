@@ -58,8 +58,13 @@ MAX_PEM_BYTES = 1 << 20
 DEFAULT_HANDSHAKE_TIMEOUT_S = 10.0
 
 #: The PEM items: config keys, and the stems of the endpoint parameters (``_file`` ...).
-_ITEMS = ("root_ca_certificate", "listen_private_key", "listen_certificate",
-          "connect_private_key", "connect_certificate")  # fmt: skip
+_ITEMS = (
+    "root_ca_certificate",
+    "listen_private_key",
+    "listen_certificate",
+    "connect_private_key",
+    "connect_certificate",
+)
 _BOOLS = {"enable_mtls": False, "verify_name_on_connect": True, "close_link_on_expiration": False}
 _INTS = ("so_sndbuf", "so_rcvbuf")
 #: Endpoint parameters this module reads (others, e.g. iface or bind, are ignored).
@@ -166,16 +171,21 @@ class TlsConfig:
         """The context of a ``tls/`` listener (certificate and key required)."""
         cert, key = self.pem("listen_certificate"), self.pem("listen_private_key")
         if cert is None or key is None:
-            missing = [f"{TLS_CONFIG_PATH}/{n}" for n, v in
-                       (("listen_certificate", cert), ("listen_private_key", key)) if v is None]  # fmt: skip
+            missing = [
+                f"{TLS_CONFIG_PATH}/{n}"
+                for n, v in (("listen_certificate", cert), ("listen_private_key", key))
+                if v is None
+            ]
             raise UsageError(f"a tls/ listen endpoint needs {' and '.join(missing)}")
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         _load_chain(ctx, cert, key, self.describe("listen_certificate"), self.describe("listen_private_key"))
         if self.flag("enable_mtls"):
             ca = self.pem("root_ca_certificate")
             if ca is None:
-                raise UsageError(f"{TLS_CONFIG_PATH}/enable_mtls needs {TLS_CONFIG_PATH}/root_ca_certificate "
-                                 "(the CA that signs client certificates)")  # fmt: skip
+                raise UsageError(
+                    f"{TLS_CONFIG_PATH}/enable_mtls needs {TLS_CONFIG_PATH}/root_ca_certificate "
+                    "(the CA that signs client certificates)"
+                )
             _load_ca(ctx, ca, self.describe("root_ca_certificate"))
             ctx.verify_mode = ssl.CERT_REQUIRED
             ctx.minimum_version = ssl.TLSVersion.TLSv1_3  # zenohd's mTLS is TLS 1.3 only
@@ -192,8 +202,10 @@ class TlsConfig:
         if self.flag("enable_mtls"):
             cert, key = self.pem("connect_certificate"), self.pem("connect_private_key")
             if cert is None or key is None:
-                raise UsageError(f"{TLS_CONFIG_PATH}/enable_mtls on a connecting side needs "
-                                 f"{TLS_CONFIG_PATH}/connect_certificate and connect_private_key")  # fmt: skip
+                raise UsageError(
+                    f"{TLS_CONFIG_PATH}/enable_mtls on a connecting side needs "
+                    f"{TLS_CONFIG_PATH}/connect_certificate and connect_private_key"
+                )
             _load_chain(ctx, cert, key, self.describe("connect_certificate"), self.describe("connect_private_key"))
             ctx.minimum_version = ssl.TLSVersion.TLSv1_3
         return ctx
@@ -275,8 +287,9 @@ def _load_chain(ctx: ssl.SSLContext, cert: bytes, key: bytes, cert_what: str, ke
         try:
             ctx.load_cert_chain(cert_path, key_path)
         except ssl.SSLError as exc:
-            raise UsageError(f"the certificate {cert_what} and private key {key_what} do not load: "
-                             f"{exc.reason or exc}") from None  # fmt: skip
+            raise UsageError(
+                f"the certificate {cert_what} and private key {key_what} do not load: {exc.reason or exc}"
+            ) from None
 
 
 def _load_ca(ctx: ssl.SSLContext, ca: bytes, what: str) -> None:

@@ -236,8 +236,9 @@ def _usrpwd_ext(body: bytes | None, expected: int, what: str) -> Extension | Non
     bit is malformed. Raises :class:`DecodeError` (GENERIC) on a malformed body."""
     ext = find_auth_extension(read_auth_extensions(body or b""), AUTH_USRPWD)
     if ext is not None and ext.id != expected:
-        raise DecodeError(f"usrpwd extension 0x{ext.id:02x} in {what} (expected 0x{expected:02x})", -1,
-                          CloseReason.GENERIC)  # fmt: skip
+        raise DecodeError(
+            f"usrpwd extension 0x{ext.id:02x} in {what} (expected 0x{expected:02x})", -1, CloseReason.GENERIC
+        )
     return ext
 
 
@@ -319,8 +320,9 @@ class OpenerAuth:
         if not self.presents:
             read_auth_extensions(body or b"")
             return
-        ext = _required_ext(body, EXT_INIT_ACK, "InitAck",
-                            "the peer does not check usrpwd credentials (no challenge in its InitAck)")
+        ext = _required_ext(
+            body, EXT_INIT_ACK, "InitAck", "the peer does not check usrpwd credentials (no challenge in its InitAck)"
+        )
         assert isinstance(ext.value, int)
         self._nonce = ext.value
 

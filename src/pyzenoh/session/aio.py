@@ -42,9 +42,15 @@ from pyzenoh.session.handlers import AsyncHandler, make_sink
 from pyzenoh.session.runtime import Runtime
 
 __all__ = [
-    "AsyncLiveliness", "AsyncLivelinessToken", "AsyncMatchingListener", "AsyncPublisher",
-    "AsyncQueryable", "AsyncSession", "AsyncSubscriber", "open",
-]  # fmt: skip
+    "AsyncLiveliness",
+    "AsyncLivelinessToken",
+    "AsyncMatchingListener",
+    "AsyncPublisher",
+    "AsyncQueryable",
+    "AsyncSession",
+    "AsyncSubscriber",
+    "open",
+]
 
 H = TypeVar("H")
 
@@ -155,8 +161,7 @@ class AsyncPublisher(PublisherSettings, _AsyncEntity):
             st.put_run([t.to_payload(payload)])
         else:
             body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp)
-            rt.core.put(st.key, body, priority=st.priority, block=st.block, express=st.express,
-                        reliable=st.reliable)  # fmt: skip
+            rt.core.put(st.key, body, priority=st.priority, block=st.block, express=st.express, reliable=st.reliable)
         rt.pump()
 
     async def delete(self, *, attachment: Any = None, timestamp: t.Timestamp | None = None) -> None:
@@ -165,8 +170,14 @@ class AsyncPublisher(PublisherSettings, _AsyncEntity):
         rt = self._rt
         if not await rt.await_room(st.block):
             return
-        rt.core.put(st.key, del_body(attachment, timestamp), priority=st.priority, block=st.block,
-                    express=st.express, reliable=st.reliable)  # fmt: skip
+        rt.core.put(
+            st.key,
+            del_body(attachment, timestamp),
+            priority=st.priority,
+            block=st.block,
+            express=st.express,
+            reliable=st.reliable,
+        )
         rt.pump()
 
     async def declare_matching_listener(self, handler: Any = None) -> AsyncMatchingListener[Any]:
@@ -175,9 +186,9 @@ class AsyncPublisher(PublisherSettings, _AsyncEntity):
         sink, returned = make_sink(handler, asynchronous=True)
         local = self._state.local
         rt.call(lambda: rt.core.add_matching_listener(local, sink))
-        return AsyncMatchingListener(rt, self.key_expr,
-                                     functools.partial(rt.core.remove_matching_listener, local, sink),
-                                     returned)  # fmt: skip
+        return AsyncMatchingListener(
+            rt, self.key_expr, functools.partial(rt.core.remove_matching_listener, local, sink), returned
+        )
 
     async def __aenter__(self) -> Self:
         return self
@@ -253,8 +264,14 @@ class AsyncSession:
         body = put_body(payload, encoding, attachment, timestamp)
         block = block_of(congestion_control)
         if await rt.await_room(block):
-            rt.core.put(key, body, priority=prio_of(priority), block=block, express=bool(express),
-                        reliable=reliability is not t.Reliability.BEST_EFFORT)  # fmt: skip
+            rt.core.put(
+                key,
+                body,
+                priority=prio_of(priority),
+                block=block,
+                express=bool(express),
+                reliable=reliability is not t.Reliability.BEST_EFFORT,
+            )
             rt.pump()
 
     async def delete(
@@ -272,8 +289,14 @@ class AsyncSession:
         key = str(t.to_key_expr(key_expr))
         block = block_of(congestion_control)
         if await rt.await_room(block):
-            rt.core.put(key, del_body(attachment, timestamp), priority=prio_of(priority), block=block,
-                        express=bool(express), reliable=reliability is not t.Reliability.BEST_EFFORT)  # fmt: skip
+            rt.core.put(
+                key,
+                del_body(attachment, timestamp),
+                priority=prio_of(priority),
+                block=block,
+                express=bool(express),
+                reliable=reliability is not t.Reliability.BEST_EFFORT,
+            )
             rt.pump()
 
     async def declare_publisher(
@@ -326,8 +349,21 @@ class AsyncSession:
         """Query; returns an async channel of :class:`Reply` (``async for``) by default."""
         rt = self._live()
         sink, returned = make_sink(handler, asynchronous=True)
-        call = get_call(rt, selector, sink, target, consolidation, accept_replies, timeout,
-                        congestion_control, priority, express, payload, encoding, attachment)  # fmt: skip
+        call = get_call(
+            rt,
+            selector,
+            sink,
+            target,
+            consolidation,
+            accept_replies,
+            timeout,
+            congestion_control,
+            priority,
+            express,
+            payload,
+            encoding,
+            attachment,
+        )
         block = block_of(congestion_control, default=True)
         await rt.await_room(block)
         rt.call(call)

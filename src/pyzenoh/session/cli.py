@@ -71,8 +71,12 @@ def _show_sample(out: TextIO, sample: t.Sample, as_json: bool) -> None:
     payload = sample.payload.to_bytes()
     text = payload.decode("utf-8", "replace")
     if as_json:
-        rec: dict[str, Any] = {"key": str(sample.key_expr), "kind": sample.kind.name, "payload": text,
-                               "encoding": str(sample.encoding)}  # fmt: skip
+        rec: dict[str, Any] = {
+            "key": str(sample.key_expr),
+            "kind": sample.kind.name,
+            "payload": text,
+            "encoding": str(sample.encoding),
+        }
         if sample.timestamp is not None:
             rec["timestamp"] = str(sample.timestamp)
         if sample.attachment is not None:
@@ -86,9 +90,13 @@ def _show_sample(out: TextIO, sample: t.Sample, as_json: bool) -> None:
 
 def _put(args: argparse.Namespace) -> int:
     with api.open(_config(args)) as s:
-        s.put(args.key, args.value, encoding=args.encoding,
-              attachment=None if args.attachment is None else args.attachment.encode(),
-              congestion_control=t.CongestionControl.BLOCK)  # fmt: skip
+        s.put(
+            args.key,
+            args.value,
+            encoding=args.encoding,
+            attachment=None if args.attachment is None else args.attachment.encode(),
+            congestion_control=t.CongestionControl.BLOCK,
+        )
     return 0
 
 
@@ -120,8 +128,7 @@ def _sub(args: argparse.Namespace) -> int:
 
 def _get(args: argparse.Namespace) -> int:
     with api.open(_config(args)) as s:
-        replies = s.get(args.selector, target=_TARGETS[args.target], timeout=args.timeout,
-                        payload=args.payload)  # fmt: skip
+        replies = s.get(args.selector, target=_TARGETS[args.target], timeout=args.timeout, payload=args.payload)
         failed = False
         for reply in replies:
             if reply.ok is not None:
@@ -203,8 +210,13 @@ def _wrap(fn: Any) -> Any:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-e", "--connect", action="append", metavar="ENDPOINT",
-                   help="endpoint of the router, repeatable (default tcp/127.0.0.1:7447)")  # fmt: skip
+    p.add_argument(
+        "-e",
+        "--connect",
+        action="append",
+        metavar="ENDPOINT",
+        help="endpoint of the router, repeatable (default tcp/127.0.0.1:7447)",
+    )
     p.add_argument("-m", "--mode", choices=["client", "peer"], default="client", help="session mode (default client)")
 
 

@@ -423,8 +423,9 @@ class Dispatcher:
 class ThreadCallbackSink(Sink):
     """Hands items to the session's dispatcher thread (sync API callbacks)."""
 
-    def __init__(self, dispatcher: Dispatcher, callback: Callable[[Any], Any],
-                 drop: Callable[[], Any] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, dispatcher: Dispatcher, callback: Callable[[Any], Any], drop: Callable[[], Any] | None = None
+    ) -> None:
         self.dispatcher = dispatcher
         self.callback = callback
         self.drop = drop

@@ -38,8 +38,10 @@ class Transport:
 
     @override
     def __repr__(self) -> str:
-        return (f"Transport {{ zid: {self.zid}, whatami: {self.whatami}, is_qos: {self.is_qos}, "
-                f"is_multicast: {self.is_multicast} }}")  # fmt: skip
+        return (
+            f"Transport {{ zid: {self.zid}, whatami: {self.whatami}, is_qos: {self.is_qos}, "
+            f"is_multicast: {self.is_multicast} }}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

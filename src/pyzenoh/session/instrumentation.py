@@ -31,9 +31,13 @@ from pyzenoh.session.types.stack import (
 )
 
 __all__ = [
-    "InterceptionPoint", "TimestampContext", "TimestampInstrumentation",
-    "TimestampInstrumentationBuilder", "TimestampStack", "TimestampStackRecord",
-]  # fmt: skip
+    "InterceptionPoint",
+    "TimestampContext",
+    "TimestampInstrumentation",
+    "TimestampInstrumentationBuilder",
+    "TimestampStack",
+    "TimestampStackRecord",
+]
 
 #: zenoh's bound on the number of records of one stack
 MAX_STACK_SIZE = 255
@@ -72,8 +76,7 @@ class TimestampInstrumentationBuilder:
 TimestampCallback = Callable[[TimestampContext], bytes]
 
 
-def record_bytes(zid: ZenohId, now_ns: int, callback: TimestampCallback | None,
-                 whatami: WhatAmI) -> tuple[bytes, bool]:  # fmt: skip
+def record_bytes(zid: ZenohId, now_ns: int, callback: TimestampCallback | None, whatami: WhatAmI) -> tuple[bytes, bool]:
     """(timestamp bytes, custom) for a record taken now by node ``zid``."""
     if callback is not None:
         custom = callback(TimestampContext(zid, whatami))
@@ -108,8 +111,14 @@ def encode(conf_flags: int, records: list[tuple[int, bytes]]) -> bytes:
     return bytes(out)
 
 
-def push_record(raw: bytes | None, point: InterceptionPoint, zid: ZenohId, now_ns: int,
-                callback: TimestampCallback | None, whatami: WhatAmI) -> bytes | None:  # fmt: skip
+def push_record(
+    raw: bytes | None,
+    point: InterceptionPoint,
+    zid: ZenohId,
+    now_ns: int,
+    callback: TimestampCallback | None,
+    whatami: WhatAmI,
+) -> bytes | None:
     """The extension ``raw`` with one more record at ``point`` when that point is
     instrumented (unchanged otherwise, and None stays None)."""
     if raw is None:
@@ -127,15 +136,19 @@ def push_record(raw: bytes | None, point: InterceptionPoint, zid: ZenohId, now_n
     return encode(flags, records)
 
 
-def start(instrumentation: TimestampInstrumentation | None, zid: ZenohId, now_ns: int,
-          callback: TimestampCallback | None, whatami: WhatAmI) -> bytes | None:  # fmt: skip
+def start(
+    instrumentation: TimestampInstrumentation | None,
+    zid: ZenohId,
+    now_ns: int,
+    callback: TimestampCallback | None,
+    whatami: WhatAmI,
+) -> bytes | None:
     """The extension a sender attaches: empty stack, then its own Send record."""
     if instrumentation is None:
         return None
     if not isinstance(instrumentation, TimestampInstrumentation):
         raise UsageError(f"timestamp_instrumentation must be a TimestampInstrumentation, not {instrumentation!r}")
-    return push_record(encode(instrumentation.conf_flags, []), InterceptionPoint.SEND, zid, now_ns,
-                       callback, whatami)  # fmt: skip
+    return push_record(encode(instrumentation.conf_flags, []), InterceptionPoint.SEND, zid, now_ns, callback, whatami)
 
 
 def to_stack(raw: bytes | None) -> TimestampStack | None:

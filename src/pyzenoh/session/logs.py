@@ -50,7 +50,7 @@ def _logger_name(target: str) -> str:
         return ROOT
     for prefix in ("zenoh_", "zenoh."):
         if target.startswith(prefix):
-            return f"{ROOT}.{target[len(prefix):].replace('_', '.')}"
+            return f"{ROOT}.{target[len(prefix) :].replace('_', '.')}"
     return target
 
 
@@ -80,8 +80,9 @@ def _init(spec: str) -> None:
     _configured = True
     levels, bad = parse_filter(spec)
     for directive in bad:
-        print(f"ignoring `{directive}`: not a level filter (off, error, warn, info, debug, trace, 0-5)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"ignoring `{directive}`: not a level filter (off, error, warn, info, debug, trace, 0-5)", file=sys.stderr
+        )
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter(_FORMAT))
     for name, level in levels.items():

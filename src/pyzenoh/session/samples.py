@@ -44,10 +44,30 @@ def wire_sample(ke: t.KeyExpr, body: _p.Put | _p.Del, qos: int) -> t.Sample:
     att = None if body.attachment is None else t.ZBytes(body.attachment)
     info = None if body.source_info is None else t.SourceInfo.from_wire(body.source_info)
     if type(body) is _p.Put:
-        return t.Sample(ke, t.ZBytes(body.payload), t.SampleKind.PUT, t.Encoding.from_wire(body.encoding),
-                        ts, cc, prio, express, att, info)  # fmt: skip
-    return t.Sample(ke, t.ZBytes(b""), t.SampleKind.DELETE, t.Encoding.from_wire(_p.Encoding.DEFAULT),
-                    ts, cc, prio, express, att, info)  # fmt: skip
+        return t.Sample(
+            ke,
+            t.ZBytes(body.payload),
+            t.SampleKind.PUT,
+            t.Encoding.from_wire(body.encoding),
+            ts,
+            cc,
+            prio,
+            express,
+            att,
+            info,
+        )
+    return t.Sample(
+        ke,
+        t.ZBytes(b""),
+        t.SampleKind.DELETE,
+        t.Encoding.from_wire(_p.Encoding.DEFAULT),
+        ts,
+        cc,
+        prio,
+        express,
+        att,
+        info,
+    )
 
 
 def local_sample(ke: t.KeyExpr, body: _p.Put | _p.Del, priority: int, block: bool, express: bool) -> t.Sample:
@@ -158,8 +178,19 @@ class RunSample(t.Sample):
 
 def _fields(s: t.Sample) -> tuple[Any, ...]:
     """What a sample's equality and hash are made of (a Sample's dataclass fields)."""
-    return (s.key_expr, s.payload, s.kind, s.encoding, s.timestamp, s.congestion_control,
-            s.priority, s.express, s.attachment, s.source_info, s.timestamp_stack)  # fmt: skip
+    return (
+        s.key_expr,
+        s.payload,
+        s.kind,
+        s.encoding,
+        s.timestamp,
+        s.congestion_control,
+        s.priority,
+        s.express,
+        s.attachment,
+        s.source_info,
+        s.timestamp_stack,
+    )
 
 
 _new = object.__new__

@@ -301,8 +301,7 @@ def scout(handler: Any = None, what: Any = None, config: Any = None) -> Scout[An
     settings = _settings(cfg)
     matcher = _matcher(what, WireMatcher.all())
     sink, returned = make_sink(handler, asynchronous=False)
-    scouter = UdpScouter(matcher, address=settings.address, interface=settings.interface,
-                         ttl=settings.ttl)  # fmt: skip
+    scouter = UdpScouter(matcher, address=settings.address, interface=settings.interface, ttl=settings.ttl)
     runner = _Runner(sink, scouter)
     runner.start()
     return Scout(runner, returned)
@@ -334,8 +333,9 @@ async def connect_scouted(
     reason = "scouting ended"
     try:
         async with asyncio.timeout(settings.timeout_s):
-            async with UdpScouter(what, address=settings.address, interface=settings.interface,
-                                  ttl=settings.ttl) as scouter:  # fmt: skip
+            async with UdpScouter(
+                what, address=settings.address, interface=settings.interface, ttl=settings.ttl
+            ) as scouter:
                 async for hello in scouter:
                     for loc in hello.locators:
                         if not loc.startswith(("tcp/", "tls/")) or loc in tried:
@@ -349,8 +349,9 @@ async def connect_scouted(
                         log.info("connected to scouted %s %s at %s", hello.whatami, hello.zid, loc)
                         return result
     except TimeoutError:
-        reason = (f"scouting found no {what} within {settings.timeout_s:g} s"
-                  f" (tried: {', '.join(sorted(tried)) or 'none'})")  # fmt: skip
+        reason = (
+            f"scouting found no {what} within {settings.timeout_s:g} s (tried: {', '.join(sorted(tried)) or 'none'})"
+        )
     except OSError as exc:
         reason = f"scouting unavailable: {exc}"
     log.warning("%s; trying the default endpoint", reason)

@@ -96,8 +96,7 @@ def prepare_tls(
     cfg = (tls or TlsConfig()).for_endpoint(endpoint.params, str(endpoint))
     context = cfg.server_context() if server_side else cfg.client_context()
     timeout = cfg.handshake_timeout_s or default_timeout_s or DEFAULT_HANDSHAKE_TIMEOUT_S
-    return LinkTls(context, timeout, cfg.flag("close_link_on_expiration"),
-                   cfg.size("so_sndbuf"), cfg.size("so_rcvbuf"))  # fmt: skip
+    return LinkTls(context, timeout, cfg.flag("close_link_on_expiration"), cfg.size("so_sndbuf"), cfg.size("so_rcvbuf"))
 
 
 def set_buffers(sock: socket.socket, tls: LinkTls) -> None:

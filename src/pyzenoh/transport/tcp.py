@@ -51,9 +51,19 @@ from pyzenoh.transport.link import (
 )
 
 __all__ = [
-    "DEFAULT_MAX_QUEUE_BYTES", "EXPIRY_CHECK_MAX_S", "LISTEN_BACKLOG", "MAX_EVENTS_PER_TURN",
-    "Endpoint", "EventCallback", "LinkTls", "TcpLink", "TcpListener", "connect", "listen", "prepare_tls",
-]  # fmt: skip
+    "DEFAULT_MAX_QUEUE_BYTES",
+    "EXPIRY_CHECK_MAX_S",
+    "LISTEN_BACKLOG",
+    "MAX_EVENTS_PER_TURN",
+    "Endpoint",
+    "EventCallback",
+    "LinkTls",
+    "TcpLink",
+    "TcpListener",
+    "connect",
+    "listen",
+    "prepare_tls",
+]
 # (Endpoint, LinkTls and prepare_tls live in transport/endpoint.py; they are named here too
 # because every user of a TCP link needs them.)
 
@@ -176,8 +186,9 @@ class TcpLink(asyncio.BufferedProtocol):
         assert transport is not None
         # pause_writing() past half the bound keeps room for Block messages
         transport.set_write_buffer_limits(high=max(self.max_queue_bytes // 2, 1))
-        self.link = Link(self.config, self.role, self._loop.time(), keep_raw=self._keep_raw,
-                         reassembly_budget=self.reassembly_budget)  # fmt: skip
+        self.link = Link(
+            self.config, self.role, self._loop.time(), keep_raw=self._keep_raw, reassembly_budget=self.reassembly_budget
+        )
         self._flush()
         self._rearm()
 
@@ -316,8 +327,14 @@ class TcpLink(asyncio.BufferedProtocol):
             self.dropped += 1
             return False
         transport = self.transport
-        if (express and priority is not None and type(message) is bytes and not self._write_paused
-                and transport is not None and not transport.is_closing()):  # fmt: skip
+        if (
+            express
+            and priority is not None
+            and type(message) is bytes
+            and not self._write_paused
+            and transport is not None
+            and not transport.is_closing()
+        ):
             # the common express case, nothing queued before it: framed and written now
             data = link.batch_now(message, reliable=reliable, priority=priority)
             if data is not None:
@@ -327,8 +344,16 @@ class TcpLink(asyncio.BufferedProtocol):
         self._queued(link, express)
         return True
 
-    def send_run(self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = 5,
-                 drop_if_full: bool = False, express: bool = False) -> bool:  # fmt: skip
+    def send_run(
+        self,
+        data: bytes,
+        ends: Sequence[int],
+        *,
+        reliable: bool = True,
+        priority: int = 5,
+        drop_if_full: bool = False,
+        express: bool = False,
+    ) -> bool:
         """Queue several encoded messages at once (see :meth:`Link.send_run`); with
         ``drop_if_full`` all of them are dropped when the queue is full (False);
         ``express``: written now."""
@@ -425,7 +450,8 @@ class TcpLink(asyncio.BufferedProtocol):
         """Run the server side of the TLS handshake, then the Zenoh link over it."""
         try:
             transport = await self._loop.start_tls(
-                raw, self, tls.context, server_side=True, ssl_handshake_timeout=tls.handshake_timeout_s)
+                raw, self, tls.context, server_side=True, ssl_handshake_timeout=tls.handshake_timeout_s
+            )
             if transport is None:
                 raise ConnectionError("the TLS layer gave no transport")
         except Exception as exc:  # noqa: BLE001  (whatever failed, it ends only this link)
@@ -476,8 +502,10 @@ class TcpLink(asyncio.BufferedProtocol):
         if tls.close_link_on_expiration:
             not_after = peer_not_after(peercert)
             if not_after is None:
-                log.warning("cannot watch the expiry of the TLS link with %s: the peer presented no "
-                            "certificate", _peer(self.remote_address))  # fmt: skip
+                log.warning(
+                    "cannot watch the expiry of the TLS link with %s: the peer presented no certificate",
+                    _peer(self.remote_address),
+                )
             else:
                 self._check_expiry(not_after)
 
@@ -486,8 +514,7 @@ class TcpLink(asyncio.BufferedProtocol):
         self._expiry = None
         left = not_after - time.time()  # certificates expire by the wall clock
         if left <= 0:
-            log.warning("closing the TLS link with %s: the peer's certificate expired",
-                        _peer(self.remote_address))  # fmt: skip
+            log.warning("closing the TLS link with %s: the peer's certificate expired", _peer(self.remote_address))
             self.close(CloseReason.GENERIC)
             return
         self._expiry = self._loop.call_later(min(left, EXPIRY_CHECK_MAX_S), self._check_expiry, not_after)
@@ -611,15 +638,28 @@ async def connect(
     link_tls = prepare_tls(ep, tls, server_side=False, default_timeout_s=config.handshake_timeout_s)
 
     def factory() -> TcpLink:
-        return TcpLink(config, Role.OPENER, on_event, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw,
-                       reassembly_budget=reassembly_budget, tls=link_tls)  # fmt: skip
+        return TcpLink(
+            config,
+            Role.OPENER,
+            on_event,
+            max_queue_bytes=max_queue_bytes,
+            keep_raw=keep_raw,
+            reassembly_budget=reassembly_budget,
+            tls=link_tls,
+        )
 
     if link_tls is None:
         opening = loop.create_connection(factory, ep.host, ep.port)
     else:
         # server_hostname: the name checked (verify_name_on_connect) and sent as SNI
-        opening = loop.create_connection(factory, ep.host, ep.port, ssl=link_tls.context, server_hostname=ep.host,
-                                         ssl_handshake_timeout=link_tls.handshake_timeout_s)  # fmt: skip
+        opening = loop.create_connection(
+            factory,
+            ep.host,
+            ep.port,
+            ssl=link_tls.context,
+            server_hostname=ep.host,
+            ssl_handshake_timeout=link_tls.handshake_timeout_s,
+        )
     _, proto = await asyncio.wait_for(opening, config.handshake_timeout_s)
     try:
         await proto.established
@@ -684,8 +724,16 @@ async def listen(
     link_tls = prepare_tls(ep, tls, server_side=True, default_timeout_s=config.handshake_timeout_s)
 
     def factory() -> TcpLink:
-        link = TcpLink(config, Role.ACCEPTOR, on_event, max_queue_bytes=max_queue_bytes, keep_raw=keep_raw,
-                       admit=admit, reassembly_budget=reassembly_budget, tls=link_tls)  # fmt: skip
+        link = TcpLink(
+            config,
+            Role.ACCEPTOR,
+            on_event,
+            max_queue_bytes=max_queue_bytes,
+            keep_raw=keep_raw,
+            admit=admit,
+            reassembly_budget=reassembly_budget,
+            tls=link_tls,
+        )
         links.add(link)
         # forgotten once closed (a callback of its own: events go straight to on_event)
         link.closed.add_done_callback(lambda _: links.discard(link))
@@ -696,8 +744,9 @@ async def listen(
     if _ipv6_unspecified(ep.host) and socket.has_dualstack_ipv6():
         # As zenohd: a listener on [::] takes IPv4 connections too (asyncio's would be
         # IPv6 only). Their local address is then IPv4-mapped (::ffff:a.b.c.d).
-        sock = socket.create_server((ep.host, ep.port), family=socket.AF_INET6, backlog=LISTEN_BACKLOG,
-                                    dualstack_ipv6=True)  # fmt: skip
+        sock = socket.create_server(
+            (ep.host, ep.port), family=socket.AF_INET6, backlog=LISTEN_BACKLOG, dualstack_ipv6=True
+        )
         server = await loop.create_server(factory, sock=sock)
     else:
         server = await loop.create_server(factory, ep.host, ep.port, reuse_address=True, backlog=LISTEN_BACKLOG)

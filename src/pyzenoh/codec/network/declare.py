@@ -173,9 +173,7 @@ class DeclareToken:
         return cls(entity_id, wire_expr, tuple(_body_exts(r, header)))
 
 
-def _write_entity(
-    out: bytearray, body_id: int, entity_id: int, wire_expr: WireExpr, exts: list[Extension]
-) -> None:
+def _write_entity(out: bytearray, body_id: int, entity_id: int, wire_expr: WireExpr, exts: list[Extension]) -> None:
     check_bound(entity_id, U32_MAX, "entity id")
     out.append(body_id | _wire_expr_flags(wire_expr) | (FLAG_Z if exts else 0))
     write_vle(out, entity_id)
@@ -279,9 +277,16 @@ class DeclareFinal:
 
 
 DeclarationBody = (
-    DeclareKeyExpr | UndeclareKeyExpr | DeclareSubscriber | UndeclareSubscriber
-    | DeclareQueryable | UndeclareQueryable | DeclareToken | UndeclareToken | DeclareFinal
-)  # fmt: skip
+    DeclareKeyExpr
+    | UndeclareKeyExpr
+    | DeclareSubscriber
+    | UndeclareSubscriber
+    | DeclareQueryable
+    | UndeclareQueryable
+    | DeclareToken
+    | UndeclareToken
+    | DeclareFinal
+)
 
 _BODY_READERS = {
     D_KEYEXPR: DeclareKeyExpr.read,

@@ -43,9 +43,7 @@ def _timestamp_bytes(ts: Timestamp) -> bytes:
     return bytes(out)
 
 
-def _common_exts(
-    qos: int, timestamp: Timestamp | None
-) -> list[Extension]:
+def _common_exts(qos: int, timestamp: Timestamp | None) -> list[Extension]:
     exts: list[Extension] = []
     if qos != QOS_DEFAULT:
         exts.append(Extension(EXT_QOS, qos))

@@ -97,5 +97,6 @@ class Interest:
             if raw & OPT_RESTRICTED:
                 wire_expr = WireExpr.read(r, bool(raw & OPT_NAMED), bool(raw & OPT_MAPPING))
         e = _NetExts(r, header, _NODE_EXTS)
-        return cls(interest_id, mode, options, wire_expr, aggregate, e.qos, e.timestamp,
-                   e.z64(EXT_NODE_ID), tuple(e.others))  # fmt: skip
+        return cls(
+            interest_id, mode, options, wire_expr, aggregate, e.qos, e.timestamp, e.z64(EXT_NODE_ID), tuple(e.others)
+        )

@@ -39,8 +39,9 @@ class Push:
     #: (-1 when built locally): lets a router edit the body without re-encoding it all.
     body_offset: int = field(default=-1, compare=False, repr=False)
 
-    def routed(self, wire_expr: WireExpr, body: Put | Del, timestamp: Timestamp | None,
-               node_id: int | None = None) -> Push:  # fmt: skip
+    def routed(
+        self, wire_expr: WireExpr, body: Put | Del, timestamp: Timestamp | None, node_id: int | None = None
+    ) -> Push:
         """This PUSH as a router forwards it: another key representation, body, network
         timestamp and NodeId (set only towards a router neighbour)."""
         return Push(wire_expr, body, self.qos, timestamp, node_id, self.ts_stack, self.extensions)
@@ -67,8 +68,9 @@ class Push:
         e = _NetExts(r, header, _PUSH_EXTS)
         body_offset = r.pos - start
         body = read_push_body(r)
-        return cls(wire_expr, body, e.qos, e.timestamp, e.z64(EXT_NODE_ID), e.zbuf(EXT_TS_STACK),
-                   tuple(e.others), body_offset)  # fmt: skip
+        return cls(
+            wire_expr, body, e.qos, e.timestamp, e.z64(EXT_NODE_ID), e.zbuf(EXT_TS_STACK), tuple(e.others), body_offset
+        )
 
 
 _PUSH_EXTS = frozenset({EXT_NODE_ID, EXT_TS_STACK})

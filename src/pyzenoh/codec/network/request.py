@@ -93,9 +93,19 @@ class Request:
         if target > QueryTarget.ALL_COMPLETE:
             raise DecodeError(f"unknown query target {target}", r.pos)
         body = read_request_body(r)
-        return cls(request_id, wire_expr, body, e.qos, e.timestamp, target, e.z64(EXT_BUDGET),
-                   e.z64(EXT_TIMEOUT), e.z64(EXT_NODE_ID), e.zbuf(EXT_TS_STACK),
-                   tuple(e.others))  # fmt: skip
+        return cls(
+            request_id,
+            wire_expr,
+            body,
+            e.qos,
+            e.timestamp,
+            target,
+            e.z64(EXT_BUDGET),
+            e.z64(EXT_TIMEOUT),
+            e.z64(EXT_NODE_ID),
+            e.zbuf(EXT_TS_STACK),
+            tuple(e.others),
+        )
 
 
 def with_request_id(raw: bytes, request_id: int) -> bytes:
@@ -153,8 +163,7 @@ class Response:
             responder = EntityGlobalId.read(inner)
             expect_end(inner, "ResponderId")
         body = read_response_body(r)
-        return cls(request_id, wire_expr, body, e.qos, e.timestamp, responder,
-                   e.zbuf(EXT_TS_STACK), tuple(e.others))  # fmt: skip
+        return cls(request_id, wire_expr, body, e.qos, e.timestamp, responder, e.zbuf(EXT_TS_STACK), tuple(e.others))
 
 
 @dataclass(frozen=True, slots=True)

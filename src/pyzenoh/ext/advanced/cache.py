@@ -75,12 +75,15 @@ class Cache:
             for s in self._samples:
                 if not unbounded and (s.source_info is None or not in_sn_range(s.source_info.source_sn, rng)):
                     continue
-                if (in_time is not None and s.timestamp is not None
-                        and not in_time(s.timestamp.get_time_as_ntp64().as_nanos() / 1e9)):  # fmt: skip
+                if (
+                    in_time is not None
+                    and s.timestamp is not None
+                    and not in_time(s.timestamp.get_time_as_ntp64().as_nanos() / 1e9)
+                ):
                     continue
                 chosen.append(s)
         if limit is not None:
-            chosen = chosen[max(len(chosen) - limit, 0):] if limit else []
+            chosen = chosen[max(len(chosen) - limit, 0) :] if limit else []
         try:
             for s in chosen:
                 try:

@@ -50,8 +50,10 @@ class RepliesConfig:
 
     @override
     def __repr__(self) -> str:
-        return (f"RepliesConfig(congestion_control={self.congestion_control}, priority={self.priority}, "
-                f"express={self.express})")  # fmt: skip
+        return (
+            f"RepliesConfig(congestion_control={self.congestion_control}, priority={self.priority}, "
+            f"express={self.express})"
+        )
 
 
 class CacheConfig:
@@ -93,8 +95,10 @@ class HistoryConfig:
 
     @override
     def __repr__(self) -> str:
-        return (f"HistoryConfig(detect_late_publishers={self.detect_late_publishers}, "
-                f"max_samples={self.max_samples}, max_age={self.max_age})")  # fmt: skip
+        return (
+            f"HistoryConfig(detect_late_publishers={self.detect_late_publishers}, "
+            f"max_samples={self.max_samples}, max_age={self.max_age})"
+        )
 
 
 class RecoveryConfig:
@@ -130,9 +134,7 @@ class MissDetectionConfig:
 
     __slots__ = ("period", "sporadic")
 
-    def __init__(
-        self, *, heartbeat: float | None = None, sporadic_heartbeat: float | None = None
-    ) -> None:
+    def __init__(self, *, heartbeat: float | None = None, sporadic_heartbeat: float | None = None) -> None:
         hb = _seconds(heartbeat, "heartbeat")
         sporadic = _seconds(sporadic_heartbeat, "sporadic_heartbeat")
         for value, name in ((hb, "heartbeat"), (sporadic, "sporadic_heartbeat")):

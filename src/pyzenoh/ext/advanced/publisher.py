@@ -68,8 +68,14 @@ class AdvancedPublisher:
             raise ZError("max_samples must not be zero")
         self._session = session
         self._publisher: Publisher = session.declare_publisher(
-            key_expr, encoding=encoding, congestion_control=congestion_control, priority=priority,
-            express=express, reliability=reliability, allowed_destination=allowed_destination)  # fmt: skip
+            key_expr,
+            encoding=encoding,
+            congestion_control=congestion_control,
+            priority=priority,
+            express=express,
+            reliability=reliability,
+            allowed_destination=allowed_destination,
+        )
         self._key = str(self._publisher.key_expr)
         pid = self._publisher.id
         self._sequenced = sample_miss_detection is not None
@@ -169,8 +175,14 @@ class AdvancedPublisher:
             enc = encoding if encoding is not None else self._publisher.encoding
             att = None if attachment is None else ZBytes(attachment)
             self._cache.add(CachedSample(SampleKind.PUT, data, enc, att, ts, info))
-        self._publisher.put(data, encoding=encoding, attachment=attachment, timestamp=ts,
-                            timestamp_instrumentation=timestamp_instrumentation, source_info=info)  # fmt: skip
+        self._publisher.put(
+            data,
+            encoding=encoding,
+            attachment=attachment,
+            timestamp=ts,
+            timestamp_instrumentation=timestamp_instrumentation,
+            source_info=info,
+        )
 
     def delete(
         self,
@@ -184,8 +196,9 @@ class AdvancedPublisher:
         if self._cache is not None:
             att = None if attachment is None else ZBytes(attachment)
             self._cache.add(CachedSample(SampleKind.DELETE, ZBytes(), None, att, ts, info))
-        self._publisher.delete(attachment=attachment, timestamp=ts,
-                               timestamp_instrumentation=timestamp_instrumentation, source_info=info)  # fmt: skip
+        self._publisher.delete(
+            attachment=attachment, timestamp=ts, timestamp_instrumentation=timestamp_instrumentation, source_info=info
+        )
 
     @property
     def matching_status(self) -> Any:
@@ -230,11 +243,19 @@ def declare_advanced_publisher(
     publisher_detection: bool | None = None,
 ) -> AdvancedPublisher:
     """Declare an :class:`AdvancedPublisher` on ``key_expr``."""
-    return AdvancedPublisher(session, key_expr, encoding=encoding, congestion_control=congestion_control,
-                             priority=priority, express=express, reliability=reliability,
-                             allowed_destination=allowed_destination, cache=cache,
-                             sample_miss_detection=sample_miss_detection,
-                             publisher_detection=publisher_detection)  # fmt: skip
+    return AdvancedPublisher(
+        session,
+        key_expr,
+        encoding=encoding,
+        congestion_control=congestion_control,
+        priority=priority,
+        express=express,
+        reliability=reliability,
+        allowed_destination=allowed_destination,
+        cache=cache,
+        sample_miss_detection=sample_miss_detection,
+        publisher_detection=publisher_detection,
+    )
 
 
 def _periodic(stop: threading.Event, period: float, tick: Callable[[], bool], name: str) -> threading.Thread:

@@ -74,10 +74,14 @@ class Recovery(MissDetection):
         """A get as zenoh-ext sends them; ``done`` runs once it ends (even if it fails)."""
         selector = f"{key}?{params}" if params else key
         try:
-            self._session.get(selector, Callback(self._on_reply, done),
-                              consolidation=QueryConsolidation(ConsolidationMode.NONE),
-                              accept_replies=ReplyKeyExpr.ANY, target=QueryTarget.ALL,
-                              timeout=QUERY_TIMEOUT_S)  # fmt: skip
+            self._session.get(
+                selector,
+                Callback(self._on_reply, done),
+                consolidation=QueryConsolidation(ConsolidationMode.NONE),
+                accept_replies=ReplyKeyExpr.ANY,
+                target=QueryTarget.ALL,
+                timeout=QUERY_TIMEOUT_S,
+            )
         except Exception as exc:  # noqa: BLE001  (a closed session: the query is over)
             log.debug("query %s failed: %s", selector, exc)
             done()
@@ -233,5 +237,8 @@ class Recovery(MissDetection):
                     start = None if state.last is None else sn_add(state.last, 1)
                     due_source = source
             if due_source is not None:
-                self._query(self._source_key(due_source), sn_selector(start, None),
-                            functools.partial(self._on_seq_done, due_source))  # fmt: skip
+                self._query(
+                    self._source_key(due_source),
+                    sn_selector(start, None),
+                    functools.partial(self._on_seq_done, due_source),
+                )

@@ -100,7 +100,8 @@ class AdvancedSubscriber(Recovery, Generic[H]):
         self._heartbeat_sub: Subscriber[Any] | None = None
         self._token: LivelinessToken | None = None
         self._subscriber: Subscriber[Any] = session.declare_subscriber(
-            key_expr, Callback(self._on_sample, self._on_subscriber_drop), allowed_origin=allowed_origin)  # fmt: skip
+            key_expr, Callback(self._on_sample, self._on_subscriber_drop), allowed_origin=allowed_origin
+        )
         self._key_expr = self._subscriber.key_expr
         self._key = str(self._key_expr)
         try:
@@ -111,14 +112,17 @@ class AdvancedSubscriber(Recovery, Generic[H]):
                 self._query(join_key(self._key, ADV, "**"), params, self._on_initial_done)
                 if history.detect_late_publishers:
                     self._liveliness_sub = session.liveliness().declare_subscriber(
-                        join_key(self._key, ADV, "pub", "**"), self._on_token, history=True)  # fmt: skip
+                        join_key(self._key, ADV, "pub", "**"), self._on_token, history=True
+                    )
             if recovery is not None and recovery.heartbeat:
                 self._heartbeat_sub = session.declare_subscriber(
-                    join_key(self._key, ADV, "pub", "**"), self._on_heartbeat, allowed_origin=allowed_origin)  # fmt: skip
+                    join_key(self._key, ADV, "pub", "**"), self._on_heartbeat, allowed_origin=allowed_origin
+                )
             if subscriber_detection:
                 sid = self._subscriber.id
                 self._token = session.liveliness().declare_token(
-                    join_key(self._key, ADV, "sub", str(sid.zid), str(sid.eid), EMPTY))  # fmt: skip
+                    join_key(self._key, ADV, "sub", str(sid.zid), str(sid.eid), EMPTY)
+                )
         except BaseException:
             self.undeclare()
             raise
@@ -150,8 +154,9 @@ class AdvancedSubscriber(Recovery, Generic[H]):
         return iter(channel_of(self._delivery.returned))
 
     @overload
-    def detect_publishers(self, handler: ChannelArg[Sample] | None = None, *,
-                          history: bool | None = None) -> Subscriber[Handler[Sample]]: ...  # fmt: skip
+    def detect_publishers(
+        self, handler: ChannelArg[Sample] | None = None, *, history: bool | None = None
+    ) -> Subscriber[Handler[Sample]]: ...
     @overload
     def detect_publishers(self, handler: PairArg[Sample, T], *, history: bool | None = None) -> Subscriber[T]: ...
     @overload
@@ -159,8 +164,9 @@ class AdvancedSubscriber(Recovery, Generic[H]):
 
     def detect_publishers(self, handler: Any = None, *, history: bool | None = None) -> Subscriber[Any]:
         """A liveliness subscriber on the tokens of the matching advanced publishers."""
-        return self._session.liveliness().declare_subscriber(join_key(self._key, ADV, "pub", "**"), handler,
-                                                             history=history)  # fmt: skip
+        return self._session.liveliness().declare_subscriber(
+            join_key(self._key, ADV, "pub", "**"), handler, history=history
+        )
 
     def undeclare(self) -> None:
         self._stop.set()
@@ -202,8 +208,7 @@ class AdvancedSubscriber(Recovery, Generic[H]):
                 return
             state.pending_queries += 1
             start = None if state.last is None else sn_add(state.last, 1)
-        self._query(self._source_key(source), sn_selector(start, None),
-                    functools.partial(self._on_seq_done, source))  # fmt: skip
+        self._query(self._source_key(source), sn_selector(start, None), functools.partial(self._on_seq_done, source))
 
     def _on_subscriber_drop(self) -> None:
         """The subscriber is undeclared (or its session closed): the sample and miss
@@ -268,5 +273,12 @@ def declare_advanced_subscriber(
 ) -> AdvancedSubscriber[Any]:
     """Declare an :class:`AdvancedSubscriber` on ``key_expr``; samples go to ``handler``
     (a channel by default, a callback, or a ``(callback, object)`` tuple)."""
-    return AdvancedSubscriber(session, key_expr, handler, allowed_origin=allowed_origin, history=history,
-                              recovery=recovery, subscriber_detection=subscriber_detection)  # fmt: skip
+    return AdvancedSubscriber(
+        session,
+        key_expr,
+        handler,
+        allowed_origin=allowed_origin,
+        history=history,
+        recovery=recovery,
+        subscriber_detection=subscriber_detection,
+    )

@@ -38,9 +38,7 @@ def _int_error(value: int, spec: _IntSpec) -> OverflowError:
     if spec.size >= 8:
         if spec.signed:
             return OverflowError(_NOT_C_LONG)
-        return OverflowError(
-            "can't convert negative int to unsigned" if value < 0 else "int too big to convert"
-        )
+        return OverflowError("can't convert negative int to unsigned" if value < 0 else "int too big to convert")
     return OverflowError(_NOT_C_LONG if not _C_LONG_MIN <= value <= _C_LONG_MAX else _OUT_OF_RANGE)
 
 

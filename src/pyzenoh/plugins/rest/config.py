@@ -53,8 +53,10 @@ def _port(value: int, text: str) -> int:
 def parse_rest_config(section: dict[str, Any]) -> RestConfig:
     unknown = [k for k in section if k not in KNOWN_KEYS]
     if unknown:
-        raise UsageError(f"plugins/rest/{unknown[0]}: unknown field `{unknown[0]}`, expected one of "
-                         + ", ".join(f"`{k}`" for k in KNOWN_KEYS))  # fmt: skip
+        raise UsageError(
+            f"plugins/rest/{unknown[0]}: unknown field `{unknown[0]}`, expected one of "
+            + ", ".join(f"`{k}`" for k in KNOWN_KEYS)
+        )
     for key in ("work_thread_num", "max_block_thread_num"):
         value = section.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
@@ -65,7 +67,7 @@ def parse_rest_config(section: dict[str, Any]) -> RestConfig:
     if isinstance(raw, int) and not isinstance(raw, bool):
         return RestConfig("::", _port(raw, str(raw)), raw)
     if not isinstance(raw, str):
-        raise UsageError(f"plugins/rest/http_port: expected a port or \"ip:port\", got {raw!r}")
+        raise UsageError(f'plugins/rest/http_port: expected a port or "ip:port", got {raw!r}')
     text = raw.strip()
     if text.isdigit():
         return RestConfig("::", _port(int(text), text), raw)

@@ -70,9 +70,15 @@ class RestPlugin:
         app.router.add_route("*", "/{key_expr:.*}", self._handle)
         app.on_response_prepare.append(_cors)
         max_line = self.limits.max_header_bytes
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, handler_cancellation=True,
-                               shutdown_timeout=SHUTDOWN_S, max_line_size=max_line,
-                               max_field_size=max_line)  # fmt: skip
+        runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=SHUTDOWN_S,
+            max_line_size=max_line,
+            max_field_size=max_line,
+        )
         await runner.setup()
         # zenoh binds [::]:port dual-stack; asyncio makes "::" IPv6-only, so "all
         # interfaces" is asked for as no host (every family).
@@ -82,8 +88,9 @@ class RestPlugin:
             await site.start()
         except OSError as exc:
             await runner.cleanup()
-            raise UsageError(f"plugins/rest/http_port: cannot listen on {self.config.host}:{self.config.port}: "
-                             f"{exc.strerror or exc}") from None  # fmt: skip
+            raise UsageError(
+                f"plugins/rest/http_port: cannot listen on {self.config.host}:{self.config.port}: {exc.strerror or exc}"
+            ) from None
         self._runner = runner
         server = site._server
         sockets = getattr(server, "sockets", None) or []
@@ -106,9 +113,12 @@ class RestPlugin:
         addr = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
         section = self.context.section
         # zenoh-plugin-rest shows its whole Config, http_port as the socket address it binds
-        port = {"http_port": addr, "work_thread_num": section.get("work_thread_num", 2),
-                "max_block_thread_num": section.get("max_block_thread_num", 50),
-                **{k: section.get(k) for k in ("__path__", "__required__", "__config__", "__plugin__")}}  # fmt: skip
+        port = {
+            "http_port": addr,
+            "work_thread_num": section.get("work_thread_num", 2),
+            "max_block_thread_num": section.get("max_block_thread_num", 50),
+            **{k: section.get(k) for k in ("__path__", "__required__", "__config__", "__plugin__")},
+        }
         return {"version": __version__, "port": port}
 
     # --- requests -------------------------------------------------------------------------
@@ -116,8 +126,9 @@ class RestPlugin:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.context.count("requests")
         if request.method == "OPTIONS":  # CORS preflight
-            return web.Response(headers={"Access-Control-Allow-Methods": ALLOW_METHODS,
-                                         "Access-Control-Allow-Headers": "*"})  # fmt: skip
+            return web.Response(
+                headers={"Access-Control-Allow-Methods": ALLOW_METHODS, "Access-Control-Allow-Headers": "*"}
+            )
         if request.method not in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):  # HEAD: a GET (axum's)
             return web.Response(status=405, headers={"Allow": ALLOW_METHODS})
         key = key_from_path(request.match_info.get("key_expr", ""), str(self.context.zid))
@@ -150,8 +161,9 @@ class RestPlugin:
             mode = accept_mode(request.headers.get("Accept"), query_string)
             if mode == "sse":
                 return await self._subscribe(request, session, key)
-            queue = session.get(key, query_string, body or None, encoding if body else None,
-                                latest=not wants_time_range(query_string))  # fmt: skip
+            queue = session.get(
+                key, query_string, body or None, encoding if body else None, latest=not wants_time_range(query_string)
+            )
             return await self._query_response(mode, queue)
         except (asyncio.CancelledError, web.HTTPException):
             raise
@@ -175,8 +187,9 @@ class RestPlugin:
             items = [(r.sample.key if r.ok else "ERROR", r.sample.payload) for r in replies]
             return web.Response(text=html_listing(items), content_type="text/html")
         out = [_json_of(r) for r in replies]
-        return web.Response(body=json.dumps(out, separators=(",", ":"), ensure_ascii=False).encode(),
-                            content_type="application/json")  # fmt: skip
+        return web.Response(
+            body=json.dumps(out, separators=(",", ":"), ensure_ascii=False).encode(), content_type="application/json"
+        )
 
     async def _subscribe(self, request: web.Request, session: LocalSession, key: str) -> web.StreamResponse:
         if len(self._streams) >= self.limits.max_sse_streams:
@@ -200,8 +213,7 @@ class RestPlugin:
             except asyncio.QueueFull:  # the client does not keep up: drop it, never wait for it
                 dropped = True
                 self.context.count("sse_dropped")
-                log.warning("REST: event stream on %s dropped: its client fell %d samples behind",
-                            key, queue.maxsize)  # fmt: skip
+                log.warning("REST: event stream on %s dropped: its client fell %d samples behind", key, queue.maxsize)
                 if transport is not None:
                     transport.abort()  # closed at once (a pending write fails), its buffers dropped
 

@@ -13,9 +13,17 @@ from typing import Any
 from pyzenoh.codec import Encoding, Timestamp
 
 __all__ = [
-    "JSON_ENCODINGS", "STRING_ENCODINGS", "accept_mode", "html_listing", "json_sample", "key_from_path",
-    "parameters", "payload_to_json", "sse_event", "timestamp_text",
-]  # fmt: skip
+    "JSON_ENCODINGS",
+    "STRING_ENCODINGS",
+    "accept_mode",
+    "html_listing",
+    "json_sample",
+    "key_from_path",
+    "parameters",
+    "payload_to_json",
+    "sse_event",
+    "timestamp_text",
+]
 
 JSON_ENCODINGS = ("application/json", "text/json", "text/json5")
 STRING_ENCODINGS = ("text/plain", "zenoh/string")
@@ -59,7 +67,7 @@ def key_from_path(path: str, zid: str) -> str:
     """The key expression a URL path (without its leading ``/``) names; ``@/local`` is the
     router's own ``@/<zid>``."""
     if path.startswith("@/local") and (len(path) == len("@/local") or path[len("@/local")] == "/"):
-        return f"@/{zid}{path[len('@/local'):]}"
+        return f"@/{zid}{path[len('@/local') :]}"
     return path
 
 
@@ -99,8 +107,12 @@ def _base_encoding(encoding: Encoding) -> str:
 
 def json_sample(key: str, payload: bytes, encoding: Encoding, timestamp: Timestamp | None) -> dict[str, Any]:
     """``{key, value, encoding, timestamp}`` as the plugin's JSONSample."""
-    return {"key": key, "value": payload_to_json(payload, _base_encoding(encoding)),
-            "encoding": str(encoding), "timestamp": timestamp_text(timestamp)}  # fmt: skip
+    return {
+        "key": key,
+        "value": payload_to_json(payload, _base_encoding(encoding)),
+        "encoding": str(encoding),
+        "timestamp": timestamp_text(timestamp),
+    }
 
 
 def html_listing(items: list[tuple[str, bytes]]) -> str:

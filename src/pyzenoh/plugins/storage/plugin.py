@@ -146,8 +146,10 @@ class StorageManagerPlugin:
         volume_config = self.config.volumes.get(config.volume_id)
         try:
             if volume_config is None:
-                raise UsageError(f"storages/{config.name}/volume: no volume named '{config.volume_id}' "
-                                 f"(declare it under plugins/storage_manager/volumes)")  # fmt: skip
+                raise UsageError(
+                    f"storages/{config.name}/volume: no volume named '{config.volume_id}' "
+                    f"(declare it under plugins/storage_manager/volumes)"
+                )
             volume = make_volume(config, volume_config)
         except UsageError as exc:
             self.failed[config.name] = str(exc)
@@ -159,8 +161,9 @@ class StorageManagerPlugin:
         running = _Running(config, state, session, threaded=not isinstance(volume, MemoryVolume))
         self.storages[config.name] = running
         session.declare_subscriber(config.key_expr, lambda sample: self._on_sample(running, sample))
-        session.declare_queryable(config.key_expr, lambda query: self._on_query(running, query),
-                                  complete=config.complete)  # fmt: skip
+        session.declare_queryable(
+            config.key_expr, lambda query: self._on_query(running, query), complete=config.complete
+        )
         self._schedule_gc(running)
         log.info("storage %s on %s (volume %s)", config.name, config.key_expr, config.volume_id)
 

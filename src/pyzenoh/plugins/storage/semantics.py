@@ -74,8 +74,9 @@ class _Wild:
 class StorageState:
     """One storage: its key expression, prefix, volume and wildcard updates."""
 
-    def __init__(self, key_expr: str, volume: Volume, strip_prefix: str | None = None,
-                 lifespan_s: float = 86_400.0) -> None:  # fmt: skip
+    def __init__(
+        self, key_expr: str, volume: Volume, strip_prefix: str | None = None, lifespan_s: float = 86_400.0
+    ) -> None:
         self.key_expr = key_expr
         self.volume = volume
         self.strip_prefix = strip_prefix
@@ -96,7 +97,7 @@ class StorageState:
         if key == prefix:
             return None
         if key.startswith(prefix + "/"):
-            return key[len(prefix) + 1:]
+            return key[len(prefix) + 1 :]
         raise ValueError(f"key {key} does not start with the storage's strip_prefix {prefix}")
 
     def unstrip(self, stripped: str | None) -> str | None:

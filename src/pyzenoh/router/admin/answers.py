@@ -109,8 +109,9 @@ class Answers(AdminBase):
 
     def router_payload(self) -> bytes:
         plugins = None if self.plugins is None else self.plugins.router_field()
-        return router_json(self.zid, self.locators(), self.sessions(), metadata=self.daemon.config.metadata,
-                           plugins=plugins)  # fmt: skip
+        return router_json(
+            self.zid, self.locators(), self.sessions(), metadata=self.daemon.config.metadata, plugins=plugins
+        )
 
     def _core_faces(self) -> list[Any]:
         return [f for fid, f in sorted(self.daemon.core._faces.items()) if fid != self.face_id]
@@ -145,8 +146,11 @@ class Answers(AdminBase):
     def linkstates(self) -> list[tuple[str, str]]:
         # Without router links the router graph is the router alone, as zenohd shows it.
         north = self.daemon.core.network.dot()
-        peers = [str(f.zid) for _, f in sorted(self.daemon._faces.items())
-                 if f.link is not None and f.whatami == WhatAmI.PEER]  # fmt: skip
+        peers = [
+            str(f.zid)
+            for _, f in sorted(self.daemon._faces.items())
+            if f.link is not None and f.whatami == WhatAmI.PEER
+        ]
         return [(NORTH, north), (SOUTH_PEER, dot_graph([self.zid, *peers]))]
 
     def route_successors(self) -> list[tuple[str, str, str]]:
@@ -165,9 +169,17 @@ class Answers(AdminBase):
         if self.plugins is not None:
             for name, counters in sorted(self.plugins.counters().items()):
                 for counter, value in sorted(counters.items()):
-                    families.append(MetricFamily(f"pyzenoh_plugin_{name}_{counter}", "counter",
-                                                 f"Plugin {name}: {counter.replace('_', ' ')}.",
-                                                 (((), value),)))  # fmt: skip
-        families.append(MetricFamily("pyzenoh_admin_queries", "counter", "Queries the admin space answered.",
-                                     (((), self.stats.queries),)))  # fmt: skip
+                    families.append(
+                        MetricFamily(
+                            f"pyzenoh_plugin_{name}_{counter}",
+                            "counter",
+                            f"Plugin {name}: {counter.replace('_', ' ')}.",
+                            (((), value),),
+                        )
+                    )
+        families.append(
+            MetricFamily(
+                "pyzenoh_admin_queries", "counter", "Queries the admin space answered.", (((), self.stats.queries),)
+            )
+        )
         return families

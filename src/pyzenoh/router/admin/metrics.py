@@ -50,10 +50,7 @@ def metrics_text(
     parts = [
         "# HELP zenoh_build Zenoh build version.\n",
         "# TYPE zenoh_build info\n",
-        (
-            f'zenoh_build_info{{local_id="{zid}",local_whatami="router",'
-            f'version="{_label_value(version)}"}} 1\n'
-        ),
+        (f'zenoh_build_info{{local_id="{zid}",local_whatami="router",version="{_label_value(version)}"}} 1\n'),
     ]
     for fam in families:
         parts.append(f"# HELP {fam.name} {fam.help}\n")

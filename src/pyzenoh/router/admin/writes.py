@@ -24,7 +24,7 @@ def config_path(root: str, key: str) -> str | None:
     prefix = f"{root}/config/"
     if not key.startswith(prefix) or len(key) == len(prefix):
         return None
-    return key[len(prefix):]
+    return key[len(prefix) :]
 
 
 def config_write(tree: dict[str, Any], path: str, payload: bytes | None) -> dict[str, Any]:

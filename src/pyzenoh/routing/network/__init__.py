@@ -61,9 +61,15 @@ from pyzenoh.routing.network.views import Views
 from pyzenoh.routing.network.weights import DEFAULT_LINK_WEIGHT, edge_weight_of, siphash
 
 __all__ = [
-    "DEFAULT_LINK_WEIGHT", "MAX_NODES", "PSID_SLOTS_PER_NODE", "LinkStateError", "Network", "Tree",
-    "edge_weight_of", "siphash",
-]  # fmt: skip
+    "DEFAULT_LINK_WEIGHT",
+    "MAX_NODES",
+    "PSID_SLOTS_PER_NODE",
+    "LinkStateError",
+    "Network",
+    "Tree",
+    "edge_weight_of",
+    "siphash",
+]
 
 
 class Network(Links, ReceivedStates, Trees, Views):

@@ -72,7 +72,9 @@ class Trees(NetworkState):
         return new_children
 
 
-def _shortest_paths(adj: dict[int, list[tuple[int, float]]], root: int) -> tuple[dict[int, float], dict[int, int], list[int]]:
+def _shortest_paths(
+    adj: dict[int, list[tuple[int, float]]], root: int
+) -> tuple[dict[int, float], dict[int, int], list[int]]:
     """Dijkstra from ``root``: distances, predecessors (strict ``<`` relaxation, like
     petgraph's Bellman-Ford) and the nodes in the order they were settled."""
     dist: dict[int, float] = {root: 0.0}

@@ -48,18 +48,24 @@ def block_of(cc: t.CongestionControl | None, default: bool = False) -> bool:
     return cc is not t.CongestionControl.DROP
 
 
-def put_body(payload: Any, encoding: Any, attachment: Any, timestamp: t.Timestamp | None,
-             source_info: t.SourceInfo | None = None) -> Put:  # fmt: skip
+def put_body(
+    payload: Any, encoding: Any, attachment: Any, timestamp: t.Timestamp | None, source_info: t.SourceInfo | None = None
+) -> Put:
     return Put(
-        t.to_payload(payload), t.to_encoding(encoding),
-        timestamp_of(timestamp), source_info_of(source_info),
+        t.to_payload(payload),
+        t.to_encoding(encoding),
+        timestamp_of(timestamp),
+        source_info_of(source_info),
         attachment=None if attachment is None else t.to_payload(attachment),
-    )  # fmt: skip
+    )
 
 
 def del_body(attachment: Any, timestamp: t.Timestamp | None, source_info: t.SourceInfo | None = None) -> Del:
-    return Del(timestamp_of(timestamp), source_info_of(source_info),
-               attachment=None if attachment is None else t.to_payload(attachment))  # fmt: skip
+    return Del(
+        timestamp_of(timestamp),
+        source_info_of(source_info),
+        attachment=None if attachment is None else t.to_payload(attachment),
+    )
 
 
 def timestamp_of(value: t.Timestamp | None) -> Any:
@@ -197,9 +203,24 @@ def get_call(
     stack = ts_stack_of(rt, timestamp_instrumentation)
 
     def call() -> int:
-        return rt.core.get(key, params, sink, rt.loop.time(), target=tgt, consolidation=cons, timeout_s=to,
-                           payload=data, encoding=enc, attachment=att, priority=prio, block=block,
-                           express=bool(express), accept_any=any_key, destination=dest,
-                           source_info=source, ts_stack=stack)  # fmt: skip
+        return rt.core.get(
+            key,
+            params,
+            sink,
+            rt.loop.time(),
+            target=tgt,
+            consolidation=cons,
+            timeout_s=to,
+            payload=data,
+            encoding=enc,
+            attachment=att,
+            priority=prio,
+            block=block,
+            express=bool(express),
+            accept_any=any_key,
+            destination=dest,
+            source_info=source,
+            ts_stack=stack,
+        )
 
     return call

@@ -48,8 +48,7 @@ class Entity:
 class Receiver(Entity, Generic[H]):
     """An entity that delivers items to a handler (channel or callback)."""
 
-    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Callable[[], None], handler: H,
-                 eid: int = 0) -> None:  # fmt: skip
+    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Callable[[], None], handler: H, eid: int = 0) -> None:
         super().__init__(rt, key_expr, undeclare, eid)
         self._handler = handler
 

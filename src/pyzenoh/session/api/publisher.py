@@ -51,7 +51,7 @@ class PublisherState:
         "priority",
         "reliable",
         "wire_encoding",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,
@@ -79,8 +79,11 @@ class PublisherState:
     def bind(self, local: int, expr_id: int) -> None:
         """Precompute the PUSH bytes up to the payload length, for the declared expr id."""
         self.local = local
-        push = Push(WireExpr(expr_id, "", True), Put(b"", self.wire_encoding),
-                    qos=qos_value(self.priority, self.block, self.express))  # fmt: skip
+        push = Push(
+            WireExpr(expr_id, "", True),
+            Put(b"", self.wire_encoding),
+            qos=qos_value(self.priority, self.block, self.express),
+        )
         out = bytearray()
         push.write(out)
         assert out[-1] == 0  # the empty payload's length
@@ -99,9 +102,17 @@ class PublisherState:
         """In the loop: the plain puts of ``payloads`` (drained together), in order, as
         one run of PUSHes."""
         assert self.core is not None, "puts are handed over only once declared"
-        self.core.put_encoded_run(self.key, [self.encode(p) for p in payloads], payloads, self.wire_encoding,
-                                  priority=self.priority, block=self.block, express=self.express,
-                                  reliable=self.reliable, destination=self.destination)  # fmt: skip
+        self.core.put_encoded_run(
+            self.key,
+            [self.encode(p) for p in payloads],
+            payloads,
+            self.wire_encoding,
+            priority=self.priority,
+            block=self.block,
+            express=self.express,
+            reliable=self.reliable,
+            destination=self.destination,
+        )
 
     def declare(self, rt: Runtime) -> None:
         """In the loop: declare the publisher and bind the prefix."""
@@ -134,8 +145,7 @@ class PublisherSettings:
 
 class Publisher(PublisherSettings, Entity):
     def __init__(self, rt: Runtime, state: PublisherState) -> None:
-        super().__init__(rt, state.key_expr, functools.partial(rt.core.undeclare_publisher, state.local),
-                         state.local)  # fmt: skip
+        super().__init__(rt, state.key_expr, functools.partial(rt.core.undeclare_publisher, state.local), state.local)
         self._state = state
 
     @property
@@ -159,17 +169,31 @@ class Publisher(PublisherSettings, Entity):
         st = self._state
         if not rt.wait_room(st.block):
             return
-        if (encoding is None and attachment is None and timestamp is None and timestamp_instrumentation is None
-                and source_info is None):  # fmt: skip
+        if (
+            encoding is None
+            and attachment is None
+            and timestamp is None
+            and timestamp_instrumentation is None
+            and source_info is None
+        ):
             rt.submit(Joinable(st, t.to_payload(payload), st.put_run))
             return
         core = rt.core
-        body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp,
-                        source_info)  # fmt: skip
+        body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp, source_info)
         stack = ts_stack_of(rt, timestamp_instrumentation)
-        rt.submit(functools.partial(core.put, st.key, body, priority=st.priority, block=st.block,
-                                    express=st.express, reliable=st.reliable, destination=st.destination,
-                                    ts_stack=stack))  # fmt: skip
+        rt.submit(
+            functools.partial(
+                core.put,
+                st.key,
+                body,
+                priority=st.priority,
+                block=st.block,
+                express=st.express,
+                reliable=st.reliable,
+                destination=st.destination,
+                ts_stack=stack,
+            )
+        )
 
     def delete(
         self,
@@ -187,17 +211,28 @@ class Publisher(PublisherSettings, Entity):
             return
         body = del_body(attachment, timestamp, source_info)
         stack = ts_stack_of(rt, timestamp_instrumentation)
-        rt.submit(functools.partial(rt.core.put, st.key, body, priority=st.priority, block=st.block,
-                                    express=st.express, reliable=st.reliable, destination=st.destination,
-                                    ts_stack=stack))  # fmt: skip
+        rt.submit(
+            functools.partial(
+                rt.core.put,
+                st.key,
+                body,
+                priority=st.priority,
+                block=st.block,
+                express=st.express,
+                reliable=st.reliable,
+                destination=st.destination,
+                ts_stack=stack,
+            )
+        )
 
     def declare_matching_listener(self, handler: Any = None) -> MatchingListener[Any]:
         rt = self._rt
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
         local = self._state.local
         rt.call(lambda: rt.core.add_matching_listener(local, sink), CALL_TIMEOUT_S)
-        return MatchingListener(rt, self.key_expr,
-                                functools.partial(rt.core.remove_matching_listener, local, sink), returned)  # fmt: skip
+        return MatchingListener(
+            rt, self.key_expr, functools.partial(rt.core.remove_matching_listener, local, sink), returned
+        )
 
     def undeclare(self) -> None:
         self._undeclare()
@@ -207,5 +242,3 @@ class Publisher(PublisherSettings, Entity):
 
     def __exit__(self, *exc: object) -> None:
         self.undeclare()
-
-

@@ -103,10 +103,24 @@ class Querier(Entity):
         check_token(cancellation_token)
         qs = self._settings
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-        call = get_call(rt, t.Selector(self.key_expr, parameters), sink, qs.target, qs.consolidation, qs.accept,
-                        qs.timeout, qs.block, qs.priority, qs.express, payload, encoding, attachment,
-                        allowed_destination=qs.destination, source_info=source_info,
-                        timestamp_instrumentation=timestamp_instrumentation)  # fmt: skip
+        call = get_call(
+            rt,
+            t.Selector(self.key_expr, parameters),
+            sink,
+            qs.target,
+            qs.consolidation,
+            qs.accept,
+            qs.timeout,
+            qs.block,
+            qs.priority,
+            qs.express,
+            payload,
+            encoding,
+            attachment,
+            allowed_destination=qs.destination,
+            source_info=source_info,
+            timestamp_instrumentation=timestamp_instrumentation,
+        )
         rid = rt.call(call, CALL_TIMEOUT_S)
         attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_get, rid))
         return returned
@@ -116,9 +130,9 @@ class Querier(Entity):
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
         local = self._local
         rt.call(lambda: rt.core.add_querier_matching_listener(local, sink), CALL_TIMEOUT_S)
-        return MatchingListener(rt, self.key_expr,
-                                functools.partial(rt.core.remove_querier_matching_listener, local, sink),
-                                returned)  # fmt: skip
+        return MatchingListener(
+            rt, self.key_expr, functools.partial(rt.core.remove_querier_matching_listener, local, sink), returned
+        )
 
     def undeclare(self) -> None:
         self._undeclare()

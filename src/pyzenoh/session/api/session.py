@@ -91,8 +91,11 @@ def open(
     rt.core.ts_callback = timestamp_callback
     fut = asyncio.run_coroutine_threadsafe(rt.connect(), lt.loop)
     retrying = open_timeout_s(cfg)  # connect/timeout_ms: None waits for a router forever, as zenoh
-    budget = None if retrying is None else (cfg.open_timeout_s * max(len(cfg.connect), 1) + 5.0
-                                            + scouting_budget_s(cfg) + retrying)  # fmt: skip
+    budget = (
+        None
+        if retrying is None
+        else (cfg.open_timeout_s * max(len(cfg.connect), 1) + 5.0 + scouting_budget_s(cfg) + retrying)
+    )
     try:
         fut.result(budget)
     except BaseException:
@@ -214,10 +217,19 @@ class Session:
         prio = prio_of(priority)
         stack = ts_stack_of(rt, timestamp_instrumentation)
         if rt.wait_room(block):
-            rt.submit(functools.partial(rt.core.put, key, body, priority=prio, block=block,
-                                        express=bool(express),
-                                        reliable=reliability is not t.Reliability.BEST_EFFORT,
-                                        destination=dest, ts_stack=stack))  # fmt: skip
+            rt.submit(
+                functools.partial(
+                    rt.core.put,
+                    key,
+                    body,
+                    priority=prio,
+                    block=block,
+                    express=bool(express),
+                    reliable=reliability is not t.Reliability.BEST_EFFORT,
+                    destination=dest,
+                    ts_stack=stack,
+                )
+            )
 
     def delete(
         self,
@@ -241,10 +253,19 @@ class Session:
         prio = prio_of(priority)
         stack = ts_stack_of(rt, timestamp_instrumentation)
         if rt.wait_room(block):
-            rt.submit(functools.partial(rt.core.put, key, body, priority=prio, block=block,
-                                        express=bool(express),
-                                        reliable=reliability is not t.Reliability.BEST_EFFORT,
-                                        destination=dest, ts_stack=stack))  # fmt: skip
+            rt.submit(
+                functools.partial(
+                    rt.core.put,
+                    key,
+                    body,
+                    priority=prio,
+                    block=block,
+                    express=bool(express),
+                    reliable=reliability is not t.Reliability.BEST_EFFORT,
+                    destination=dest,
+                    ts_stack=stack,
+                )
+            )
 
     def declare_publisher(
         self,
@@ -258,8 +279,9 @@ class Session:
         allowed_destination: t.Locality | None = None,
     ) -> Publisher:
         rt = self._live()
-        st = PublisherState(t.to_key_expr(key_expr), encoding, congestion_control, priority, express, reliability,
-                            allowed_destination)  # fmt: skip
+        st = PublisherState(
+            t.to_key_expr(key_expr), encoding, congestion_control, priority, express, reliability, allowed_destination
+        )
         rt.call(lambda: st.declare(rt), CALL_TIMEOUT_S)
         return Publisher(rt, st)
 
@@ -322,8 +344,9 @@ class Session:
         """A :class:`Querier` on ``key_expr`` whose gets use these settings."""
         rt = self._live()
         ke = t.to_key_expr(key_expr)
-        qs = QuerierSettings(target, consolidation, accept_replies, timeout, congestion_control, priority,
-                             express, allowed_destination)  # fmt: skip
+        qs = QuerierSettings(
+            target, consolidation, accept_replies, timeout, congestion_control, priority, express, allowed_destination
+        )
         tgt = target_of(qs.target)
         dest = locality_of(allowed_destination, "allowed_destination")
         local = rt.call(lambda: rt.core.declare_querier(str(ke), tgt, dest), CALL_TIMEOUT_S)
@@ -353,10 +376,24 @@ class Session:
         rt = self._live()
         check_token(cancellation_token)
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-        call = get_call(rt, selector, sink, target, consolidation, accept_replies, timeout,
-                        congestion_control, priority, express, payload, encoding, attachment,
-                        allowed_destination=allowed_destination, source_info=source_info,
-                        timestamp_instrumentation=timestamp_instrumentation)  # fmt: skip
+        call = get_call(
+            rt,
+            selector,
+            sink,
+            target,
+            consolidation,
+            accept_replies,
+            timeout,
+            congestion_control,
+            priority,
+            express,
+            payload,
+            encoding,
+            attachment,
+            allowed_destination=allowed_destination,
+            source_info=source_info,
+            timestamp_instrumentation=timestamp_instrumentation,
+        )
         rid = rt.call(call, CALL_TIMEOUT_S)
         attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_get, rid))
         return returned

@@ -58,21 +58,22 @@ class SessionInfo:
             return []
         return [ln for fid in list(rt.peers) if (ln := _face_link(rt, fid)) is not None]
 
-    def _listener(self, make: Callable[[t.SampleKind, int], Any], history: bool | None, handler: Any,
-                  cls: type[Receiver[Any]]) -> Any:  # fmt: skip
+    def _listener(
+        self, make: Callable[[t.SampleKind, int], Any], history: bool | None, handler: Any, cls: type[Receiver[Any]]
+    ) -> Any:
         rt = self._rt
         if rt.closed:
             raise UsageError("the session is closed")
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher if rt.threaded else None)
         local = rt.call(lambda: rt.core.add_info_listener(sink, make, bool(history)), CALL_TIMEOUT_S)
-        return cls(rt, KeyExpr._trusted("@/info"), functools.partial(rt.core.remove_info_listener, local),
-                   returned, local)  # fmt: skip
+        return cls(
+            rt, KeyExpr._trusted("@/info"), functools.partial(rt.core.remove_info_listener, local), returned, local
+        )
 
     def declare_transport_events_listener(self, handler: Any = None, *, history: bool | None = None) -> Any:
         """TransportEvents: the open transports (``history``), then every transport
         opening (a reconnection included) or closing."""
-        return self._listener(functools.partial(_transport_event, self._rt), history, handler,
-                              TransportEventsListener)  # fmt: skip
+        return self._listener(functools.partial(_transport_event, self._rt), history, handler, TransportEventsListener)
 
     def declare_link_events_listener(self, handler: Any = None, *, history: bool | None = None) -> Any:
         """LinkEvents: the open links (``history``), then every link added or removed."""
@@ -89,9 +90,13 @@ def _face_link(rt: Runtime, fid: int) -> Link | None:
     if peer is None or link is None:
         return None
     proto = getattr(link, "protocol", "tcp")
-    return Link(peer.zid, locator(proto, getattr(link, "local_address", None)),
-                locator(proto, getattr(link, "remote_address", None)), peer.batch_size,
-                auth_identifier=peer.username)  # fmt: skip
+    return Link(
+        peer.zid,
+        locator(proto, getattr(link, "local_address", None)),
+        locator(proto, getattr(link, "remote_address", None)),
+        peer.batch_size,
+        auth_identifier=peer.username,
+    )
 
 
 def _transport_event(rt: Runtime, kind: t.SampleKind, fid: int) -> TransportEvent | None:

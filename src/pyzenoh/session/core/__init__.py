@@ -53,9 +53,17 @@ from pyzenoh.session.core.state import (
 from pyzenoh.session.samples import PRIORITIES
 
 __all__ = [
-    "END", "LOCAL_AND_REMOTE", "MAX_CACHE_KEYS", "PRIORITY_CONTROL", "PRIORITY_DATA",
-    "REMOTE_ONLY", "SESSION_LOCAL", "TIMEOUT_PAYLOAD", "SampleBatch", "SessionCore",
-]  # fmt: skip
+    "END",
+    "LOCAL_AND_REMOTE",
+    "MAX_CACHE_KEYS",
+    "PRIORITY_CONTROL",
+    "PRIORITY_DATA",
+    "REMOTE_ONLY",
+    "SESSION_LOCAL",
+    "TIMEOUT_PAYLOAD",
+    "SampleBatch",
+    "SessionCore",
+]
 
 #: The name this table had here before it moved to :mod:`pyzenoh.session.samples`.
 _PRIORITIES = PRIORITIES

@@ -145,8 +145,7 @@ class Dispatch(PubSub, Queries, Liveliness):
         if opts & InterestOptions.QUERYABLES:
             for k, d in self._qabl_decls.items():
                 if key is None or intersects(k, key):
-                    self._declare(DeclareQueryable(d.wire_id, WireExpr(0, k, True), complete=d.complete), iid,
-                                  face=fid)  # fmt: skip
+                    self._declare(DeclareQueryable(d.wire_id, WireExpr(0, k, True), complete=d.complete), iid, face=fid)
         if opts & InterestOptions.TOKENS:
             for k, d in self._token_decls.items():
                 if key is None or intersects(k, key):

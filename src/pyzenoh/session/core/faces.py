@@ -55,8 +55,9 @@ class Faces(Queries, Liveliness):
         self.select_face(fid)
         if self.mode is WhatAmI.PEER:
             # peers announce their link state right after open (zenoh-wire.md 6.7)
-            self._send(NetworkOam(OAM_LINKSTATE, self._linkstate(peer, locators), qos=QOS_DECLARE), PRIORITY_CONTROL,
-                       face=fid)  # fmt: skip
+            self._send(
+                NetworkOam(OAM_LINKSTATE, self._linkstate(peer, locators), qos=QOS_DECLARE), PRIORITY_CONTROL, face=fid
+            )
         self._replay(face)
         self._allow_changed()
         for sink, make in list(self._info_listeners.values()):
@@ -72,18 +73,42 @@ class Faces(Queries, Liveliness):
         if f.routerish:
             ks = InterestOptions.KEYEXPRS
             for pub in self._pubs.values():
-                self._send(Interest(pub.interest_id, InterestMode.CURRENT_FUTURE, ks | InterestOptions.SUBSCRIBERS,
-                                    WireExpr(pub.expr_id, "", True), qos=QOS_DECLARE), PRIORITY_CONTROL,
-                           face=fid)  # fmt: skip
+                self._send(
+                    Interest(
+                        pub.interest_id,
+                        InterestMode.CURRENT_FUTURE,
+                        ks | InterestOptions.SUBSCRIBERS,
+                        WireExpr(pub.expr_id, "", True),
+                        qos=QOS_DECLARE,
+                    ),
+                    PRIORITY_CONTROL,
+                    face=fid,
+                )
             for qr in self._queriers.values():
-                self._send(Interest(qr.interest_id, InterestMode.CURRENT_FUTURE, ks | InterestOptions.QUERYABLES,
-                                    WireExpr(0, qr.key, True), qos=QOS_DECLARE), PRIORITY_CONTROL,
-                           face=fid)  # fmt: skip
+                self._send(
+                    Interest(
+                        qr.interest_id,
+                        InterestMode.CURRENT_FUTURE,
+                        ks | InterestOptions.QUERYABLES,
+                        WireExpr(0, qr.key, True),
+                        qos=QOS_DECLARE,
+                    ),
+                    PRIORITY_CONTROL,
+                    face=fid,
+                )
             for iid, ls in self._lsubs.items():
                 # as zenoh: every interest goes again as CurrentFuture (tokens come again)
-                self._send(Interest(iid, InterestMode.CURRENT_FUTURE, ks | InterestOptions.TOKENS,
-                                    WireExpr(0, ls.key, True), qos=QOS_DECLARE), PRIORITY_CONTROL,
-                           face=fid)  # fmt: skip
+                self._send(
+                    Interest(
+                        iid,
+                        InterestMode.CURRENT_FUTURE,
+                        ks | InterestOptions.TOKENS,
+                        WireExpr(0, ls.key, True),
+                        qos=QOS_DECLARE,
+                    ),
+                    PRIORITY_CONTROL,
+                    face=fid,
+                )
         for key, d in self._sub_decls.items():
             self._declare(DeclareSubscriber(d.wire_id, WireExpr(0, key, True)), face=fid)
         for key, d in self._qabl_decls.items():
@@ -217,8 +242,9 @@ class Faces(Queries, Liveliness):
 
     # --- session info listeners --------------------------------------------------------------
 
-    def add_info_listener(self, sink: Any, make: Callable[[t.SampleKind, int], Any] | None,
-                          history: bool = False) -> int:  # fmt: skip
+    def add_info_listener(
+        self, sink: Any, make: Callable[[t.SampleKind, int], Any] | None, history: bool = False
+    ) -> int:
         """A transport or link events listener: ``make(kind, face id)`` builds the event
         of a face opening (PUT: the faces open now when ``history``, then every face that
         opens, reconnections included) or closing (DELETE); the end when it is removed

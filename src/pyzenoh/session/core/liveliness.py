@@ -79,8 +79,11 @@ class Liveliness(CoreState):
         iid = self._wire_id()
         self._lsubs[iid] = LivelinessSub(key, sink)
         mode = InterestMode.CURRENT_FUTURE if history else InterestMode.FUTURE
-        self._to_routers(Interest(iid, mode, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
-                                  WireExpr(0, key, True), qos=QOS_DECLARE))  # fmt: skip
+        self._to_routers(
+            Interest(
+                iid, mode, InterestOptions.KEYEXPRS | InterestOptions.TOKENS, WireExpr(0, key, True), qos=QOS_DECLARE
+            )
+        )
         if history:
             for k in self._local_tokens(key):
                 ke = self._ke(k)
@@ -109,8 +112,15 @@ class Liveliness(CoreState):
             self.deliveries.append((sink, END))
             return iid
         self._lgets[iid] = PendingLivelinessGet(key, sink, now + timeout)
-        self._to_routers(Interest(iid, InterestMode.CURRENT, InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
-                                  WireExpr(0, key, True), qos=QOS_DECLARE))  # fmt: skip
+        self._to_routers(
+            Interest(
+                iid,
+                InterestMode.CURRENT,
+                InterestOptions.KEYEXPRS | InterestOptions.TOKENS,
+                WireExpr(0, key, True),
+                qos=QOS_DECLARE,
+            )
+        )
         return iid
 
     def cancel_liveliness_get(self, iid: int) -> None:

@@ -70,10 +70,12 @@ class Matching(CoreState):
         came from the router; else from our own get)."""
         unwanted = SESSION_LOCAL if remote else REMOTE_ONLY
         return [
-            q for q in self._qabls.values()
-            if q.origin != unwanted and intersects(q.key, key)
+            q
+            for q in self._qabls.values()
+            if q.origin != unwanted
+            and intersects(q.key, key)
             and (target != t.QueryTarget.ALL_COMPLETE.value or q.complete)
-        ]  # fmt: skip
+        ]
 
     # --- the faces a publication or a query goes to ------------------------------------------
 
@@ -85,9 +87,7 @@ class Matching(CoreState):
         allowed = cache.get(key)
         if allowed is None:
             covered = any(
-                includes(self._pub_interests[iid].key, key)
-                for iid in self._finalized
-                if iid in self._pub_interests
+                includes(self._pub_interests[iid].key, key) for iid in self._finalized if iid in self._pub_interests
             )
             allowed = not covered or any(intersects(rk, key) for rk in self._remote_subs.values())
             if len(cache) >= MAX_CACHE_KEYS:
@@ -158,9 +158,11 @@ class Matching(CoreState):
 
     def _pub_matching(self, pub: LocalPublisher) -> bool:
         key = pub.key
-        return any(intersects(k, key) for k in self._remote_subs.values()) or any(
-            intersects(s.key, key) for s in self._subs.values()
-        ) or any(intersects(s.key, key) for s in self._local_only_subs.values())
+        return (
+            any(intersects(k, key) for k in self._remote_subs.values())
+            or any(intersects(s.key, key) for s in self._subs.values())
+            or any(intersects(s.key, key) for s in self._local_only_subs.values())
+        )
 
     def _update_matching(self) -> None:
         for pub in self._pubs.values():

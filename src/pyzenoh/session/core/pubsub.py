@@ -105,10 +105,14 @@ class PubSub(Matching):
         self._pubs[local] = pub
         self._pub_interests[iid] = pub
         self._to_routers(
-            Interest(iid, InterestMode.CURRENT_FUTURE,
-                     InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS,
-                     WireExpr(expr_id, "", True), qos=QOS_DECLARE),
-        )  # fmt: skip
+            Interest(
+                iid,
+                InterestMode.CURRENT_FUTURE,
+                InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS,
+                WireExpr(expr_id, "", True),
+                qos=QOS_DECLARE,
+            ),
+        )
         pub.matching = self._pub_matching(pub)
         return local
 
@@ -194,8 +198,9 @@ class PubSub(Matching):
             for raw in raws:  # per face, as each put would go
                 self._send_data(raw, key, priority, reliable, not block, express)
 
-    def _send_data(self, msg: NetworkMessage | bytes, key: str, priority: int, reliable: bool, droppable: bool,
-                   express: bool) -> None:  # fmt: skip
+    def _send_data(
+        self, msg: NetworkMessage | bytes, key: str, priority: int, reliable: bool, droppable: bool, express: bool
+    ) -> None:
         if not self._peer_faces:
             if self._send_allowed(key):
                 self._send(msg, priority, reliable=reliable, droppable=droppable, express=express)

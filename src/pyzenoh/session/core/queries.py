@@ -112,8 +112,9 @@ class Queries(Matching):
         if not matches or key is None:
             self._send(ResponseFinal(msg.request_id, qos=QOS_REQUEST), prio, face=self._face_id)
             return
-        inc = IncomingQuery(msg.request_id, key, len(matches), prio, ts_stack=self._received_stack(msg.ts_stack),
-                              fid=self._face_id)  # fmt: skip
+        inc = IncomingQuery(
+            msg.request_id, key, len(matches), prio, ts_stack=self._received_stack(msg.ts_stack), fid=self._face_id
+        )
         self._deliver_query(inc, matches, msg.body)
 
     def _deliver_query(self, inc: IncomingQuery, matches: list[LocalQueryable], body: Query) -> None:
@@ -137,27 +138,38 @@ class Queries(Matching):
             self.deliveries.append((q.sink, query))
 
     def query_reply(
-        self, qref: int, key: str, body: Put | Del | Err, priority: int | None, express: bool,
+        self,
+        qref: int,
+        key: str,
+        body: Put | Del | Err,
+        priority: int | None,
+        express: bool,
         block: bool,
-    ) -> None:  # fmt: skip
+    ) -> None:
         entry = self._incoming.get(qref)
         if entry is None:
             return
         inc, eid = entry
-        ts_stack = ins.push_record(inc.ts_stack, ins.InterceptionPoint.SEND, self.zid, self.clock_ns(),
-                                   self.ts_callback, self.mode)  # fmt: skip
+        ts_stack = ins.push_record(
+            inc.ts_stack, ins.InterceptionPoint.SEND, self.zid, self.clock_ns(), self.ts_callback, self.mode
+        )
         if inc.local_get is not None:
             g = self._gets.get(inc.local_get)
             if g is not None:
-                self._get_reply(g, key or inc.key, body, t.EntityGlobalId(self.zid, eid),
-                                ts_stack=self._received_stack(ts_stack))  # fmt: skip
+                self._get_reply(
+                    g, key or inc.key, body, t.EntityGlobalId(self.zid, eid), ts_stack=self._received_stack(ts_stack)
+                )
             return
         prio = PRIORITY_DATA if priority is None else priority
         rbody: Reply | Err = body if isinstance(body, Err) else Reply(body)
         resp = Response(
-            inc.rid, WireExpr(0, key or inc.key, True), rbody,
-            qos=qos_value(prio, block, express), responder=EntityGlobalId(self.zid, eid), ts_stack=ts_stack,
-        )  # fmt: skip
+            inc.rid,
+            WireExpr(0, key or inc.key, True),
+            rbody,
+            qos=qos_value(prio, block, express),
+            responder=EntityGlobalId(self.zid, eid),
+            ts_stack=ts_stack,
+        )
         # same frame priority as the RESPONSE_FINAL so the final cannot overtake a reply
         self._send(resp, inc.priority, droppable=not block, express=express, face=inc.fid)
 
@@ -189,10 +201,14 @@ class Queries(Matching):
         self._queriers[local] = qr
         self._querier_interests[iid] = qr
         self._to_routers(
-            Interest(iid, InterestMode.CURRENT_FUTURE,
-                     InterestOptions.KEYEXPRS | InterestOptions.QUERYABLES,
-                     WireExpr(0, key, True), qos=QOS_DECLARE),
-        )  # fmt: skip
+            Interest(
+                iid,
+                InterestMode.CURRENT_FUTURE,
+                InterestOptions.KEYEXPRS | InterestOptions.QUERYABLES,
+                WireExpr(0, key, True),
+                qos=QOS_DECLARE,
+            ),
+        )
         qr.matching = self._querier_matching(qr)
         return local
 
@@ -247,13 +263,22 @@ class Queries(Matching):
         g = PendingGet(rid, key, sink, consolidation, accept_any, now + timeout, ts_stack=ts_stack)
         self._gets[rid] = g
         qbody = Query(
-            consolidation=consolidation, parameters=str(params),
-            body=None if payload is None else QueryBody(payload, encoding), attachment=attachment,
+            consolidation=consolidation,
+            parameters=str(params),
+            body=None if payload is None else QueryBody(payload, encoding),
+            attachment=attachment,
             source_info=source_info,
-        )  # fmt: skip
+        )
         if destination != SESSION_LOCAL and self._faces:
-            req = Request(rid, WireExpr(0, key, True), qbody, qos=qos_value(priority, block, express),
-                          target=target, timeout_ms=int(timeout * 1000), ts_stack=ts_stack)  # fmt: skip
+            req = Request(
+                rid,
+                WireExpr(0, key, True),
+                qbody,
+                qos=qos_value(priority, block, express),
+                target=target,
+                timeout_ms=int(timeout * 1000),
+                ts_stack=ts_stack,
+            )
             # to every face, or (with peer faces) to routers and to the peers whose
             # queryables match; no face (link lost): the get ends at once, as zenoh's
             for f in self._faces.values():
@@ -267,8 +292,9 @@ class Queries(Matching):
         matches = [] if destination == REMOTE_ONLY else self._local_queryables(key, target, remote=False)
         if matches:
             g.local_pending = 1
-            inc = IncomingQuery(rid, key, len(matches), priority, local_get=rid,
-                                ts_stack=self._received_stack(ts_stack))  # fmt: skip
+            inc = IncomingQuery(
+                rid, key, len(matches), priority, local_get=rid, ts_stack=self._received_stack(ts_stack)
+            )
             self._deliver_query(inc, matches, qbody)
         self._maybe_finish(g)
         return rid

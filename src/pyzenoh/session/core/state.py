@@ -323,8 +323,11 @@ class CoreState:
         table = self._remote_exprs if we.mapping_sender else self._local_expr_keys
         prefix = table.get(we.scope)
         if prefix is None:
-            log.warning("unknown expression id %d (%s mapping): message dropped", we.scope,
-                        "sender" if we.mapping_sender else "receiver")  # fmt: skip
+            log.warning(
+                "unknown expression id %d (%s mapping): message dropped",
+                we.scope,
+                "sender" if we.mapping_sender else "receiver",
+            )
             return None
         return prefix + we.suffix
 
@@ -346,8 +349,9 @@ class CoreState:
 
     def _received_stack(self, raw: bytes | None) -> bytes | None:
         """``raw`` with this session's Receive record (when that point is instrumented)."""
-        return ins.push_record(raw, ins.InterceptionPoint.RECEIVE, self.zid, self.clock_ns(),
-                               self.ts_callback, self.mode)  # fmt: skip
+        return ins.push_record(
+            raw, ins.InterceptionPoint.RECEIVE, self.zid, self.clock_ns(), self.ts_callback, self.mode
+        )
 
     # --- key expressions declared by the user --------------------------------------------------
 

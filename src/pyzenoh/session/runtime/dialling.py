@@ -26,8 +26,9 @@ class Dialling(Links):
         """One attempt at ``ep``; the link's face opens (Established) before it returns."""
         cfg = self.config
         on_event = functools.partial(self._on_dialled_event, ep)
-        return await connect(ep, self._link_cfg_(), on_event, max_queue_bytes=cfg.max_queue_bytes,
-                             keep_raw=False, tls=cfg.tls)  # fmt: skip
+        return await connect(
+            ep, self._link_cfg_(), on_event, max_queue_bytes=cfg.max_queue_bytes, keep_raw=False, tls=cfg.tls
+        )
 
     async def _try_all(self, eps: list[str], errors: list[str]) -> bool:
         """Each endpoint in turn until one opens."""

@@ -44,8 +44,14 @@ class Gossip(Links):
             return
         for st in states:
             zid = st.zid
-            if (zid is None or st.whatami is not WhatAmI.PEER or not st.locators or zid.value >= self.zid.value
-                    or zid in self._gossip_dials or any(p.zid == zid for p in self.peers.values())):  # fmt: skip
+            if (
+                zid is None
+                or st.whatami is not WhatAmI.PEER
+                or not st.locators
+                or zid.value >= self.zid.value
+                or zid in self._gossip_dials
+                or any(p.zid == zid for p in self.peers.values())
+            ):
                 continue
             self._gossip_dials.add(zid)
             self._spawn(self._dial_gossiped(zid, [loc for loc in st.locators if loc.startswith(("tcp/", "tls/"))]))
@@ -57,9 +63,14 @@ class Gossip(Links):
                 if self.closed or any(p.zid == zid for p in self.peers.values()):
                     return
                 try:
-                    await connect(loc.split("?", 1)[0], self._link_cfg_(), self._on_link_event,
-                                  max_queue_bytes=self.config.max_queue_bytes, keep_raw=False,
-                                  tls=self.config.tls)  # fmt: skip
+                    await connect(
+                        loc.split("?", 1)[0],
+                        self._link_cfg_(),
+                        self._on_link_event,
+                        max_queue_bytes=self.config.max_queue_bytes,
+                        keep_raw=False,
+                        tls=self.config.tls,
+                    )
                     log.info("connected to gossiped peer %s at %s", zid, loc)
                     return
                 except DIAL_ERRORS as exc:

@@ -82,8 +82,12 @@ class Links(Pump):
             return  # a handshake that failed: the dial or the listener handles it
         if not self.closed:
             # a link we dialled is retried (warning); one a peer accepted just ends
-            log.log(logging.WARNING if dialled else logging.INFO, "session link to %s closed: %s",
-                    self.peers[fid].zid, ev.detail)  # fmt: skip
+            log.log(
+                logging.WARNING if dialled else logging.INFO,
+                "session link to %s closed: %s",
+                self.peers[fid].zid,
+                ev.detail,
+            )
         self.close_event = ev
         self.core.face_lost(fid)  # before the face's peer goes: info events are built from it
         del self.links[fid]

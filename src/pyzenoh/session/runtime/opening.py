@@ -31,12 +31,18 @@ class Opening(Dialling):
             self.loop_thread = threading.get_ident()
         cfg = self.config
         self._link_cfg = LinkConfig(
-            self.zid, self.whatami, lease_ms=cfg.lease_ms, keepalives_per_lease=cfg.keep_alive,
-            batch_size=cfg.batch_size, resolution=cfg.resolution, qos=cfg.qos,
+            self.zid,
+            self.whatami,
+            lease_ms=cfg.lease_ms,
+            keepalives_per_lease=cfg.keep_alive,
+            batch_size=cfg.batch_size,
+            resolution=cfg.resolution,
+            qos=cfg.qos,
             handshake_timeout_s=cfg.open_timeout_s,
             usrpwd=cfg.usrpwd,  # a bad usrpwd section (or dictionary) fails open() here
-            push_runs=True, stamped_runs=True,  # a FRAME's samples on one key: one batch
-        )  # fmt: skip
+            push_runs=True,
+            stamped_runs=True,  # a FRAME's samples on one key: one batch
+        )
         try:
             await self._open()
         except BaseException:
@@ -52,9 +58,16 @@ class Opening(Dialling):
         if peer:
             for ep in cfg.listen:
                 try:
-                    self._listeners.append(await listen(ep, self._link_cfg_(), self._on_link_event,
-                                                        max_queue_bytes=cfg.max_queue_bytes, keep_raw=False,
-                                                        tls=cfg.tls))  # fmt: skip
+                    self._listeners.append(
+                        await listen(
+                            ep,
+                            self._link_cfg_(),
+                            self._on_link_event,
+                            max_queue_bytes=cfg.max_queue_bytes,
+                            keep_raw=False,
+                            tls=cfg.tls,
+                        )
+                    )
                 except (OSError, PyZenohError) as exc:
                     if cfg.get("listen/endpoints") is None:  # zenoh's default tcp/[::]:0 (no IPv6 here?)
                         log.warning("could not listen on %s: %s", ep, exc)
@@ -98,8 +111,9 @@ class Opening(Dialling):
                 await asyncio.Future()  # no more retries: wait for the timeout
         except TimeoutError:
             pass
-        raise SessionOpenError(f"could not open a session within connect/timeout_ms ({cfg.connect_timeout_ms} ms): "
-                               + "; ".join(errors))  # fmt: skip
+        raise SessionOpenError(
+            f"could not open a session within connect/timeout_ms ({cfg.connect_timeout_ms} ms): " + "; ".join(errors)
+        )
 
     async def _open_peer(self, eps: list[str]) -> None:
         cfg = self.config
@@ -120,8 +134,10 @@ class Opening(Dialling):
                         if not await self._retry([ep], conf, errors):
                             await asyncio.Future()
                 except TimeoutError:
-                    raise SessionOpenError(f"could not connect to {ep} within connect/timeout_ms "
-                                           f"({cfg.connect_timeout_ms} ms): " + "; ".join(errors)) from None  # fmt: skip
+                    raise SessionOpenError(
+                        f"could not connect to {ep} within connect/timeout_ms "
+                        f"({cfg.connect_timeout_ms} ms): " + "; ".join(errors)
+                    ) from None
             else:
                 # in the background, as zenoh's peers; open() waits scouting/delay for it
                 started.append(self._background(ep, conf))

@@ -33,13 +33,11 @@ class Pump(RuntimeBase):
                         one.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
                     elif fid is None:
                         for link in links.values():
-                            link.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable,
-                                      express=express)  # fmt: skip
+                            link.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
                     else:
                         target = links.get(fid)
                         if target is not None:
-                            target.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable,
-                                        express=express)  # fmt: skip
+                            target.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
                 for sink, item in core.take_deliveries():
                     if item is END:
                         sink.close()
@@ -56,16 +54,16 @@ class Pump(RuntimeBase):
             self._pumping = False
         self._rearm()
 
-    def _send_run(self, run: EncodedRun, reliable: bool, prio: int, droppable: bool, express: bool,
-                  fid: int | None) -> None:  # fmt: skip
+    def _send_run(
+        self, run: EncodedRun, reliable: bool, prio: int, droppable: bool, express: bool, fid: int | None
+    ) -> None:
         if fid is None:
             targets = list(self.links.values())
         else:
             target = self.links.get(fid)
             targets = [] if target is None else [target]
         for link in targets:
-            link.send_run(run.data, run.ends, reliable=reliable, priority=prio, drop_if_full=droppable,
-                          express=express)  # fmt: skip
+            link.send_run(run.data, run.ends, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
 
     def _block(self, sink: Sink) -> None:
         flow = sink.flow

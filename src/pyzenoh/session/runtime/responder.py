@@ -20,9 +20,14 @@ class Responding(Handoff):
 
     @override
     def query_reply(
-        self, qref: int, key: str, body: Any, priority: t.Priority | None, express: bool,
+        self,
+        qref: int,
+        key: str,
+        body: Any,
+        priority: t.Priority | None,
+        express: bool,
         block: bool,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if not isinstance(body, Put | Del | Err):
             raise UsageError("bad reply body")
         prio = None if priority is None else priority.value

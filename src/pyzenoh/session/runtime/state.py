@@ -44,8 +44,7 @@ class RuntimeBase:
         zid_text = config.zid
         self.zid = ZenohId.from_str(zid_text) if zid_text else ZenohId.random(os.urandom(16))
         self.whatami = WhatAmI.CLIENT if config.mode == "client" else WhatAmI.PEER
-        self.core = SessionCore(self.zid, self.whatami, self,
-                                query_timeout_s=config.queries_default_timeout_s)  # fmt: skip
+        self.core = SessionCore(self.zid, self.whatami, self, query_timeout_s=config.queries_default_timeout_s)
         #: the first open link and its peer (flow control; a client's only link)
         self.link: TcpLink | None = None
         self.peer: Established | None = None
@@ -98,9 +97,14 @@ class RuntimeBase:
         def in_loop(self, fn: Callable[[], None]) -> None: ...
         def _on_gossip(self, msg: NetworkOam) -> None: ...
         def query_reply(
-            self, qref: int, key: str, body: Any, priority: t.Priority | None, express: bool,
+            self,
+            qref: int,
+            key: str,
+            body: Any,
+            priority: t.Priority | None,
+            express: bool,
             block: bool,
-        ) -> None: ...  # fmt: skip
+        ) -> None: ...
         def query_finalize(self, qref: int) -> None: ...
 
 

@@ -66,9 +66,14 @@ class Responder(Protocol):
     """What a Query needs from its session to answer (thread-safe, non-blocking)."""
 
     def query_reply(
-        self, qref: int, key: str, body: Any, priority: Priority | None, express: bool,
+        self,
+        qref: int,
+        key: str,
+        body: Any,
+        priority: Priority | None,
+        express: bool,
         block: bool,
-    ) -> None: ...  # fmt: skip
+    ) -> None: ...
 
     def query_finalize(self, qref: int) -> None: ...
 
@@ -92,7 +97,7 @@ class Query:
         "payload",
         "source_info",
         "timestamp_stack",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,
@@ -147,12 +152,14 @@ class Query:
 
         key = self._check(key_expr)
         body = Put(
-            to_payload(payload), to_encoding(encoding),
+            to_payload(payload),
+            to_encoding(encoding),
             None if timestamp is None else timestamp.wire,
             attachment=None if attachment is None else to_payload(attachment),
-        )  # fmt: skip
-        self._responder.query_reply(self._qref, key, body, priority, bool(express),
-                                    congestion_control is not CongestionControl.DROP)  # fmt: skip
+        )
+        self._responder.query_reply(
+            self._qref, key, body, priority, bool(express), congestion_control is not CongestionControl.DROP
+        )
 
     def reply_del(
         self,
@@ -167,10 +174,13 @@ class Query:
         from pyzenoh.codec import Del
 
         key = self._check(key_expr)
-        body = Del(None if timestamp is None else timestamp.wire,
-                   attachment=None if attachment is None else to_payload(attachment))  # fmt: skip
-        self._responder.query_reply(self._qref, key, body, priority, bool(express),
-                                    congestion_control is not CongestionControl.DROP)  # fmt: skip
+        body = Del(
+            None if timestamp is None else timestamp.wire,
+            attachment=None if attachment is None else to_payload(attachment),
+        )
+        self._responder.query_reply(
+            self._qref, key, body, priority, bool(express), congestion_control is not CongestionControl.DROP
+        )
 
     def reply_err(self, payload: Any, *, encoding: Encoding | str | None = None) -> None:
         from pyzenoh.codec import Err

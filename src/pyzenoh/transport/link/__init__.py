@@ -63,12 +63,34 @@ from pyzenoh.transport.link.timers import Timers
 from pyzenoh.transport.link.transmit import MAX_FRAME_HEADER, Transmitting
 
 __all__ = [
-    "COOKIE_LEN", "DEFAULT_HANDSHAKE_TIMEOUT_S", "DEFAULT_LEASE_MS", "DEFAULT_MAX_MESSAGE_SIZE",
-    "DEFAULT_REASSEMBLY_TIMEOUT_S", "DEFAULT_RESOLUTION", "KEEPALIVES_PER_LEASE", "LENGTH_PREFIX",
-    "MAX_BATCH_SIZE", "MAX_FRAME_HEADER", "MIN_BATCH_SIZE", "NUM_PRIORITIES", "PATCH_LEVEL",
-    "PRIORITY_DATA", "Established", "Event", "Link", "LinkClosed", "LinkConfig", "ReassemblyBudget",
-    "Received", "ReceivedPush", "ReceivedRun", "Role", "State", "initial_sn", "sn_mask",
-]  # fmt: skip
+    "COOKIE_LEN",
+    "DEFAULT_HANDSHAKE_TIMEOUT_S",
+    "DEFAULT_LEASE_MS",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_REASSEMBLY_TIMEOUT_S",
+    "DEFAULT_RESOLUTION",
+    "KEEPALIVES_PER_LEASE",
+    "LENGTH_PREFIX",
+    "MAX_BATCH_SIZE",
+    "MAX_FRAME_HEADER",
+    "MIN_BATCH_SIZE",
+    "NUM_PRIORITIES",
+    "PATCH_LEVEL",
+    "PRIORITY_DATA",
+    "Established",
+    "Event",
+    "Link",
+    "LinkClosed",
+    "LinkConfig",
+    "ReassemblyBudget",
+    "Received",
+    "ReceivedPush",
+    "ReceivedRun",
+    "Role",
+    "State",
+    "initial_sn",
+    "sn_mask",
+]
 
 
 class Link(Receiving, Transmitting, Timers):

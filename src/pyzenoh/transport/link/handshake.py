@@ -71,11 +71,16 @@ class Handshake(LinkBase):
         # never ack Shm, LowLatency or Compression: we implement none of them
         self._emit(
             InitAck(
-                zid=cfg.zid, whatami=cfg.whatami, resolution=res, batch_size=self._batch_size,
-                qos=self._qos, patch=self._patch if msg.patch is not None else None,
-                cookie=self._cookie, auth=self._acceptor_auth.init_ack(),
+                zid=cfg.zid,
+                whatami=cfg.whatami,
+                resolution=res,
+                batch_size=self._batch_size,
+                qos=self._qos,
+                patch=self._patch if msg.patch is not None else None,
+                cookie=self._cookie,
+                auth=self._acceptor_auth.init_ack(),
             )
-        )  # fmt: skip
+        )
         self.state = State.WAIT_OPEN
 
     def _on_init_ack(self, msg: InitAck, events: list[Event]) -> None:
@@ -88,8 +93,9 @@ class Handshake(LinkBase):
             if (msg.resolution >> shift) & 3 > (cfg.resolution >> shift) & 3:
                 raise DecodeError(f"InitAck resolution 0x{msg.resolution:02x} exceeds ours")
         if msg.lowlatency or msg.compression:
-            raise DecodeError("InitAck enables LowLatency/Compression, which we did not offer", -1,
-                              CloseReason.UNSUPPORTED)  # fmt: skip
+            raise DecodeError(
+                "InitAck enables LowLatency/Compression, which we did not offer", -1, CloseReason.UNSUPPORTED
+            )
         self._resolution = msg.resolution
         self._mask = sn_mask(msg.resolution)
         self._set_batch_size(min(cfg.batch_size, msg.batch_size))
@@ -99,8 +105,11 @@ class Handshake(LinkBase):
         self._peer_whatami = msg.whatami
         self._opener_auth.on_init_ack(msg.auth)
         self._own_isn = initial_sn(cfg.zid, msg.zid, self._mask)
-        self._emit(OpenSyn(lease_ms=cfg.lease_ms, initial_sn=self._own_isn, cookie=msg.cookie,
-                           auth=self._opener_auth.open_syn()))  # fmt: skip
+        self._emit(
+            OpenSyn(
+                lease_ms=cfg.lease_ms, initial_sn=self._own_isn, cookie=msg.cookie, auth=self._opener_auth.open_syn()
+            )
+        )
         self.state = State.OPEN_SENT
 
     def _on_open_syn(self, msg: OpenSyn, now: float, events: list[Event]) -> None:
@@ -111,8 +120,9 @@ class Handshake(LinkBase):
         assert self._peer_zid is not None and self._acceptor_auth is not None
         username = self._acceptor_auth.on_open_syn(msg.auth)
         self._own_isn = initial_sn(self.config.zid, self._peer_zid, self._mask)
-        self._emit(OpenAck(lease_ms=self.config.lease_ms, initial_sn=self._own_isn,
-                           auth=self._acceptor_auth.open_ack()))  # fmt: skip
+        self._emit(
+            OpenAck(lease_ms=self.config.lease_ms, initial_sn=self._own_isn, auth=self._acceptor_auth.open_ack())
+        )
         self._establish(msg.lease_ms, msg.initial_sn, now, events, username)
 
     def _on_open_ack(self, msg: OpenAck, now: float, events: list[Event]) -> None:
@@ -145,10 +155,17 @@ class Handshake(LinkBase):
         self._sent_since_keepalive = False
         self.state = State.ESTABLISHED
         self.peer = Established(
-            zid=self._peer_zid, whatami=self._peer_whatami, lease_ms=peer_lease_ms,
-            batch_size=self._batch_size, resolution=self._resolution, qos=self._qos,
-            patch=self._patch, initial_sn=peer_isn, own_initial_sn=self._own_isn, username=username,
-        )  # fmt: skip
+            zid=self._peer_zid,
+            whatami=self._peer_whatami,
+            lease_ms=peer_lease_ms,
+            batch_size=self._batch_size,
+            resolution=self._resolution,
+            qos=self._qos,
+            patch=self._patch,
+            initial_sn=peer_isn,
+            own_initial_sn=self._own_isn,
+            username=username,
+        )
         events.append(self.peer)
 
     def _peer_close(self, reason: int) -> LinkClosed:
@@ -156,8 +173,13 @@ class Handshake(LinkBase):
         detail = f"peer sent CLOSE({reason})"
         if self.role is Role.OPENER and self.state is State.OPEN_SENT and self._opener_auth.presents:
             user = self._opener_auth.user
-            return self._closed(reason, True, f"{detail} in reply to our usrpwd credentials: "
-                                f"the peer refused user {user!r} (wrong user or password?)", True)  # fmt: skip
+            return self._closed(
+                reason,
+                True,
+                f"{detail} in reply to our usrpwd credentials: "
+                f"the peer refused user {user!r} (wrong user or password?)",
+                True,
+            )
         if self.role is Role.OPENER and self.state is State.INIT_SENT and reason == CloseReason.GENERIC:
             detail += " in reply to our InitSyn (does the peer require usrpwd credentials?)"
         return self._closed(reason, True, detail)

@@ -50,8 +50,7 @@ class Receiving(Handshake):
             i = 0
             one_by_one = 0  # batches before this index are not joined again
             while i < n:
-                if (n - i >= MIN_JOIN and i >= one_by_one and self.config.push_runs
-                        and self.state is State.ESTABLISHED):  # fmt: skip
+                if n - i >= MIN_JOIN and i >= one_by_one and self.config.push_runs and self.state is State.ESTABLISHED:
                     joined = join(batches, i, self._mask, self._reader.max_payload)
                     if joined is not None:
                         if self._on_joined(joined, events):
@@ -84,8 +83,9 @@ class Receiving(Handshake):
             else:
                 log.debug("dropping frame with stale SN %d", sn)
             return
-        messages = fast_decode_batch(payload, keep_raw=self._keep_raw, runs=self.config.push_runs,
-                                     stamped=self.config.stamped_runs)  # fmt: skip
+        messages = fast_decode_batch(
+            payload, keep_raw=self._keep_raw, runs=self.config.push_runs, stamped=self.config.stamped_runs
+        )
         for msg in messages:
             if self.state is State.CLOSED:
                 return
@@ -123,8 +123,7 @@ class Receiving(Handshake):
         if joined.first_sn != (self._rx_last[ch] + 1) & self._mask:
             return False  # a gap or a replay: each batch's SN is checked on its own
         try:
-            decoded = fast_decode_batch(joined.payload, keep_raw=True, runs=True,
-                                        stamped=self.config.stamped_runs)  # fmt: skip
+            decoded = fast_decode_batch(joined.payload, keep_raw=True, runs=True, stamped=self.config.stamped_runs)
         except DecodeError:
             return False
         if len(decoded) != 1 or not isinstance(frame := decoded[0], Frame) or not aligned(frame, joined.cuts):
@@ -193,8 +192,11 @@ class Receiving(Handshake):
                 d.active = True
                 d.discarding = True
             elif budget is not None and budget.used + n > budget.limit:
-                self._fail(CloseReason.GENERIC, f"unfinished fragmented messages over the router's "
-                           f"reassembly budget ({budget.limit} bytes)", events)  # fmt: skip
+                self._fail(
+                    CloseReason.GENERIC,
+                    f"unfinished fragmented messages over the router's reassembly budget ({budget.limit} bytes)",
+                    events,
+                )
                 return
             else:
                 d.buf += frag.payload

@@ -47,6 +47,7 @@ def close_batch(out: bytearray, start: int) -> None:
     out[start] = n & 0xFF
     out[start + 1] = n >> 8
 
+
 class State(Enum):
     INIT_SENT = "init-sent"  # opener: waiting for InitAck
     OPEN_SENT = "open-sent"  # opener: waiting for OpenAck
@@ -150,11 +151,15 @@ class LinkBase:
             self.state = State.INIT_SENT
             self._emit(
                 InitSyn(
-                    zid=config.zid, whatami=config.whatami, resolution=config.resolution,
-                    batch_size=config.batch_size, qos=config.qos,
-                    patch=config.patch if config.patch else None, auth=self._opener_auth.init_syn(),
+                    zid=config.zid,
+                    whatami=config.whatami,
+                    resolution=config.resolution,
+                    batch_size=config.batch_size,
+                    qos=config.qos,
+                    patch=config.patch if config.patch else None,
+                    auth=self._opener_auth.init_syn(),
                 )
-            )  # fmt: skip
+            )
 
     @property
     def is_established(self) -> bool:
@@ -197,6 +202,10 @@ class LinkBase:
         """Close from our side: queue CLOSE(reason) and report it."""
         if self.state is State.CLOSED:
             return
-        log.debug("closing link (%s): %s", CloseReason(reason).name if reason in CloseReason._value2member_map_ else reason, detail)
+        log.debug(
+            "closing link (%s): %s",
+            CloseReason(reason).name if reason in CloseReason._value2member_map_ else reason,
+            detail,
+        )
         self._emit(Close(reason))
         events.append(self._closed(reason, False, detail, auth_failed))

@@ -33,8 +33,11 @@ class Timers(LinkBase):
         if self._defrag_bytes:
             for d in self._defrag:
                 if d.active and now >= d.since + self.config.reassembly_timeout_s:
-                    log.warning("unfinished fragmented message (%d bytes) dropped: no fragment for %.0f s",
-                                len(d.buf), self.config.reassembly_timeout_s)  # fmt: skip
+                    log.warning(
+                        "unfinished fragmented message (%d bytes) dropped: no fragment for %.0f s",
+                        len(d.buf),
+                        self.config.reassembly_timeout_s,
+                    )
                     self._defrag_reset(d)
         if self._keepalive_deadline is not None and now >= self._keepalive_deadline:
             if not self._sent_since_keepalive and not self._pending_bytes:

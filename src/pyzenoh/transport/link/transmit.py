@@ -60,7 +60,9 @@ class Transmitting(LinkBase):
             raise UsageError("empty network message")
         self._queue(prio, reliable, [raw], len(raw))
 
-    def send_run(self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = PRIORITY_DATA) -> None:
+    def send_run(
+        self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = PRIORITY_DATA
+    ) -> None:
         """Queue several encoded network messages at once: ``data`` holds them back to back,
         message ``i`` ending at ``ends[i]`` (increasing; a ``range`` for equal lengths).
 
@@ -238,5 +240,3 @@ class Transmitting(LinkBase):
 
 def _run_priority(run: tuple[int, bool, list[bytes]]) -> int:
     return run[0]
-
-

@@ -65,7 +65,7 @@ def decode(data: bytes, *, with_deleted: bool) -> tuple[Encoding, Timestamp, boo
         n, pos = _read_varint(data, 8)
         if n != 16 or pos + 16 > len(data):
             raise DataInfoError("bad timestamp id")
-        zid = int.from_bytes(data[pos:pos + 16], "little")
+        zid = int.from_bytes(data[pos : pos + 16], "little")
         pos += 16
         deleted = False
         if with_deleted:
@@ -75,7 +75,7 @@ def decode(data: bytes, *, with_deleted: bool) -> tuple[Encoding, Timestamp, boo
             pos += 1
         (enc_id,) = struct.unpack_from("<H", data, pos)
         n, pos = _read_varint(data, pos + 2)
-        schema = data[pos:pos + n]
+        schema = data[pos : pos + n]
         if len(schema) != n or pos + n != len(data):
             raise DataInfoError("bad encoding schema")
         return Encoding(enc_id, schema or None), Timestamp(time, ZenohId(zid)), deleted

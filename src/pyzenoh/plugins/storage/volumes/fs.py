@@ -68,8 +68,9 @@ class FsVolume:
                 with tempfile.TemporaryFile(dir=self.base):
                     pass
         except OSError as exc:
-            raise UsageError(f'{where}/dir: cannot create File System Storage on "dir"={str(self.base)!r}: '
-                             f"{exc.strerror or exc}") from None  # fmt: skip
+            raise UsageError(
+                f'{where}/dir: cannot create File System Storage on "dir"={str(self.base)!r}: {exc.strerror or exc}'
+            ) from None
         self.db: Any = open_rocksdb(self.base / DB_DIR, where, create=True, column_families=(), read_only=False)
         self.path = str(self.base)
 

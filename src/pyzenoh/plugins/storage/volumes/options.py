@@ -39,7 +39,7 @@ def relative_dir(cfg: dict[str, Any], where: str) -> str:
     if path.is_absolute():
         raise UsageError(f'{where}/dir: invalid property "dir"="{value}": the path must be relative')
     if ".." in path.parts:
-        raise UsageError(f"{where}/dir: invalid property \"dir\"=\"{value}\": the path must not contain any '..'")
+        raise UsageError(f'{where}/dir: invalid property "dir"="{value}": the path must not contain any \'..\'')
     return value
 
 

@@ -53,12 +53,14 @@ class RocksdbVolume:
         create = bool_option(cfg, "create_db", False, where)
         on_closure = cfg.get("on_closure", "do_nothing")
         if on_closure not in ("do_nothing", "destroy_db"):
-            raise UsageError(f'{where}/on_closure: must be either "do_nothing" (default) or "destroy_db", '
-                             f"got {on_closure!r}")  # fmt: skip
+            raise UsageError(
+                f'{where}/on_closure: must be either "do_nothing" (default) or "destroy_db", got {on_closure!r}'
+            )
         self.destroy = on_closure == "destroy_db"
         self.path = root_dir(ROOT_ENV, DEFAULT_ROOT) / relative_dir(cfg, where)
-        self.db: Any = open_rocksdb(self.path, where, create=create, column_families=(CF_DATA_INFO,),
-                                    read_only=self.read_only)  # fmt: skip
+        self.db: Any = open_rocksdb(
+            self.path, where, create=create, column_families=(CF_DATA_INFO,), read_only=self.read_only
+        )
         self.info: Any = self.db.get_column_family(CF_DATA_INFO)
         self.info_handle: Any = self.db.get_column_family_handle(CF_DATA_INFO)
 
