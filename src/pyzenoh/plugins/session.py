@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from pyzenoh.codec import (
     Declare,
-    DeclareKeyExpr,
     DeclareQueryable,
     DeclareSubscriber,
     Del,
@@ -45,7 +44,6 @@ from pyzenoh.codec import (
     Response,
     ResponseFinal,
     Timestamp,
-    UndeclareKeyExpr,
     UndeclareQueryable,
     UndeclareSubscriber,
     WhatAmI,
@@ -54,6 +52,7 @@ from pyzenoh.codec import (
 )
 from pyzenoh.codec.data import Consolidation, QueryBody
 from pyzenoh.keyexpr.relations import intersects
+from pyzenoh.router.key_ids import KeyIds
 
 if TYPE_CHECKING:
     from pyzenoh.router.daemon import RouterDaemon
@@ -111,7 +110,7 @@ class LocalSession:
         self.face_zid = ZenohId((daemon.zid.value ^ (zlib.crc32(name.encode()) << 24 | 0x706C67)) or 1)
         self.face_id: int | None = None
         self._ids = itertools.count(1)
-        self._scopes: dict[int, str] = {}
+        self._key_ids = KeyIds()  # key ids the router declared to this face
         self._subs: dict[int, tuple[str, Callable[[LocalSample], None]]] = {}
         self._queryables: dict[int, tuple[str, Callable[[LocalQuery], QueryAnswers]]] = {}
         self._gets: dict[int, _Get] = {}
@@ -202,10 +201,7 @@ class LocalSession:
     # --- what the router sends to the face ------------------------------------------------
 
     def _resolve(self, wire_expr: WireExpr) -> str | None:
-        if wire_expr.scope == 0:
-            return wire_expr.suffix
-        prefix = self._scopes.get(wire_expr.scope)
-        return None if prefix is None else prefix + wire_expr.suffix
+        return self._key_ids.resolve(wire_expr)
 
     def _on_send(self, send: Send) -> None:
         msg = send.message
@@ -221,13 +217,7 @@ class LocalSession:
             elif isinstance(msg, Request):
                 self._on_request(msg)
             elif isinstance(msg, Declare):
-                body = msg.body
-                if isinstance(body, DeclareKeyExpr):
-                    prefix = self._resolve(body.wire_expr)
-                    if prefix is not None:
-                        self._scopes[body.expr_id] = prefix
-                elif isinstance(body, UndeclareKeyExpr):
-                    self._scopes.pop(body.expr_id, None)
+                self._key_ids.on_declare(msg.body)
         except Exception:  # a plugin's bug must never reach the router's delivery
             self.callback_errors += 1
             log.exception("plugin %s: failed handling %s", self.name, type(msg).__name__)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from pyzenoh.codec import (
     Declare,
-    DeclareKeyExpr,
     DeclareQueryable,
     DeclareSubscriber,
     Del,
@@ -24,7 +23,6 @@ from pyzenoh.codec import (
     Request,
     Response,
     ResponseFinal,
-    UndeclareKeyExpr,
     WhatAmI,
     WireExpr,
     ZenohId,
@@ -74,7 +72,7 @@ class AdminSpace(Answers):
             return
         self.face_id = None
         self.daemon.remove_local_face(face)
-        self._scopes.clear()
+        self._key_ids.clear()
 
     def _on_send(self, send: Send) -> None:
         msg = send.message
@@ -98,13 +96,7 @@ class AdminSpace(Answers):
         elif isinstance(msg, Push):
             self._on_write(msg)
         elif isinstance(msg, Declare):
-            body = msg.body
-            if isinstance(body, DeclareKeyExpr):
-                prefix = self._resolve(body.wire_expr)
-                if prefix is not None:
-                    self._scopes[body.expr_id] = prefix
-            elif isinstance(body, UndeclareKeyExpr):
-                self._scopes.pop(body.expr_id, None)
+            self._key_ids.on_declare(msg.body)
         # Nothing else is expected: the face declares no subscriber and no interest.
 
     def _on_write(self, msg: Push) -> None:
@@ -127,10 +119,7 @@ class AdminSpace(Answers):
         self.on_config(path, payload)
 
     def _resolve(self, wire_expr: WireExpr) -> str | None:
-        if wire_expr.scope == 0:
-            return wire_expr.suffix
-        prefix = self._scopes.get(wire_expr.scope)
-        return None if prefix is None else prefix + wire_expr.suffix
+        return self._key_ids.resolve(wire_expr)
 
     def _answer(self, face: int, rid: int, qos: int, key: str | None, params: str) -> None:
         daemon = self.daemon

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyzenoh.router.admin.router_info import admin_root
+from pyzenoh.router.key_ids import KeyIds
 
 if TYPE_CHECKING:
     from pyzenoh.router.daemon import RouterDaemon
@@ -31,7 +32,7 @@ class AdminBase:
         self.daemon = daemon
         self.face_id: int | None = None
         self.stats = AdminStats()
-        self._scopes: dict[int, str] = {}  # key ids the router declared to our face
+        self._key_ids = KeyIds()  # key ids the router declared to our face
         #: The plugin host (pyzenoh.plugins.PluginHost) when the router runs plugins.
         self.plugins: Any = None
         #: Called with (config path, JSON5 payload or None for a DELETE) on an admin-space
