@@ -109,8 +109,9 @@ def _say(text: str) -> None:
     print(f"[demo] {text}", flush=True)
 
 
-def _drive(endpoint: str, msgq_socket: str, security: Security | None) -> None:
-    """Exercise pub/sub, queries, liveliness and the msgq bridge through the router."""
+def _drive(endpoint: str, msgq_socket: str, security: Security | None, rest_port: int) -> None:
+    """Exercise pub/sub, queries, liveliness, the REST plugin and storage, and the msgq
+    bridge through the router."""
     import pyzenoh.session as pz
     from pyzenoh.msgq import Session as MsgqSession
     from pyzenoh.msgq import decode
@@ -127,6 +128,9 @@ def _drive(endpoint: str, msgq_socket: str, security: Security | None) -> None:
         pub_s.delete("demo/temperature/room0")
         got = [samples.get(timeout=WAIT_S) for _ in range(21)]
         _say(f"pyzenoh subscriber received {len(got)} samples (last: {got[-1].kind} {got[-1].key_expr})")
+        _drive_rest(rest_port)
+        s = samples.get(timeout=WAIT_S)  # the REST PUT, as any Zenoh subscriber sees it
+        _say(f"REST PUT -> pyzenoh subscriber: {s.key_expr} = {s.payload.to_string()!r}")
 
         try:
             import zenoh
@@ -180,6 +184,35 @@ def _drive(endpoint: str, msgq_socket: str, security: Security | None) -> None:
             _drive_secured(conf, security, samples)
 
 
+def _drive_rest(port: int) -> None:
+    """The REST plugin (zenohd's --rest-http-port) and the memory storage on
+    demo/temperature/**: what the storage keeps of the puts above (room0 was deleted), then
+    a PUT over HTTP that a get through REST finds."""
+    import urllib.request
+
+    base = f"http://127.0.0.1:{port}"
+
+    def rest(method: str, path: str, body: bytes | None = None) -> Any:
+        req = urllib.request.Request(base + path, data=body, method=method, headers={"Content-Type": "text/plain"})
+        with urllib.request.urlopen(req, timeout=WAIT_S) as resp:
+            data = resp.read()
+            return json.loads(data) if data else None
+
+    deadline = time.monotonic() + WAIT_S
+    stored: list[Any] = []
+    while time.monotonic() < deadline:  # the storage takes the puts as they arrive
+        stored = rest("GET", "/demo/temperature/**")
+        if len(stored) == 2:
+            break
+        time.sleep(0.1)
+    _say(f"REST GET /demo/temperature/** from the memory storage: {sorted((r['key'], r['value']) for r in stored)}")
+    rest("PUT", "/demo/temperature/outside", b"12.5")
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline and not rest("GET", "/demo/temperature/outside"):
+        time.sleep(0.1)
+    _say(f"REST PUT then GET /demo/temperature/outside: {rest('GET', '/demo/temperature/outside')}")
+
+
 def _drive_secured(conf: dict[str, Any], security: Security, samples: queue.Queue[Any]) -> None:
     """A refused password; an mTLS client whose put to demo/secret/** the ACL drops."""
     import pyzenoh.session as pz
@@ -216,7 +249,7 @@ def _demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     recording = out / "recording"
     tables = out / "tables"
-    port, tls_port = free_port(), free_port()
+    port, tls_port, rest_port = free_port(), free_port(), free_port()
     endpoint = f"tcp/127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="pzdemo") as tmp:
         msgq_socket = str(Path(tmp) / "msgq.sock")
@@ -237,6 +270,10 @@ def _demo(args: argparse.Namespace) -> int:
             msgq_socket,
             "--record",
             str(recording),
+            "--rest-http-port",
+            f"127.0.0.1:{rest_port}",
+            "--cfg",
+            'plugins/storage_manager/storages/demo:{key_expr:"demo/temperature/**",volume:"memory"}',
         ]
         _say(f"starting: {' '.join(cmd[1:])}")
         router = subprocess.Popen(cmd, env=os.environ.copy())
@@ -250,8 +287,12 @@ def _demo(args: argparse.Namespace) -> int:
                     f"secured: usrpwd on every link, {security.tls_endpoint} requires a client certificate "
                     "of the demo CA, access control keeps sensors out of demo/secret/**"
                 )
-            _say(f"router listening on {', '.join(listen)}, msgq on {msgq_socket}, recording to {recording}")
-            _drive(endpoint, msgq_socket, security)
+            _say(
+                f"router listening on {', '.join(listen)}, REST on 127.0.0.1:{rest_port} with a memory storage on "
+                f"demo/temperature/**, msgq on {msgq_socket}, recording to {recording}"
+            )
+            wait_listening(rest_port, router)
+            _drive(endpoint, msgq_socket, security, rest_port)
         finally:
             router.send_signal(signal.SIGTERM)
             code = router.wait(timeout=20)
