@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.router.conftest import RouterProc, zenoh, zenoh_config
-from tests.waits import routed
+from tests.waits import expect, routed
 
 pytestmark = pytest.mark.interop
 
@@ -202,8 +202,13 @@ def test_liveliness_tokens_subscribers_and_get(open_session) -> None:  # type: i
     b.liveliness().declare_subscriber("lv/**", cb, history=True)
     [first] = take(q)
     assert (str(first.key_expr), first.kind) == ("lv/a", zenoh.SampleKind.PUT)
-    got = [str(r.ok.key_expr) for r in b.liveliness().get("lv/**", timeout=5) if r.ok]
-    assert got == ["lv/a"]
+    # A liveliness get right after a history subscriber's first sample has come back empty
+    # under parallel load, through this router and through zenohd alike (see the note in
+    # tests/interop/test_acl_scenarios.py): what b finds in the end is the property.
+    expect(
+        lambda: [str(r.ok.key_expr) for r in b.liveliness().get("lv/**", timeout=5) if r.ok] == ["lv/a"],
+        "b's liveliness get never found a's token",
+    )
     token.undeclare()
     [gone] = take(q)
     assert (str(gone.key_expr), gone.kind) == ("lv/a", zenoh.SampleKind.DELETE)
