@@ -33,15 +33,15 @@ def expect(cond: Callable[[], object], what: str, timeout: float = WAIT) -> None
     assert until(cond, timeout), f"not within {timeout} s: {what}"
 
 
-def value_of(what: Callable[[], T | None], timeout: float = WAIT, step: float = STEP) -> T:
-    """The first true value ``what()`` returns within ``timeout`` seconds (else the test
-    fails)."""
+def value_of(get: Callable[[], T | None], what: str = "", timeout: float = WAIT, step: float = STEP) -> T:
+    """The first true value ``get()`` returns within ``timeout`` seconds (else the test
+    fails, saying ``what`` it waited for)."""
     deadline = time.monotonic() + timeout
     while True:
-        value = what()
+        value = get()
         if value:
             return value
-        assert time.monotonic() < deadline, f"no value within {timeout} s"
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what or 'no value'}"
         time.sleep(step)
 
 
@@ -52,9 +52,6 @@ def routed(session: Any, key: str, *, query: bool = False, wait: float = ROUTED_
     declaration on. Only where ``session`` holds no matching entity itself."""
     probe = session.declare_querier(key, **kw) if query else session.declare_publisher(key, **kw)
     try:
-        deadline = time.monotonic() + wait
-        while not probe.matching_status.matching:
-            assert time.monotonic() < deadline, f"{key}: no route within {wait} s"
-            time.sleep(0.01)
+        assert until(lambda: probe.matching_status.matching, wait, 0.01), f"{key}: no route within {wait} s"
     finally:
         probe.undeclare()

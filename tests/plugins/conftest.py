@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +20,11 @@ from tests.router.conftest import (
     zenoh,
     zenoh_config,
 )
+from tests.waits import value_of
 
 WAIT = 15.0
+#: Poll ``check`` (bounded by this package's WAIT) until it returns something truthy.
+eventually = functools.partial(value_of, timeout=WAIT)
 
 
 @dataclass
@@ -76,17 +79,6 @@ def started(session: Any) -> set[str]:
         if reply.ok is not None and json.loads(reply.ok.payload.to_bytes()).get("state") == "Started":
             out.add(str(reply.ok.key_expr).rsplit("/", 1)[1])
     return out
-
-
-def eventually(check: Callable[[], Any], what: str, wait: float = WAIT) -> Any:
-    """Poll ``check`` (bounded) until it returns something truthy; return it."""
-    deadline = time.monotonic() + wait
-    while True:
-        result = check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"not within {wait} s: {what}"
-        time.sleep(0.02)
 
 
 def zget(session: Any, selector: str, **kw: Any) -> list[Any]:
