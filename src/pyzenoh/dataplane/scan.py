@@ -208,20 +208,11 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
         if cached is None:
             cached = _encodings[e >> 1] = Encoding(e >> 1)
         enc = cached
-    n = 0
-    shift = 0
-    for _ in range(5):  # payload length: z32
-        if p >= end:
-            return None
-        b = buf[p]
-        p += 1
-        n |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    else:
+    read = read_z32(buf, p, end)  # the payload length
+    if read is None:
         return None
-    if n > 0xFFFF_FFFF or p + n > end:
+    n, p = read
+    if p + n > end:
         return None
     return _new(
         PushFields, (p + n, scope, suffix, bool(h & FLAG_M), qos, body_offset, kind, ts, enc, p, p + n, node_id)

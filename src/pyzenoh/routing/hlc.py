@@ -63,11 +63,7 @@ class Hlc:
 
     def _tick(self, now: float) -> int:
         """The NTP64 time of a new timestamp, issued."""
-        physical = ntp64(now) & ~_COUNTER_MASK
-        if physical > (self._last & ~_COUNTER_MASK):
-            self._last = physical
-        else:
-            self._last = min(self._last + 1, _U64_MAX)
+        self._last = self.peek(now)
         return self._last
 
     def peek(self, now: float) -> int:
