@@ -118,7 +118,8 @@ class FakeNetwork:
 
 
 def fake_daemon(**core: Any) -> Any:
-    """Just what AdminSpace reads: the attributes the daemon and the core promise."""
+    """Just what AdminSpace uses: a local face's calls on the daemon, and a read-only view
+    with what RouterView promises."""
     sent: list[tuple[int, NetworkMessage]] = []
     faces: dict[int, Any] = {}
 
@@ -130,20 +131,28 @@ def fake_daemon(**core: Any) -> Any:
     faces[1] = SimpleNamespace(zid=ZenohId.from_str(B), whatami=WhatAmI.ROUTER, link=link)
     core_faces = {1: SimpleNamespace(zid=ZenohId.from_str(B), whatami=WhatAmI.ROUTER, subs={}, qabls={}, tokens={})}
     # The core's mesh state defaults to a router without router links.
-    core.setdefault("network", Network(ZenohId.from_str(R), WhatAmI.ROUTER))
-    core.setdefault("router_entities", lambda kind: {})
-    return SimpleNamespace(
+    network = core.get("network", Network(ZenohId.from_str(R), WhatAmI.ROUTER))
+    view = SimpleNamespace(
         zid=ZenohId.from_str(R),
         config=SimpleNamespace(metadata=None),
-        _faces=faces,
-        sent=sent,
-        listeners=[],
-        locators=lambda: ["tcp/[::1]:7447"],
         stats=RouterStats(),
+        routing_stats=RoutingStats(),
+        faces=lambda: faces,
+        core_faces=lambda: core_faces,
+        face_acl=lambda face: None,
+        key_of=lambda face, msg, incoming: None,
+        router_entities=core.get("router_entities", lambda kind: {}),
+        linkstate_dot=network.dot,
+        route_successors=network.route_successors,
+        locators=lambda: ["tcp/[::1]:7447"],
+        access_control=lambda: None,
+    )
+    return SimpleNamespace(
+        view=view,
+        sent=sent,
         add_local_face=add_local_face,
         local_input=lambda face, msg: sent.append((face, msg)),
         remove_local_face=lambda face: faces.pop(face, None),
-        core=SimpleNamespace(stats=RoutingStats(), _faces=core_faces, **core),
     )
 
 

@@ -1,4 +1,4 @@
-"""The router's lone-PUSH lane (delivery._on_lone_push) delivers what the full path does.
+"""The router's lone-PUSH lane (forwarding.Forwarding.lone) delivers what the full path does.
 
 A RouterDaemon in process, with stand-in links driven through its event entry point: the
 same lone PUSHes arrive once as decoded :class:`Received` events (the full path) and once
@@ -30,7 +30,7 @@ from pyzenoh.codec import (
 from pyzenoh.codec.network import QOS_BLOCK, QOS_EXPRESS
 from pyzenoh.dataplane import scan_lone
 from pyzenoh.recording import NetRecord, Recorder, read_records
-from pyzenoh.router import delivery
+from pyzenoh.router import forwarding
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.daemon import RouterDaemon
 from pyzenoh.routing import Send
@@ -72,7 +72,7 @@ class StandInLink:
 
 
 class Clock:
-    """The wall clock both paths stamp with (delivery._time): 1 ms a call, from the start
+    """The wall clock both paths stamp with (forwarding._time): 1 ms a call, from the start
     of each router, so two routers given the same traffic issue the same timestamps."""
 
     def __init__(self) -> None:
@@ -86,13 +86,13 @@ class Clock:
 @pytest.fixture(autouse=True)
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     clock = Clock()
-    monkeypatch.setattr(delivery, "_time", clock)
+    monkeypatch.setattr(forwarding, "_time", clock)
     return clock
 
 
 class Router:
     def __init__(self, lane: bool, recorder: Recorder | None = None, **cfg: object) -> None:
-        delivery._time.ticks = 0  # type: ignore[attr-defined]  # (the Clock fixture)
+        forwarding._time.ticks = 0  # type: ignore[attr-defined]  # (the Clock fixture)
         self.lane = lane
         config = replace(RouterConfig(), id="a1a2a3a4a5a6a7a8", **cfg)  # type: ignore[arg-type]
         self.daemon = RouterDaemon(config, recorder=recorder)

@@ -117,7 +117,7 @@ class Net:
         return list(read_records(self.dir))
 
     def face(self, n: int) -> int:
-        return self.daemon._face_of_link[id(self.links[n])]
+        return self.daemon.faces.by_link[id(self.links[n])]
 
 
 def _net(recs: list[object]) -> list[NetRecord]:
@@ -342,7 +342,7 @@ def test_denials_follow_the_rx_record_they_are_about(tmp_path: Path, recorder_cl
     net.rx(1, Push(WireExpr(0, "vault/door", True), Put(b"1234")))
     net.rx(1, Push(WireExpr(0, "demo/secret/x", True), Put(b"s")))
     net.rx(1, Push(WireExpr(0, "demo/a", True), Put(b"a")))
-    assert net.daemon._subject_faces  # one entry per face with a subject
+    assert net.daemon.ingress._subject_faces  # type: ignore[attr-defined]  # one per face with a subject
     recs = net.records()
     by_seq = {r.seq: r for r in recs if isinstance(r, NetRecord | LinkRecord)}
     assert list(by_seq) == list(range(len(recs)))
@@ -381,12 +381,12 @@ def test_denials_outside_routing_have_no_cause_and_closed_faces_are_forgotten(
     net.connect(3)
     acl = net.daemon.access_control
     assert acl is not None and acl.listener is not None
-    subject = net.daemon._faces[net.face(3)].subject
+    subject = net.daemon.faces.by_id[net.face(3)].subject
     assert subject is not None
     acl.record(subject, EGRESS, PUT, "demo/t", Denial("r", "s3"))  # as a timer would meet it
     net.daemon._on_timer()
     net.links[3].close()
-    assert id(subject) not in net.daemon._subject_faces
+    assert id(subject) not in net.daemon.ingress._subject_faces  # type: ignore[attr-defined]
     acl.record(subject, EGRESS, PUT, "demo/t", Denial("r", "s3"))  # a face gone: not recorded
     net.rx(1, Push(WireExpr(0, "demo/u", True), Put(b"u")))
     recs = net.records()

@@ -386,7 +386,7 @@ def test_router_survives_and_counts_failed_tls_handshakes(
             ep, LinkConfig(ZenohId.from_str("c6"), WhatAmI.CLIENT), tls=tls(pki.connect_config(alice))
         )
         assert not good.is_closed and not again.is_closed
-        assert sorted(f.link.cert_common_name for f in daemon._faces.values() if f.link) == ["alice", "alice"]
+        assert sorted(f.link.cert_common_name for f in daemon.faces.by_id.values() if f.link) == ["alice", "alice"]
         await good.aclose()
         await again.aclose()
         await daemon.stop()

@@ -4,10 +4,10 @@ Each accepted (or connected) link becomes a face of :class:`~pyzenoh.routing.Rou
 once its handshake finishes; here live the links' life cycle (listeners, connectors with
 their retries, admission, the handshake's end and the close), local faces (the msgq
 bridge plugs in through :meth:`RouterDaemon.add_local_face`), the core's timers, the
-admin space and scouting. What happens to a received message is in :mod:`.delivery`
-(routing, delivery to the faces, slow faces, Block back-pressure) and, when recording,
-:mod:`.recorded`; both are mixins of :class:`RouterDaemon`, which holds the state
-(:mod:`.state`).
+admin space and scouting. Its parts are objects it composes, each named for its rule:
+:mod:`.state` (the faces), :mod:`.forwarding` (what a received message goes through:
+the routing core, then :mod:`.delivery` to the faces), :mod:`.recorded` (the same,
+recorded), :mod:`.view` (what the admin space reads).
 """
 
 from __future__ import annotations
@@ -28,24 +28,21 @@ from pyzenoh.errors import CloseReason, PeerError, UsageError
 from pyzenoh.recording.protocol import RouterRecorder
 from pyzenoh.router.admin import AdminSpace
 from pyzenoh.router.admission import Admission
-from pyzenoh.router.backpressure import BLOCK_WAIT_SHARE, BlockBackPressure
+from pyzenoh.router.backpressure import BLOCK_WAIT_SHARE
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.delivery import Delivery
+from pyzenoh.router.forwarding import Forwarding, Ingress
 from pyzenoh.router.memory import (
     RELEASE_AFTER_ENTITIES,
     RELEASE_DELAY_S,
     release_memory,
 )
-from pyzenoh.router.recorded import RecordedRouting
+from pyzenoh.router.recorded import RecordedForwarding
 from pyzenoh.router.scouting import Responder, start_responder
-from pyzenoh.router.state import DaemonFace, LocalSink, RouterStats
+from pyzenoh.router.state import DaemonFace, DaemonFaces, LocalSink, RouterStats
+from pyzenoh.router.view import RouterView
 from pyzenoh.routing import RoutingConfig, RoutingCore
-from pyzenoh.routing.access_control import (
-    AccessControl,
-    Denial,
-    FaceSubject,
-    interface_names,
-)
+from pyzenoh.routing.access_control import AccessControl, FaceSubject, interface_names
 from pyzenoh.scouting.core import hello_locators
 from pyzenoh.scouting.udp import list_interfaces
 from pyzenoh.transport.link import (
@@ -74,10 +71,8 @@ log = logging.getLogger(__name__)
 #: A non-loopback address standing for "another host" when choosing what to announce.
 NON_LOOPBACK_PEER = ipaddress.ip_address("192.0.2.1")
 
-_time_ns = time.time_ns
 
-
-class RouterDaemon(Delivery, RecordedRouting):
+class RouterDaemon:
     """Runs a :class:`RoutingCore` over TCP listeners and connectors."""
 
     def __init__(self, config: RouterConfig, *, recorder: RouterRecorder | None = None) -> None:
@@ -131,25 +126,23 @@ class RouterDaemon(Delivery, RecordedRouting):
             )
         self.reassembly_budget = ReassemblyBudget(config.max_reassembly_bytes)
         self.recorder = recorder
-        # Recording access control's decisions: the face of each subject given to the core
-        # (by the id of the FaceSubject object), and the denials not recorded yet, as
-        # (face, flow, message, key, denial). The listener only runs on denials; see
-        # _record_denials for when they are written.
-        self._subject_faces: dict[int, int] = {}
-        self._denials: list[tuple[int, int, int, str | None, Denial]] = []
-        self._recording_denials = recorder is not None and self.access_control is not None
-        if self._recording_denials:
-            assert self.access_control is not None
-            self.access_control.listener = self._on_denied
-        # Recording: the full key of the (face, scope, suffix, M) wire expressions of the
-        # PUSH/REQUEST received, so that it is not resolved through the core for every
-        # message. Key-expression ids change only when the core handles something else
-        # (a D_KEYEXPR or U_KEYEXPR, a face coming or going): the memo is cleared then.
-        self._rx_keys: dict[tuple[int, int, str, bool], str | None] = {}
+        self.faces = DaemonFaces()
+        self._face_of_link = self.faces.by_link  # read for every message received
+        self.delivery = Delivery(
+            self.faces,
+            self.stats,
+            config.send_queue_max_bytes,
+            config.block_wait_before_close_us / 1e6 * BLOCK_WAIT_SHARE,
+            self._close_face,
+        )
+        forwarding = Forwarding(self.core, self.delivery, self.stats, self._rearm)
+        #: What received input goes through: forwarding, wrapped in recording when recording.
+        self.ingress: Ingress = (
+            forwarding if recorder is None else RecordedForwarding(forwarding, recorder, self.access_control)
+        )
+        #: What the admin space reads of this router.
+        self.view = RouterView(self.zid, config, self.stats, self.faces, self.core, self.locators, self.access_control)
         self.listeners: list[TcpListener] = []
-        self._faces: dict[int, DaemonFace] = {}
-        self._face_of_link: dict[int, int] = {}
-        self._next_face = 1
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = 0.0
         self._connectors: list[asyncio.Task[None]] = []
@@ -160,11 +153,6 @@ class RouterDaemon(Delivery, RecordedRouting):
         #: starts its plugins there, as zenoh's runtime does before opening its listeners.
         self.before_listen: Callable[[], Awaitable[None]] | None = None
         self._scouting: Responder | None = None
-        # Block back-pressure pauses the face whose message is being routed (-1: none).
-        self._ingress = -1
-        self.backpressure = BlockBackPressure(
-            config.block_wait_before_close_us / 1e6 * BLOCK_WAIT_SHARE, self._link_of, self._on_stalled
-        )
         self.admission = Admission(config, self.stats.refused)
         # Entities gone since memory was last given back (see router/memory.py).
         self._entities_freed = 0
@@ -217,7 +205,7 @@ class RouterDaemon(Delivery, RecordedRouting):
             task.cancel()
         for listener in self.listeners:
             listener.server.close()  # no new session once shutdown begins (as zenohd)
-        links = [f.link for f in self._faces.values() if f.link is not None]
+        links = list(self.faces.links())
         await asyncio.gather(*(link.aclose(CloseReason.GENERIC) for link in links), return_exceptions=True)
         for listener in self.listeners:
             await listener.close(close_links=True)
@@ -226,8 +214,7 @@ class RouterDaemon(Delivery, RecordedRouting):
         if self._release is not None:
             self._release.cancel()
             self._release = None
-        if self.recorder is not None:
-            self.recorder.close()
+        self.ingress.close()
         log.info("router %s stopped", self.zid)
 
     def listen_endpoints(self) -> list[str]:
@@ -301,9 +288,7 @@ class RouterDaemon(Delivery, RecordedRouting):
 
     def _on_timer(self) -> None:
         self._timer = None
-        self._rx_keys.clear()
-        self._deliver(self.core.handle_timer(self.now()))
-        self._rearm()
+        self.ingress.sends(self.core.handle_timer(self.now()))
 
     # --- links -------------------------------------------------------------------------
 
@@ -312,15 +297,15 @@ class RouterDaemon(Delivery, RecordedRouting):
             case ReceivedPush():  # every ping-pong message: checked first
                 face_id = self._face_of_link.get(id(link))
                 if face_id is not None:
-                    self._on_lone_push(face_id, ev)
+                    self.ingress.lone(face_id, ev)
             case Received():
                 face_id = self._face_of_link.get(id(link))
                 if face_id is not None:
-                    self._on_message(face_id, ev.message, ev.raw, ev.reliable)
+                    self.ingress.message(face_id, ev.message, ev.raw, ev.reliable)
             case ReceivedRun():
                 face_id = self._face_of_link.get(id(link))
                 if face_id is not None:
-                    self._on_push_run(face_id, ev.run, ev.reliable)
+                    self.ingress.run(face_id, ev.run, ev.reliable)
             case Established():
                 self._on_established(link, ev)
             case LinkClosed():
@@ -334,7 +319,7 @@ class RouterDaemon(Delivery, RecordedRouting):
 
     def _on_established(self, link: TcpLink, ev: Established) -> None:
         self.admission.established(id(link))
-        if sum(1 for f in self._faces.values() if f.link is not None) >= self.config.max_sessions:
+        if sum(1 for _ in self.faces.links()) >= self.config.max_sessions:
             self.admission.refuse("max_sessions", _address(link.remote_address))
             link.close(CloseReason.MAX_SESSIONS)
             return
@@ -342,14 +327,14 @@ class RouterDaemon(Delivery, RecordedRouting):
             log.info("refusing a session that claims this router's own id %s", ev.zid)
             link.close(CloseReason.CONNECTION_TO_SELF)
             return
-        if any(f.zid == ev.zid for f in self._faces.values()):
+        if self.faces.has_zid(ev.zid):
             # One session per remote id (zenohd's max_links 1 keeps the first one too).
             log.info("refusing a second session from %s %s", ev.whatami, ev.zid)
             link.close(CloseReason.MAX_LINKS)
             return
-        face_id = self._new_face_id()
-        self._faces[face_id] = DaemonFace(face_id, link, ev.zid, ev.whatami)
-        self._face_of_link[id(link)] = face_id
+        face_id = self.faces.new_id()
+        subject = self._subject(link, ev)
+        self.faces.add(DaemonFace(face_id, link, ev.zid, ev.whatami, subject=subject))
         self.stats.links_accepted += 1
         log.info(
             "face %d: %s %s from %s%s",
@@ -359,25 +344,19 @@ class RouterDaemon(Delivery, RecordedRouting):
             link.remote_address,
             "" if ev.username is None else f" (usrpwd user {ev.username!r})",
         )
-        if self.recorder is not None:
-            self.recorder.link_opened(
-                time.time_ns(), face_id, str(ev.zid), str(ev.whatami), _address(link.remote_address, link.protocol)
-            )
-        self._rx_keys.clear()
-        subject = self._faces[face_id].subject = self._subject(link, ev)
-        if subject is not None and self._recording_denials:
-            self._subject_faces[id(subject)] = face_id
+        self.ingress.opened(
+            face_id, str(ev.zid), str(ev.whatami), _address(link.remote_address, link.protocol), subject
+        )
         try:
             sends = self.core.add_face(face_id, ev.zid, ev.whatami, self.now(), subject=subject)
         except PeerError as exc:
             log.warning("refusing %s %s: %s", ev.whatami, ev.zid, exc)
-            del self._faces[face_id], self._face_of_link[id(link)]
-            self._subject_faces.pop(id(subject), None)
-            if self._denials:
-                self._record_denials(_time_ns(), -1)
+            self.faces.remove(face_id)
+            self.ingress.closed(face_id, f"{_reason_name(exc.close_reason)}: {exc}", subject)
+            self.ingress.sends([])
             link.close(exc.close_reason)
             return
-        self._deliver(sends)
+        self.ingress.sends(sends)
 
     def _subject(self, link: TcpLink, ev: Established) -> FaceSubject | None:
         """What access control knows of a new session (None when it is off). As zenohd,
@@ -401,22 +380,19 @@ class RouterDaemon(Delivery, RecordedRouting):
                 ev.detail,
             )
         self.admission.closed(id(link))
-        face_id = self._face_of_link.pop(id(link), None)
+        face_id = self.faces.of_link(link)
         if face_id is None:
             return
-        face = self._faces.pop(face_id)
+        face = self.faces.remove(face_id)
+        assert face is not None
         self.stats.links_closed += 1
-        reason = CloseReason(ev.reason).name if ev.reason in CloseReason._value2member_map_ else str(ev.reason)
+        reason = _reason_name(ev.reason)
         self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
         log.info("face %d (%s) closed: %s %s", face_id, face.zid, reason, ev.detail)
-        if self.recorder is not None:
-            self.recorder.link_closed(time.time_ns(), face_id, f"{reason}: {ev.detail}".strip())
-        self._rx_keys.clear()
-        self.backpressure.face_closed(face_id)
+        self.ingress.closed(face_id, f"{reason}: {ev.detail}".strip(), face.subject)
+        self.delivery.backpressure.face_closed(face_id)
         self._note_entities_freed(face_id)
-        self._deliver(self.core.remove_face(face_id, self.now()))
-        if face.subject is not None:
-            self._subject_faces.pop(id(face.subject), None)
+        self.ingress.sends(self.core.remove_face(face_id, self.now()))
 
     def _note_entities_freed(self, face_id: int) -> None:
         """Give memory back once a flood of entities has gone (after the burst)."""
@@ -435,40 +411,33 @@ class RouterDaemon(Delivery, RecordedRouting):
         self.core.compact()
         release_memory()
 
-    def _new_face_id(self) -> int:
-        face_id = self._next_face
-        self._next_face += 1
-        return face_id
-
     # --- local faces (bridges) -----------------------------------------------------------
 
     def add_local_face(
         self, zid: ZenohId, sink: LocalSink, whatami: WhatAmI = WhatAmI.CLIENT, name: str = "local"
     ) -> int:
         """Attach an in-process session: ``sink`` receives every Send routed to it."""
-        face_id = self._new_face_id()
-        self._faces[face_id] = DaemonFace(face_id, None, zid, whatami, sink)
-        if self.recorder is not None:
-            self.recorder.link_opened(time.time_ns(), face_id, str(zid), str(whatami), f"local/{name}")
-        self._rx_keys.clear()
-        self._deliver(self.core.add_face(face_id, zid, whatami, self.now()))
+        face_id = self.faces.new_id()
+        self.faces.add(DaemonFace(face_id, None, zid, whatami, sink))
+        self.ingress.opened(face_id, str(zid), str(whatami), f"local/{name}", None)
+        self.ingress.sends(self.core.add_face(face_id, zid, whatami, self.now()))
         return face_id
 
     def remove_local_face(self, face_id: int) -> None:
         """Detach a local face added by :meth:`add_local_face` (its entities go)."""
-        face = self._faces.get(face_id)
+        face = self.faces.get(face_id)
         if face is None or face.link is not None:
             return
-        del self._faces[face_id]
-        self._rx_keys.clear()
-        self._deliver(self.core.remove_face(face_id, self.now()))
+        self.faces.remove(face_id)
+        self.ingress.closed(face_id, "local face removed", None)
+        self.ingress.sends(self.core.remove_face(face_id, self.now()))
 
     def local_input(self, face_id: int, message: NetworkMessage) -> None:
         """A message from a local face, routed like one received from a link."""
-        self._on_message(face_id, message, None)
+        self.ingress.message(face_id, message, None)
 
     def _close_face(self, face_id: int, reason: int) -> None:
-        face = self._faces.get(face_id)
+        face = self.faces.get(face_id)
         if face is not None and face.link is not None:
             face.link.close(reason)
 
@@ -478,3 +447,7 @@ def _address(addr: tuple[str, int] | None, protocol: str = "tcp") -> str:
         return ""
     host, port = addr[0], addr[1]
     return f"{protocol}/[{host}]:{port}" if ":" in host else f"{protocol}/{host}:{port}"
+
+
+def _reason_name(reason: int) -> str:
+    return CloseReason(reason).name if reason in CloseReason._value2member_map_ else str(reason)

@@ -1,11 +1,12 @@
-"""Recording what the router routes: each received message's rx record, the tx records
-of the copies it caused, and access control's denials, in the order they happened.
+"""Recording what the router routes, wrapped around :class:`~.forwarding.Forwarding`: each
+received message's rx record, the tx records of the copies it caused, and access
+control's denials, in the order they happened.
 
-Routing while recording differs from :mod:`.delivery` only in what it hands the recorder:
+Routing while recording goes through the same core calls and the same
+:class:`~.delivery.Delivery` as without; what differs is what the recorder is handed:
 one wall-clock read gives the rx record's time and the HLC's, the received keys are
-memoised, and denials met while a message is routed are written right after its rx record.
-
-A mixin of :class:`~pyzenoh.router.daemon.RouterDaemon` (which holds the state).
+memoised, denials met while a message is routed are written right after its rx record,
+and an :class:`_RxWatch` writes what delivery did with each copy.
 """
 
 from __future__ import annotations
@@ -13,23 +14,26 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+
+from typing_extensions import override
 
 from pyzenoh.codec import NetworkMessage, Push, Request, encode_network_message
 from pyzenoh.dataplane import PushRun
 from pyzenoh.errors import PeerError, UsageError
-from pyzenoh.routing import Send
+from pyzenoh.recording.protocol import RouterRecorder
+from pyzenoh.router.delivery import DeliveryWatch
+from pyzenoh.router.forwarding import Forwarding, Ingress
+from pyzenoh.routing import RoutingCore, Send
 from pyzenoh.routing.access_control import (
     DEFAULT_RULE,
     FLOWS,
     MESSAGES,
     NO_KEY_RULE,
+    AccessControl,
     Denial,
     FaceSubject,
 )
-
-if TYPE_CHECKING:
-    from pyzenoh.router.state import Daemon
+from pyzenoh.transport.link import ReceivedPush
 
 log = logging.getLogger(__name__)
 
@@ -40,81 +44,160 @@ MAX_PENDING_DENIALS = 65_536
 _time_ns = time.time_ns
 
 
-class RecordedRouting:
-    """Routing with a recorder: what :class:`~pyzenoh.router.delivery.Delivery` does, recorded."""
+class RecordedForwarding(Ingress):
+    """:class:`Forwarding` (``plain``) with everything it routes written to ``recorder``."""
 
-    def _route_recorded(self: Daemon, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool) -> None:
+    def __init__(self, plain: Forwarding, recorder: RouterRecorder, access_control: AccessControl | None) -> None:
+        self.plain = plain
+        self.core: RoutingCore = plain.core
+        self.delivery = plain.delivery
+        self.recorder = recorder
+        self.access_control = access_control
+        # Access control's decisions: the face of each subject given to the core (by the
+        # id of the FaceSubject object), and the denials not recorded yet, as (face, flow,
+        # message, key, denial). The listener only runs on denials; see _record_denials.
+        self._subject_faces: dict[int, int] = {}
+        self._denials: list[tuple[int, int, int, str | None, Denial]] = []
+        if access_control is not None:
+            access_control.listener = self._on_denied
+        # The full key of the (face, scope, suffix, M) wire expressions of the PUSH/REQUEST
+        # received, so that it is not resolved through the core for every message. Key
+        # ids change only when the core handles something else (a D_KEYEXPR or U_KEYEXPR,
+        # a face coming or going): the memo is cleared then.
+        self._rx_keys: dict[tuple[int, int, str, bool], str | None] = {}
+
+    # --- received input ------------------------------------------------------------------
+
+    @override
+    def message(self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool = True) -> None:
         """Route one message and record it (rx), what it caused (tx) and any denial."""
+        self.plain.stats.messages_in += 1
         rec = self.recorder
-        assert rec is not None
-        # Recording: one wall-clock read gives the rx record's time and the HLC's time.
-        # The rx record is written by _deliver, with the copies of a routed PUSH/REQUEST
-        # (one recorder call).
+        core = self.core
+        delivery = self.delivery
+        # One wall-clock read gives the rx record's time and the HLC's time.
         rx_ns = _time_ns()
         if raw is None:
             raw = encode_network_message(message)
-        core = self.core
+        delivery.ingress = face_id  # Block back-pressure pauses this face
         try:
-            sends = core.handle(face_id, message, self.now(), raw=raw, reliable=reliable, wall=rx_ns / 1e9)
-        except PeerError as exc:
-            # The bad input is recorded before the close it causes.
-            key = core.key_of(face_id, message, incoming=True)
-            cause = rec.message(rx_ns, face_id, "rx", key, raw)
+            try:
+                sends = core.handle(face_id, message, time.monotonic(), raw=raw, reliable=reliable, wall=rx_ns / 1e9)
+            except PeerError as exc:
+                # The bad input is recorded before the close it causes.
+                key = core.key_of(face_id, message, incoming=True)
+                cause = rec.message(rx_ns, face_id, "rx", key, raw)
+                if self._denials:
+                    self._record_denials(rx_ns, cause)
+                delivery.bad_input(face_id, exc)
+                return
+            copy_kind: type | None = None
+            if isinstance(message, (Push, Request)):
+                key = self._rx_key(face_id, message)
+                copy_kind = type(message)
+            else:
+                self._rx_keys.clear()  # key tables may have changed
+                key = core.key_of(face_id, message, incoming=True)
             if self._denials:
+                # Access control denied something while this was routed: the rx record, the
+                # denials naming it, then its sends.
+                cause = rec.message(rx_ns, face_id, "rx", key, raw)
                 self._record_denials(rx_ns, cause)
-            self._bad_input(face_id, exc)
-            self._deliver([])
-            return
-        copy_kind: type | None = None
-        if isinstance(message, (Push, Request)):
-            key = self._rx_key(face_id, message)
-            copy_kind = type(message)
-        else:
-            self._rx_keys.clear()  # key tables may have changed
-            key = core.key_of(face_id, message, incoming=True)
-        if self._denials:
-            # Access control denied something while this was routed: the rx record, the
-            # denials naming it, then its sends.
-            cause = rec.message(rx_ns, face_id, "rx", key, raw)
-            self._record_denials(rx_ns, cause)
-            self._deliver(sends, rx_ns, face_id, key, None, copy_kind, cause)
-        else:
-            self._deliver(sends, rx_ns, face_id, key, raw, copy_kind)
+                watch = _RxWatch(self, sends, rx_ns, face_id, key, None, copy_kind, cause)
+            else:
+                watch = _RxWatch(self, sends, rx_ns, face_id, key, raw, copy_kind)
+            delivery.deliver(sends, watch)
+            watch.finish()
+        finally:
+            delivery.ingress = -1
+            self.plain.rearm()
 
-    def _route_run_recorded(self: Daemon, face_id: int, run: PushRun, reliable: bool) -> None:
-        """Route a run and hand the recorder the run and its copies in one call (it
-        writes each message's records, as for messages routed one by one)."""
+    @override
+    def run(self, face_id: int, run: PushRun, reliable: bool) -> None:
+        """Route a run and hand the recorder the run and its copies in one call (it writes
+        each message's records, as for messages routed one by one)."""
+        if self.access_control is not None:
+            # Access control's denials are recorded with the message they stopped.
+            for message, raw in run.messages():
+                self.message(face_id, message, raw, reliable)
+            return
+        self.plain.stats.messages_in += run.count
         rec = self.recorder
-        assert rec is not None
+        delivery = self.delivery
         rx_ns = _time_ns()
         key = self._rx_key(face_id, run.first)
+        delivery.ingress = face_id
         try:
-            sends = self.core.handle_push_run(face_id, run, self.now(), reliable, wall=rx_ns / 1e9)
-        except PeerError as exc:
-            rec.routed_run(rx_ns, face_id, key, run.data, run.ends, [])
-            self._bad_input(face_id, exc)
-            self._deliver([])
-            return
-        if any(send.ends is None for send in sends):
-            # The core routed the run message by message (routing/lanes.py says when):
-            # its copies are recorded without their cause.
-            rec.routed_run(rx_ns, face_id, key, run.data, run.ends, [])
-            self._deliver(sends)
-            return
-        copies: list[tuple[int, bytes, Sequence[int]]] = []
-        expected: list[int] | None = None
-        for send in sends:
-            sent = self._send_run(send)
-            if sent:
-                assert send.raw is not None and send.ends is not None
-                copies.append((send.face, send.raw, send.ends))
-            elif sent is not None and expected is None:
-                # A copy was dropped: the recording says where the run should have gone.
-                expected = sorted({s.face for s in sends})
-        rec.routed_run(rx_ns, face_id, key, run.data, run.ends, copies, expected)
-        self._rearm()
+            try:
+                sends = self.core.handle_push_run(face_id, run, time.monotonic(), reliable, wall=rx_ns / 1e9)
+            except PeerError as exc:
+                rec.routed_run(rx_ns, face_id, key, run.data, run.ends, [])
+                delivery.bad_input(face_id, exc)
+                return
+            if any(send.ends is None for send in sends):
+                # The core routed the run message by message (routing/lanes.py says when):
+                # its copies are recorded without their cause.
+                rec.routed_run(rx_ns, face_id, key, run.data, run.ends, [])
+                self._deliver_unprompted(sends)
+                return
+            copies: list[tuple[int, bytes, Sequence[int]]] = []
+            expected: list[int] | None = None
+            for send in sends:
+                sent = delivery.send_run(send)
+                if sent:
+                    assert send.raw is not None and send.ends is not None
+                    copies.append((send.face, send.raw, send.ends))
+                elif sent is not None and expected is None:
+                    # A copy was dropped: the recording says where the run should have gone.
+                    expected = sorted({s.face for s in sends})
+            rec.routed_run(rx_ns, face_id, key, run.data, run.ends, copies, expected)
+        finally:
+            delivery.ingress = -1
+            self.plain.rearm()
 
-    def _rx_key(self: Daemon, face_id: int, message: Push | Request) -> str | None:
+    @override
+    def lone(self, face_id: int, ev: ReceivedPush) -> None:
+        """Recorded messages go one by one (the lone lane writes no record)."""
+        rx = ev.received()
+        self.message(face_id, rx.message, rx.raw, ev.reliable)
+
+    @override
+    def sends(self, sends: list[Send]) -> None:
+        self._rx_keys.clear()
+        self._deliver_unprompted(sends)
+        self.plain.rearm()
+
+    def _deliver_unprompted(self, sends: list[Send]) -> None:
+        """Deliver and record sends that no received message caused (their cause is -1)."""
+        if self._denials:
+            self._record_denials(_time_ns(), -1)
+        watch = _RxWatch(self, sends, 0, -1, None, None, None)
+        self.delivery.deliver(sends, watch)
+        watch.finish()
+
+    # --- faces -------------------------------------------------------------------------
+
+    @override
+    def opened(self, face_id: int, zid: str, whatami: str, remote: str, subject: FaceSubject | None) -> None:
+        self.recorder.link_opened(time.time_ns(), face_id, zid, whatami, remote)
+        self._rx_keys.clear()
+        if subject is not None:
+            self._subject_faces[id(subject)] = face_id
+
+    @override
+    def closed(self, face_id: int, reason: str, subject: FaceSubject | None) -> None:
+        self.recorder.link_closed(time.time_ns(), face_id, reason)
+        self._rx_keys.clear()
+        if subject is not None:
+            self._subject_faces.pop(id(subject), None)
+
+    @override
+    def close(self) -> None:
+        self.recorder.close()
+
+    # --- keys and denials ----------------------------------------------------------------
+
+    def _rx_key(self, face_id: int, message: Push | Request) -> str | None:
         """The key of a received PUSH or REQUEST, before routing it (routing these changes
         no key table); memoised per wire expression while key tables stay as they are."""
         we = message.wire_expr
@@ -131,35 +214,116 @@ class RecordedRouting:
             memo[wk] = key
             return key
 
-    def _on_denied(
-        self: Daemon, subject: FaceSubject, flow: int, message: int, key: str | None, denial: Denial
-    ) -> None:
-        """AccessControl's listener (set only when recording): held until the daemon
-        knows which rx record the denial belongs to (see _record_denials)."""
+    def _on_denied(self, subject: FaceSubject, flow: int, message: int, key: str | None, denial: Denial) -> None:
+        """AccessControl's listener: held until we know which rx record the denial
+        belongs to (see _record_denials)."""
         face_id = self._subject_faces.get(id(subject))
         if face_id is not None and len(self._denials) < MAX_PENDING_DENIALS:
             self._denials.append((face_id, flow, message, key, denial))
 
-    def _record_denials(self: Daemon, now_ns: int, cause: int) -> None:
+    def _record_denials(self, now_ns: int, cause: int) -> None:
         """Write the denials held: right after the rx record being routed (``cause``), or
         with cause -1 for those met outside routing a received message (a face added or
         removed, a timer)."""
         denials = self._denials[:]
         self._denials.clear()
-        rec = self.recorder
-        assert rec is not None
         for face_id, flow, message, key, denial in denials:
             try:
-                rec.access_denied(
+                self.recorder.access_denied(
                     now_ns, cause, face_id, FLOWS[flow], MESSAGES[message], key, _denial_reason(flow, message, denial)
                 )
             except UsageError as exc:
                 log.warning("recording an access control denial failed: %s", exc)
 
-    def _record_tx(self: Daemon, send: Send, data: bytes, cause: int) -> None:
+    def record_tx(self, send: Send, data: bytes, cause: int) -> None:
         key = self.core.key_of(send.face, send.message, incoming=False)
-        assert self.recorder is not None
         self.recorder.message(time.time_ns(), send.face, "tx", key, data, cause)
+
+
+class _RxWatch(DeliveryWatch):
+    """What delivering the sends of one received message becomes in the recording.
+
+    The rx record (time ``rx_ns``, face ``rx_face``, key ``rx_key``, bytes ``rx_raw``) is
+    every tx record's cause; one already written (access control's denials follow it) is
+    passed as ``cause`` with ``rx_raw`` None. Sends of ``copy_kind`` (the routed copies of
+    a PUSH or REQUEST, which keep its key) are recorded by :meth:`finish`, in the same call
+    as the rx record when nothing had to be recorded in between. The rx record is written
+    at once before anything that can re-enter the daemon (a local face's sink, closing a
+    face), so it keeps its place ahead of whatever that records.
+    """
+
+    __slots__ = (
+        "_cause",
+        "_copies",
+        "_copy_kind",
+        "_owner",
+        "_route_recorded",
+        "_rx_face",
+        "_rx_key",
+        "_rx_ns",
+        "_rx_raw",
+        "_sends",
+    )
+
+    def __init__(
+        self,
+        owner: RecordedForwarding,
+        sends: list[Send],
+        rx_ns: int,
+        rx_face: int,
+        rx_key: str | None,
+        rx_raw: bytes | None,
+        copy_kind: type | None,
+        cause: int = -1,
+    ) -> None:
+        self._owner = owner
+        self._sends = sends
+        self._rx_ns = rx_ns
+        self._rx_face = rx_face
+        self._rx_key = rx_key
+        self._rx_raw = rx_raw  # not None: the rx record is still to write
+        self._copy_kind = copy_kind
+        self._cause = cause
+        self._copies: list[tuple[int, bytes]] = []
+        self._route_recorded = False
+
+    def _write_rx(self) -> None:
+        if self._rx_raw is not None:
+            self._cause = self._owner.recorder.message(self._rx_ns, self._rx_face, "rx", self._rx_key, self._rx_raw)
+            self._rx_raw = None
+
+    @override
+    def reentering(self) -> None:
+        self._write_rx()
+
+    @override
+    def given(self, send: Send, data: bytes | None) -> None:
+        if data is None:
+            data = encode_network_message(send.message)
+        if send.message.__class__ is self._copy_kind:
+            self._copies.append((send.face, data))  # a forwarded PUSH/REQUEST keeps its key
+        else:
+            self._write_rx()
+            self._owner.record_tx(send, data, self._cause)
+
+    @override
+    def dropped(self, send: Send) -> None:
+        # The tx records say where a PUSH went; its route (every face with a subscriber,
+        # i.e. every send) is only worth a record when a send is dropped: one per message.
+        if self._copy_kind is Push and self._rx_key is not None and not self._route_recorded:
+            self._write_rx()
+            self._owner.recorder.route(self._rx_ns, self._cause, self._rx_key, sorted({s.face for s in self._sends}))
+            self._route_recorded = True
+
+    def finish(self) -> None:
+        rec = self._owner.recorder
+        if self._rx_raw is not None:
+            if self._copy_kind is None:
+                rec.message(self._rx_ns, self._rx_face, "rx", self._rx_key, self._rx_raw)
+            else:
+                rec.routed(self._rx_ns, self._rx_face, self._rx_key, self._rx_raw, self._copies)
+        elif self._copies:
+            rec.messages(self._rx_ns, "tx", self._rx_key, self._copies, self._cause)
 
 
 def _denial_reason(flow: int, message: int, denial: Denial) -> str:

@@ -1,21 +1,14 @@
-"""What the daemon's parts share: its faces, its counters, and the daemon as its mixins
-(:mod:`.delivery`, :mod:`.recorded`) see it.
-"""
+"""What the daemon's parts share: its faces (:class:`DaemonFaces`) and its counters."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from types import MappingProxyType
 
-from pyzenoh.codec import NetworkMessage, Push, Request, WhatAmI, ZenohId
-from pyzenoh.dataplane import PushRun
-from pyzenoh.errors import PeerError
-from pyzenoh.recording.protocol import RouterRecorder
-from pyzenoh.router.backpressure import BlockBackPressure
-from pyzenoh.router.config import RouterConfig
-from pyzenoh.routing import RoutingCore, Send
-from pyzenoh.routing.access_control import AccessControl, Denial, FaceSubject
+from pyzenoh.codec import WhatAmI, ZenohId
+from pyzenoh.routing import Send
+from pyzenoh.routing.access_control import FaceSubject
 from pyzenoh.transport.tcp import TcpLink
 
 LocalSink = Callable[[Send], None]
@@ -32,6 +25,55 @@ class DaemonFace:
     sink: LocalSink | None = None
     #: What access control knows of the face (None: access control is off, a local face).
     subject: FaceSubject | None = None
+
+
+class DaemonFaces:
+    """The daemon's faces by id, and the face of each link (by the link object's id).
+
+    ``by_id`` and ``by_link`` are read directly on the hot path; only :meth:`add` and
+    :meth:`remove` change them. :meth:`view` is what readers outside the daemon get.
+    """
+
+    __slots__ = ("_next", "_view", "by_id", "by_link")
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, DaemonFace] = {}
+        self.by_link: dict[int, int] = {}
+        self._next = 1
+        self._view = MappingProxyType(self.by_id)
+
+    def new_id(self) -> int:
+        face_id = self._next
+        self._next += 1
+        return face_id
+
+    def add(self, face: DaemonFace) -> None:
+        self.by_id[face.face_id] = face
+        if face.link is not None:
+            self.by_link[id(face.link)] = face.face_id
+
+    def remove(self, face_id: int) -> DaemonFace | None:
+        face = self.by_id.pop(face_id, None)
+        if face is not None and face.link is not None:
+            self.by_link.pop(id(face.link), None)
+        return face
+
+    def of_link(self, link: TcpLink) -> int | None:
+        return self.by_link.get(id(link))
+
+    def get(self, face_id: int) -> DaemonFace | None:
+        return self.by_id.get(face_id)
+
+    def links(self) -> Iterator[TcpLink]:
+        """The links of the faces that have one (local faces have none)."""
+        return (f.link for f in self.by_id.values() if f.link is not None)
+
+    def has_zid(self, zid: ZenohId) -> bool:
+        return any(f.zid == zid for f in self.by_id.values())
+
+    def view(self) -> Mapping[int, DaemonFace]:
+        """The faces, read only (the admin space's)."""
+        return self._view
 
 
 @dataclass(slots=True)
@@ -51,59 +93,3 @@ class RouterStats:
     refused: dict[str, int] = field(default_factory=dict)
     #: Messages access control denied, by rule id (the access control's own counters).
     access_control_denied: dict[str, int] = field(default_factory=dict)
-
-
-class Daemon(Protocol):
-    """The router daemon as its mixins use it (:class:`~pyzenoh.router.daemon.RouterDaemon`)."""
-
-    config: RouterConfig
-    core: RoutingCore
-    stats: RouterStats
-    recorder: RouterRecorder | None
-    access_control: AccessControl | None
-    backpressure: BlockBackPressure
-    _faces: dict[int, DaemonFace]
-    _ingress: int
-    _rx_keys: dict[tuple[int, int, str, bool], str | None]
-    _subject_faces: dict[int, int]
-    _denials: list[tuple[int, int, int, str | None, Denial]]
-
-    @staticmethod
-    def now() -> float: ...
-    def _rearm(self) -> None: ...
-    def _close_face(self, face_id: int, reason: int) -> None: ...
-    # delivery.py
-    def _on_message(self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool = True) -> None: ...
-    def _deliver(
-        self,
-        sends: list[Send],
-        rx_ns: int = 0,
-        rx_face: int = -1,
-        rx_key: str | None = None,
-        rx_raw: bytes | None = None,
-        copy_kind: type | None = None,
-        rx_cause: int = -1,
-    ) -> None: ...
-    def _send_run(self, send: Send) -> bool | None: ...
-    def _to_face(
-        self,
-        fid: int,
-        data: bytes,
-        ends: Sequence[int] | None,
-        message: NetworkMessage | None,
-        priority: int,
-        reliable: bool,
-        express: bool,
-        block: bool,
-    ) -> bool | None: ...
-    def _over_hard_cap(self, link: TcpLink) -> bool: ...
-    def _close_slow(self, face_id: int, link: TcpLink) -> None: ...
-    def _bad_input(self, face_id: int, exc: PeerError) -> None: ...
-    def _block(self, dest: int, dest_link: TcpLink) -> None: ...
-    # recorded.py
-    def _route_recorded(self, face_id: int, message: NetworkMessage, raw: bytes | None, reliable: bool) -> None: ...
-    def _route_run_recorded(self, face_id: int, run: PushRun, reliable: bool) -> None: ...
-    def _rx_key(self, face_id: int, message: Push | Request) -> str | None: ...
-    def _on_denied(self, subject: FaceSubject, flow: int, message: int, key: str | None, denial: Denial) -> None: ...
-    def _record_denials(self, now_ns: int, cause: int) -> None: ...
-    def _record_tx(self, send: Send, data: bytes, cause: int) -> None: ...

@@ -26,7 +26,8 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from typing_extensions import override
 
@@ -59,7 +60,7 @@ from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExprTree
 from pyzenoh.routing.access_control import INGRESS, AccessControl, FaceAcl, FaceSubject
 from pyzenoh.routing.declared import QueryableInfo
-from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
+from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face, FaceView
 from pyzenoh.routing.hlc import Hlc
 from pyzenoh.routing.interests import Interests
 from pyzenoh.routing.lanes import PushLanes
@@ -348,6 +349,10 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
 
     def faces(self) -> list[int]:
         return sorted(self._faces.keys() - {NORTH})
+
+    def faces_view(self) -> Mapping[int, FaceView]:
+        """Every face, read only (for the admin space): who it is, what it declared."""
+        return MappingProxyType(self._faces)
 
     @property
     def access_control(self) -> AccessControl | None:

@@ -10,8 +10,9 @@ they share and the helpers they all use.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pyzenoh.codec import (
     Declare,
@@ -103,6 +104,24 @@ class PendingQuery:
     budget: int | None
     remaining: dict[int, int] = field(default_factory=dict)  # destination face -> its rid
     replies: int = 0
+
+
+class FaceView(Protocol):
+    """What readers outside the core (the admin space) see of a :class:`Face`: who it
+    is and what it declared, read only."""
+
+    @property
+    def zid(self) -> ZenohId: ...
+    @property
+    def whatami(self) -> WhatAmI: ...
+    @property
+    def subs(self) -> Mapping[int, str]: ...
+    @property
+    def qabls(self) -> Mapping[int, tuple[str, QueryableInfo]]: ...
+    @property
+    def tokens(self) -> Mapping[int, str]: ...
+    @property
+    def interests(self) -> Mapping[int, InterestState]: ...
 
 
 class Face:

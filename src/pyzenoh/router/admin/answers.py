@@ -1,11 +1,12 @@
 """What the admin space answers: every admin key a query's key expression intersects,
-with its encoding and payload, built from the daemon's state (read only).
+with its encoding and payload, built from the router's state through its read-only
+:class:`~pyzenoh.router.view.RouterView`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyzenoh.codec import Encoding, InterestOptions, WhatAmI
 from pyzenoh.keyexpr.relations import intersects
@@ -28,11 +29,16 @@ from pyzenoh.router.admin.router_info import (
     NORTH,
     SOUTH_PEER,
     SessionInfo,
+    admin_root,
     dump_json,
     locator,
     router_json,
 )
-from pyzenoh.router.admin.state import AdminBase
+from pyzenoh.router.admin.state import AdminStats
+from pyzenoh.routing.faces import FaceView
+
+if TYPE_CHECKING:
+    from pyzenoh.router.view import RouterView
 
 JSON_ENCODING = Encoding.from_str("application/json")
 TEXT_ENCODING = Encoding.from_str("text/plain")
@@ -40,8 +46,18 @@ TEXT_ENCODING = Encoding.from_str("text/plain")
 AdminReply = tuple[str, Encoding, bytes]
 
 
-class Answers(AdminBase):
-    """The admin keys a query reaches, and the daemon state they show."""
+class Answers:
+    """The admin keys a query reaches, and the router state they show (read from ``view``);
+    ``own_face`` is the admin space's face (its entities are not shown)."""
+
+    def __init__(self, view: RouterView, stats: AdminStats) -> None:
+        self.view = view
+        self.stats = stats
+        self.zid = str(view.zid)
+        self.root = admin_root(self.zid)
+        self.own_face: int | None = None
+        #: The plugin host (pyzenoh.plugins.PluginHost) when the router runs plugins.
+        self.plugins: Any = None
 
     def replies(self, key: str, parameters: str = "") -> Iterator[AdminReply]:
         """Every admin key intersecting ``key``, with its encoding and payload."""
@@ -65,9 +81,10 @@ class Answers(AdminBase):
                 reply_key = f"{root}/{kind}/{entity_key}"
                 if intersects(key, reply_key):
                     yield reply_key, JSON_ENCODING, dump_json(sources)
-        acl = getattr(self.daemon, "access_control", None)
-        if acl is not None and intersects(key, f"{root}/access_control"):
-            yield f"{root}/access_control", JSON_ENCODING, self.access_control_payload()
+        if intersects(key, f"{root}/access_control"):
+            acl = self.access_control_payload()
+            if acl is not None:
+                yield f"{root}/access_control", JSON_ENCODING, acl
         if self.plugins is not None:
             for reply_key, value, is_text in self.plugins.admin_replies(root, key):
                 if is_text:
@@ -82,7 +99,7 @@ class Answers(AdminBase):
 
     def sessions(self) -> list[SessionInfo]:
         out = []
-        for _, face in sorted(self.daemon._faces.items()):
+        for _, face in sorted(self.view.faces().items()):
             link = face.link
             if link is None:
                 continue  # local faces (the admin space, the msgq bridge) are no transports
@@ -92,16 +109,18 @@ class Answers(AdminBase):
         return out
 
     def locators(self) -> list[str]:
-        return self.daemon.locators()
+        return self.view.locators()
 
-    def access_control_payload(self) -> bytes:
-        """Deny counters, and each session's access-control subject and matched subjects."""
-        daemon = self.daemon
-        assert daemon.access_control is not None
-        info = daemon.access_control.snapshot()
+    def access_control_payload(self) -> bytes | None:
+        """Deny counters, and each session's access-control subject and matched subjects
+        (None: access control is off)."""
+        view = self.view
+        info = view.access_control()
+        if info is None:
+            return None
         sessions = []
-        for face_id, face in sorted(daemon._faces.items()):
-            face_acl = daemon.core.face_acl(face_id)
+        for face_id, face in sorted(view.faces().items()):
+            face_acl = view.face_acl(face_id)
             if face.link is not None and face_acl is not None:
                 sessions.append({**face_acl.subject.to_json(), "subjects": face_acl.subject_ids})
         info["sessions"] = sessions
@@ -110,11 +129,11 @@ class Answers(AdminBase):
     def router_payload(self) -> bytes:
         plugins = None if self.plugins is None else self.plugins.router_field()
         return router_json(
-            self.zid, self.locators(), self.sessions(), metadata=self.daemon.config.metadata, plugins=plugins
+            self.zid, self.locators(), self.sessions(), metadata=self.view.config.metadata, plugins=plugins
         )
 
-    def _core_faces(self) -> list[Any]:
-        return [f for fid, f in sorted(self.daemon.core._faces.items()) if fid != self.face_id]
+    def _core_faces(self) -> list[FaceView]:
+        return [f for fid, f in sorted(self.view.core_faces().items()) if fid != self.own_face]
 
     def local_holders(self, kind: str) -> list[tuple[str, WhatAmI, str]]:
         """(key, whatami, zid) of the clients' and peers' entities of ``kind``."""
@@ -140,26 +159,23 @@ class Answers(AdminBase):
     def entities(self, kind: str) -> dict[str, Sources]:
         remote: dict[str, list[str]] = {}
         if kind in MESH_KINDS:
-            remote = {k: [str(z) for z in v] for k, v in self.daemon.core.router_entities(kind).items()}
+            remote = {k: [str(z) for z in v] for k, v in self.view.router_entities(kind).items()}
         return entity_sources(self.zid, self.local_holders(kind), remote, north_source=kind in MESH_KINDS)
 
     def linkstates(self) -> list[tuple[str, str]]:
         # Without router links the router graph is the router alone, as zenohd shows it.
-        north = self.daemon.core.network.dot()
+        north = self.view.linkstate_dot()
         peers = [
-            str(f.zid)
-            for _, f in sorted(self.daemon._faces.items())
-            if f.link is not None and f.whatami == WhatAmI.PEER
+            str(f.zid) for _, f in sorted(self.view.faces().items()) if f.link is not None and f.whatami == WhatAmI.PEER
         ]
         return [(NORTH, north), (SOUTH_PEER, dot_graph([self.zid, *peers]))]
 
     def route_successors(self) -> list[tuple[str, str, str]]:
-        return [(str(s), str(d), str(n)) for s, d, n in self.daemon.core.network.route_successors()]
+        return [(str(s), str(d), str(n)) for s, d, n in self.view.route_successors()]
 
     def metric_families(self) -> list[MetricFamily]:
-        daemon = self.daemon
-        families = stats_families("pyzenoh_router", daemon.stats)
-        families += stats_families("pyzenoh_routing", daemon.core.stats)
+        families = stats_families("pyzenoh_router", self.view.stats)
+        families += stats_families("pyzenoh_routing", self.view.routing_stats)
         sessions = {"router": 0, "peer": 0, "client": 0}
         for s in self.sessions():
             sessions[str(s.whatami)] += 1

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from pyzenoh.codec import (
     Declare,
@@ -28,9 +29,12 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.router.admin.answers import AdminReply, Answers
+from pyzenoh.router.admin.state import AdminStats
 from pyzenoh.router.admin.writes import config_path
+from pyzenoh.router.key_ids import KeyIds
 
 if TYPE_CHECKING:
+    from pyzenoh.router.daemon import RouterDaemon
     from pyzenoh.routing import Send
 
 log = logging.getLogger(__name__)
@@ -47,16 +51,47 @@ RESPONDER_EID = 1
 ADMIN_FACE_XOR = 0x61646D
 
 
-class AdminSpace(Answers):
-    """The admin space of a :class:`RouterDaemon`: a local face answering ``@/<zid>/router/**``."""
+class AdminSpace:
+    """The admin space of a :class:`RouterDaemon`: a local face answering ``@/<zid>/router/**``.
+
+    It reads the router only through ``daemon.view`` (:class:`Answers`); what it does to
+    the daemon is what any local face does: add itself, send messages, go away.
+    """
+
+    def __init__(self, daemon: RouterDaemon) -> None:
+        self.daemon = daemon
+        self.view = daemon.view
+        self.face_id: int | None = None
+        self.stats = AdminStats()
+        self.answers = Answers(self.view, self.stats)
+        self.root = self.answers.root
+        self._key_ids = KeyIds()  # key ids the router declared to our face
+        #: Called with (config path, JSON5 payload or None for a DELETE) on an admin-space
+        #: write the router's permissions allow (set by the router app).
+        self.on_config: Callable[[str, bytes | None], None] | None = None
+
+    @property
+    def plugins(self) -> Any:
+        """The plugin host (pyzenoh.plugins.PluginHost) when the router runs plugins."""
+        return self.answers.plugins
+
+    @plugins.setter
+    def plugins(self, host: Any) -> None:
+        self.answers.plugins = host
+
+    def replies(self, key: str, parameters: str = "") -> Iterator[AdminReply]:
+        """Every admin key intersecting ``key``, with its encoding and payload."""
+        return self.answers.replies(key, parameters)
 
     def attach(self) -> None:
         """Add the admin face to the daemon and declare ``@/<zid>/router/**`` on it."""
         if self.face_id is not None:
             return
         daemon = self.daemon
-        face_zid = ZenohId((daemon.zid.value ^ ADMIN_FACE_XOR) or 1)
-        self.face_id = daemon.add_local_face(face_zid, self._on_send, WhatAmI.CLIENT, name="adminspace")
+        face_zid = ZenohId((self.view.zid.value ^ ADMIN_FACE_XOR) or 1)
+        self.face_id = self.answers.own_face = daemon.add_local_face(
+            face_zid, self._on_send, WhatAmI.CLIENT, name="adminspace"
+        )
         # zenohd's admin queryable: not complete, distance 0 (QueryableInfoType::DEFAULT).
         decl = DeclareQueryable(ADMIN_QUERYABLE_ID, WireExpr(0, f"{self.root}/**", True))
         daemon.local_input(self.face_id, Declare(decl))
@@ -70,7 +105,7 @@ class AdminSpace(Answers):
         face = self.face_id
         if face is None:
             return
-        self.face_id = None
+        self.face_id = self.answers.own_face = None
         self.daemon.remove_local_face(face)
         self._key_ids.clear()
 
@@ -83,7 +118,7 @@ class AdminSpace(Answers):
             key = self._resolve(msg.wire_expr)
             if key is None:
                 self.stats.unresolved += 1
-                key = self.daemon.core.key_of(face, msg, incoming=False)
+                key = self.view.key_of(face, msg, incoming=False)
             params = msg.body.parameters
             # Answer on the next loop turn: the daemon is still delivering the request
             # (its other destinations may not have it yet) when it calls this sink.
@@ -106,7 +141,7 @@ class AdminSpace(Answers):
         if key is None:
             log.error("admin space: %s on an unknown key expression %s", kind, msg.wire_expr)
             return
-        if not self.daemon.config.adminspace_write or self.on_config is None:
+        if not self.view.config.adminspace_write or self.on_config is None:
             log.error("Received %s on '%s' but adminspace.permissions.write=false in configuration", kind, key)
             self.stats.writes_refused += 1
             return
@@ -123,10 +158,10 @@ class AdminSpace(Answers):
 
     def _answer(self, face: int, rid: int, qos: int, key: str | None, params: str) -> None:
         daemon = self.daemon
-        if face not in daemon._faces:
+        if face not in self.view.faces():
             return  # the face went away; the core finished the query
         replies: list[AdminReply] = []
-        if not daemon.config.adminspace_read:  # zenohd: an error log and RESPONSE_FINAL alone
+        if not self.view.config.adminspace_read:  # zenohd: an error log and RESPONSE_FINAL alone
             log.error("Received GET on '%s' but adminspace.permissions.read=false in configuration", key)
         elif key is not None and face == self.face_id:
             self.stats.queries += 1
@@ -136,7 +171,7 @@ class AdminSpace(Answers):
                 self.stats.errors += 1
                 log.exception("admin space: cannot answer %s", key)
                 replies = []
-        responder = EntityGlobalId(daemon.zid, RESPONDER_EID)
+        responder = EntityGlobalId(self.view.zid, RESPONDER_EID)
         for reply_key, encoding, payload in replies:
             body = Reply(Put(payload=payload, encoding=encoding))
             daemon.local_input(face, Response(rid, WireExpr(0, reply_key, True), body, qos=qos, responder=responder))
