@@ -31,13 +31,13 @@ link instead, and never grows without bound): malformed states are refused as a 
 adopted (a newer one, left over from our previous run, makes us jump our sequence number
 past it and re-flood); peers' gossip nodes no neighbour mentions any more are dropped.
 
-:class:`Network` is made of one class per concern, each in a module named for it; they
-all share the fields of :class:`.state.NetworkState`:
+:class:`Network` is its state (:class:`.state.NetworkState`) and one object per concern,
+each in a module named for it and built with that state and the parts it calls:
 
 * :mod:`.weights` -- SipHash-1-3 and zenohd's edge weights;
 * :mod:`.graph` -- nodes and edges, indexed and ordered as petgraph's ``StableGraph``;
 * :mod:`.state` -- limits, :class:`LinkStateError`, :class:`Tree` and the per-link
-  records, the network's fields and lookups;
+  records, the network's state and lookups;
 * :mod:`.maintenance` -- edge weights set, unreachable or unmentioned nodes dropped;
 * :mod:`.messages` -- the link states we send a neighbour, in its terms;
 * :mod:`.links` -- links opened and closed;
@@ -48,12 +48,18 @@ all share the fields of :class:`.state.NetworkState`:
 
 from __future__ import annotations
 
-from pyzenoh.routing.network.links import Links
+from collections.abc import Callable, Mapping, Sequence
+
+from pyzenoh.codec.primitives import WhatAmI, ZenohId
+from pyzenoh.routing.network.links import LinkChanges
+from pyzenoh.routing.network.maintenance import GraphMaintenance
+from pyzenoh.routing.network.messages import Messages
 from pyzenoh.routing.network.received import ReceivedStates
 from pyzenoh.routing.network.state import (
     MAX_NODES,
     PSID_SLOTS_PER_NODE,
     LinkStateError,
+    NetworkState,
     Tree,
 )
 from pyzenoh.routing.network.trees import Trees
@@ -72,6 +78,52 @@ __all__ = [
 ]
 
 
-class Network(Links, ReceivedStates, Trees, Views):
-    """The link-state graph of one region (see the module docstring; its fields and
-    constructor: :class:`.state.NetworkState`)."""
+class Network(NetworkState):
+    """The link-state graph of one region (see the module docstring): its state, with
+    the lookups of :class:`.state.NetworkState`, and the parts that change and read it."""
+
+    def __init__(
+        self,
+        zid: ZenohId,
+        whatami: WhatAmI,
+        *,
+        full_linkstate: bool = True,
+        gossip: bool = True,
+        gossip_multihop: bool = False,
+        gossip_target: frozenset[WhatAmI] = frozenset({WhatAmI.ROUTER, WhatAmI.PEER}),
+        locators: Callable[[], Sequence[str]] = lambda: (),
+        gateway: bool = False,
+        link_weights: Mapping[ZenohId, int] | None = None,
+        max_nodes: int = MAX_NODES,
+    ) -> None:
+        super().__init__(
+            zid,
+            whatami,
+            full_linkstate=full_linkstate,
+            gossip=gossip,
+            gossip_multihop=gossip_multihop,
+            gossip_target=gossip_target,
+            locators=locators,
+            gateway=gateway,
+            link_weights=link_weights,
+            max_nodes=max_nodes,
+        )
+        messages = Messages(self)
+        maintenance = GraphMaintenance(self)
+        self._changes = LinkChanges(self, messages, maintenance)
+        self._received = ReceivedStates(self, messages, maintenance)
+        self._trees = Trees(self)
+        self.views = Views(self)
+        # What callers do with a network, each done by the part named for it.
+        self.add_link = self._changes.add_link
+        self.remove_link = self._changes.remove_link
+        self.disconnected_if_removed = self._changes.disconnected_if_removed
+        self.link_states = self._received.link_states
+        self.compute_trees = self._trees.compute_trees
+        self.nodes = self.views.nodes
+        self.neighbours_locators = self.views.neighbours_locators
+        self.edge_weight = self.views.edge_weight
+        self.edges = self.views.edges
+        self.dot = self.views.dot
+        self.links_info = self.views.links_info
+        self.route_successors = self.views.route_successors

@@ -9,49 +9,52 @@ from pyzenoh.routing.network.state import NetworkState
 from pyzenoh.routing.network.weights import edge_weight_of
 
 
-class GraphMaintenance(NetworkState):
-    """Edges and node removal after a change."""
+class GraphMaintenance:
+    """Edges and node removal after a change, in the graph of ``s``."""
 
-    def _update_edge(self, i1: int, i2: int) -> None:
-        n1, n2 = self._g.node(i1), self._g.node(i2)
+    def __init__(self, s: NetworkState) -> None:
+        self.s = s
+
+    def update_edge(self, i1: int, i2: int) -> None:
+        n1, n2 = self.s.graph.node(i1), self.s.graph.node(i2)
         weight = edge_weight_of(n1.zid, n2.zid, n1.links.get(n2.zid, 0), n2.links.get(n1.zid, 0))
-        self._g.update_edge(i1, i2, weight)
+        self.s.graph.update_edge(i1, i2, weight)
 
-    def _unreachable(self, skip: ZenohId | None = None) -> list[int]:
+    def unreachable(self, skip: ZenohId | None = None) -> list[int]:
         """Nodes not reachable from us following *announced* links (as zenohd does, not
         confirmed edges); ``skip``: ignore our own link to that neighbour."""
-        g = self._g
+        g = self.s.graph
         seen: set[int] = set()
-        stack = [self.idx]
+        stack = [self.s.idx]
         while stack:
             i = stack.pop()
             if i in seen:
                 continue
             seen.add(i)
             for z in g.node(i).links:
-                if i == self.idx and z == skip:
+                if i == self.s.idx and z == skip:
                     continue
-                j = self.index_of(z)
+                j = self.s.index_of(z)
                 if j is not None and j not in seen:
                     stack.append(j)
         return [i for i in g.indexes() if i not in seen]
 
-    def _remove_detached(self) -> list[ZenohId]:
-        idxs = self._unreachable()
-        removed = [self._g.node(i).zid for i in idxs]
+    def remove_detached(self) -> list[ZenohId]:
+        idxs = self.unreachable()
+        removed = [self.s.graph.node(i).zid for i in idxs]
         for i in idxs:
-            self._g.remove_node(i)
+            self.s.graph.remove_node(i)
         return removed
 
-    def _prune_gossip(self) -> None:
+    def prune_gossip(self) -> None:
         # single-hop gossip learns nodes a peer mentions; forget those no neighbour mentions
-        g = self._g
-        neighbours = {lk.zid for lk in self._links.values()}
+        g = self.s.graph
+        neighbours = {lk.zid for lk in self.s.neighbours.values()}
         mentioned = set(neighbours)
         for z in neighbours:
-            i = self.index_of(z)
+            i = self.s.index_of(z)
             if i is not None:
                 mentioned.update(g.node(i).links)
         for i in g.indexes():
-            if i != self.idx and g.node(i).zid not in mentioned:
+            if i != self.s.idx and g.node(i).zid not in mentioned:
                 g.remove_node(i)

@@ -8,33 +8,36 @@ from pyzenoh.routing.linkstate import LinkState, encode_linkstates
 from pyzenoh.routing.network.state import NetworkState, _Link, _Out
 
 
-class Messages(NetworkState):
-    """Encoding our view of nodes for one neighbour."""
+class Messages:
+    """Encoding our view of the nodes of ``s`` for one neighbour."""
 
-    def _propagate_locators(self, idx: int, target: _Link) -> bool:
+    def __init__(self, s: NetworkState) -> None:
+        self.s = s
+
+    def propagate_locators(self, idx: int, target: _Link) -> bool:
         """zenohd's ``propagate_locators``: gossip on, the target is a gossip target, and
         the node is us or a neighbour (any node with multihop gossip)."""
-        if not (self.gossip and target.whatami in self.gossip_target):
+        if not (self.s.gossip and target.whatami in self.s.gossip_target):
             return False
-        if self.gossip_multihop or idx == self.idx:
+        if self.s.gossip_multihop or idx == self.s.idx:
             return True
-        zid = self._g.node(idx).zid
-        return any(lk.zid == zid for lk in self._links.values())
+        zid = self.s.graph.node(idx).zid
+        return any(lk.zid == zid for lk in self.s.neighbours.values())
 
-    def _state(self, idx: int, send_zid: bool, send_links: bool, target: _Link) -> LinkState:
-        g = self._g
+    def state_of_node(self, idx: int, send_zid: bool, send_links: bool, target: _Link) -> LinkState:
+        g = self.s.graph
         node = g.node(idx)
         links: list[int] = []
         weights: list[int] = []
         if send_links:
             for dest, w in node.links.items():
-                j = self.index_of(dest)
+                j = self.s.index_of(dest)
                 if j is not None:
                     links.append(j)
                     weights.append(w)
         locators: tuple[str, ...] | None = None
-        if self._propagate_locators(idx, target):
-            locators = tuple(self._locators()) if idx == self.idx else node.locators
+        if self.propagate_locators(idx, target):
+            locators = tuple(self.s.locators()) if idx == self.s.idx else node.locators
         return LinkState(
             psid=idx,
             sn=node.sn,
@@ -46,11 +49,11 @@ class Messages(NetworkState):
             gateway=node.gateway,
         )
 
-    def _message(self, link_id: int, out: list[_Out]) -> bytes:
+    def message(self, link_id: int, out: list[_Out]) -> bytes:
         """Encode ``out`` for ``link_id``; the zid goes with every index the neighbour has
         not been told yet, and a node referenced but never told is added in full."""
-        target = self._links[link_id]
-        g = self._g
+        target = self.s.neighbours[link_id]
+        g = self.s.graph
         told = target.told
         queued = {i for i, _, _ in out}
         items = list(out)
@@ -60,14 +63,14 @@ class Messages(NetworkState):
             k += 1
             if send_links:
                 for dest in g.node(idx).links:
-                    j = self.index_of(dest)
+                    j = self.s.index_of(dest)
                     if j is not None and j not in queued and told.get(j) != dest:
                         queued.add(j)
                         items.append((j, True, True))
         states = []
         for idx, send_zid, send_links in items:
             zid = g.node(idx).zid
-            states.append(self._state(idx, send_zid or told.get(idx) != zid, send_links, target))
+            states.append(self.state_of_node(idx, send_zid or told.get(idx) != zid, send_links, target))
         for s in states:
             if s.zid is not None:
                 told[s.psid] = s.zid

@@ -15,18 +15,24 @@ from pyzenoh.routing.network.messages import Messages
 from pyzenoh.routing.network.state import (
     PSID_SLOTS_PER_NODE,
     LinkStateError,
+    NetworkState,
     _Link,
     _Local,
     _Out,
 )
 
 
-class ReceivedStates(Messages, GraphMaintenance):
-    """What a neighbour's link states change, and what we send on because of them."""
+class ReceivedStates:
+    """What a neighbour's link states change in ``s``, and what we send on because of them."""
+
+    def __init__(self, s: NetworkState, messages: Messages, maintenance: GraphMaintenance) -> None:
+        self.s = s
+        self.messages = messages
+        self.maintenance = maintenance
 
     def link_states(self, link: int, body: bytes) -> tuple[list[ZenohId], list[tuple[int, bytes]]]:
         """A LINKSTATE body received on ``link``: (zids dropped as unreachable, sends)."""
-        lk = self._link(link)
+        lk = self.s.link_record(link)
         try:
             states = decode_linkstates(body)
         except DecodeError as exc:
@@ -42,13 +48,13 @@ class ReceivedStates(Messages, GraphMaintenance):
                 del lk.psids[old_zid]  # the sender reused that index
             lk.mappings[psid] = zid
             lk.psids[zid] = psid
-        if not self._flood:
+        if not self.s.flood:
             return [], self._process_singlehop(local)
         return self._process_full(lk, local)
 
     def _check(self, lk: _Link, states: list[LinkState]) -> tuple[list[_Local], dict[int, ZenohId]]:
         """Validate ``states`` from ``lk`` and translate them to zids; raise before any change."""
-        max_psid = self.max_nodes * PSID_SLOTS_PER_NODE
+        max_psid = self.s.max_nodes * PSID_SLOTS_PER_NODE
         # this message's psid <-> zid mappings, which apply to the whole message
         mappings: dict[int, ZenohId] = {}
         claimed: dict[ZenohId, int] = {}
@@ -78,7 +84,7 @@ class ReceivedStates(Messages, GraphMaintenance):
 
         local: list[_Local] = []
         new_zids: set[ZenohId] = set()
-        me = self._g.node(self.idx)
+        me = self.s.graph.node(self.s.idx)
         for s in states:
             zid = resolve(s.psid)
             links: dict[ZenohId, int] = {}
@@ -87,34 +93,34 @@ class ReceivedStates(Messages, GraphMaintenance):
                 if dest == zid:
                     raise LinkStateError(f"{zid} announced a link to itself")
                 links[dest] = s.weights[i] if s.weights is not None else 0
-            if zid == self.zid:
-                if s.whatami is not None and s.whatami != self.whatami:
+            if zid == self.s.zid:
+                if s.whatami is not None and s.whatami != self.s.whatami:
                     raise LinkStateError(f"{lk.zid} announced us as a {s.whatami}")
-                if self._flood and s.sn == me.sn and not links.keys() <= me.links.keys():
+                if self.s.flood and s.sn == me.sn and not links.keys() <= me.links.keys():
                     raise LinkStateError(f"{lk.zid} announced us with links we don't have")
-            elif self.index_of(zid) is None:
+            elif self.s.index_of(zid) is None:
                 new_zids.add(zid)
-            if self._flood:
-                new_zids.update(d for d in links if d != self.zid and self.index_of(d) is None)
+            if self.s.flood:
+                new_zids.update(d for d in links if d != self.s.zid and self.s.index_of(d) is None)
             local.append(_Local(s.sn, zid, s.whatami, s.locators, links, s.gateway))
-        if len(self._g) + len(new_zids) > self.max_nodes:
-            raise LinkStateError(f"the states of {lk.zid} take the graph over {self.max_nodes} nodes")
+        if len(self.s.graph) + len(new_zids) > self.s.max_nodes:
+            raise LinkStateError(f"the states of {lk.zid} take the graph over {self.s.max_nodes} nodes")
         return local, mappings
 
     def _process_full(self, src: _Link, states: list[_Local]) -> tuple[list[ZenohId], list[tuple[int, bytes]]]:
-        g = self._g
+        g = self.s.graph
         new_nodes: list[int] = []
         updated: dict[int, None] = {}  # (an ordered set)
         bumped = False
         for ls in states:
-            if ls.zid == self.zid:
-                me = g.node(self.idx)
+            if ls.zid == self.s.zid:
+                me = g.node(self.s.idx)
                 if ls.sn > me.sn:
                     # our state from a previous run of ours: supersede it
                     me.sn = ls.sn + 1
                     bumped = True
                 continue
-            idx1 = self.index_of(ls.zid)
+            idx1 = self.s.index_of(ls.zid)
             if idx1 is not None:
                 node = g.node(idx1)
                 if node.sn >= ls.sn:
@@ -139,17 +145,17 @@ class ReceivedStates(Messages, GraphMaintenance):
                 idx1 = g.add_node(_Node(ls.zid, whatami, ls.locators, ls.sn, dict(ls.links), ls.gateway))
                 new_nodes.append(idx1)
             for dest in ls.links:
-                idx2 = self.index_of(dest)
+                idx2 = self.s.index_of(dest)
                 if idx2 is not None:
                     if ls.zid in g.node(idx2).links:
-                        self._update_edge(idx1, idx2)
+                        self.maintenance.update_edge(idx1, idx2)
                 else:
                     # mentioned but unknown: known by zid only until its own state comes
                     new_nodes.append(g.add_node(_Node(dest, None, None, 0, {}, False)))
             for e, idx2 in g.neighbour_edges(idx1):
                 if g.node(idx2).zid not in ls.links:
                     g.remove_edge(e)
-        removed_idx = self._unreachable()
+        removed_idx = self.maintenance.unreachable()
         removed = [g.node(i).zid for i in removed_idx]
         for i in removed_idx:
             g.remove_node(i)
@@ -159,25 +165,25 @@ class ReceivedStates(Messages, GraphMaintenance):
         # flood: new nodes to everyone (send all at once, so nothing looks detached on
         # the other side), updates to all but the sender and the node itself
         sends = []
-        for link_id in sorted(self._links):
-            lk = self._links[link_id]
+        for link_id in sorted(self.s.neighbours):
+            lk = self.s.neighbours[link_id]
             out: list[_Out] = [(i, True, True) for i in new_nodes]
             if lk is not src:
                 out += [(i, False, True) for i in changed if g.node(i).zid != lk.zid]
             if bumped:
-                out.append((self.idx, False, True))
+                out.append((self.s.idx, False, True))
             if out:
-                sends.append((link_id, self._message(link_id, out)))
+                sends.append((link_id, self.messages.message(link_id, out)))
         return removed, sends
 
     def _process_singlehop(self, states: list[_Local]) -> list[tuple[int, bytes]]:
-        g = self._g
+        g = self.s.graph
         sends: list[tuple[int, bytes]] = []
-        neighbours = {lk.zid for lk in self._links.values()}
+        neighbours = {lk.zid for lk in self.s.neighbours.values()}
         for ls in states:
-            if ls.zid == self.zid:
+            if ls.zid == self.s.zid:
                 continue  # a peer's view of its gateway (us): nothing to learn
-            idx = self.index_of(ls.zid)
+            idx = self.s.index_of(ls.zid)
             if idx is None:
                 whatami = ls.whatami or WhatAmI.ROUTER
                 idx = g.add_node(_Node(ls.zid, whatami, ls.locators, ls.sn, dict(ls.links), ls.gateway))
@@ -193,8 +199,8 @@ class ReceivedStates(Messages, GraphMaintenance):
                 if ls.locators is None or node.locators == ls.locators:
                     continue
                 node.locators = ls.locators
-            if self.gossip and (self.gossip_multihop or ls.zid in neighbours):
-                for link_id in sorted(self._links):
-                    if self._links[link_id].zid != ls.zid:
-                        sends.append((link_id, self._message(link_id, [(idx, True, False)])))
+            if self.s.gossip and (self.s.gossip_multihop or ls.zid in neighbours):
+                for link_id in sorted(self.s.neighbours):
+                    if self.s.neighbours[link_id].zid != ls.zid:
+                        sends.append((link_id, self.messages.message(link_id, [(idx, True, False)])))
         return sends

@@ -78,7 +78,8 @@ _Out = tuple[int, bool, bool]
 
 
 class NetworkState:
-    """The fields of a network, and the lookups its parts share."""
+    """The state of a network, and the lookups its parts share: each part
+    (:mod:`.links`, :mod:`.received`, :mod:`.trees`, :mod:`.views`, ...) is built with it."""
 
     def __init__(
         self,
@@ -107,54 +108,54 @@ class NetworkState:
         self.gossip_target = gossip_target
         self.gateway = gateway
         self.max_nodes = max_nodes
-        self._locators = locators
-        self._link_weights: dict[ZenohId, int] = dict(link_weights or {})
+        self.locators = locators
+        self.link_weights: dict[ZenohId, int] = dict(link_weights or {})
         #: The graph is flooded (zenohd: ``full_linkstate || gossip_multihop``).
-        self._flood = full_linkstate or gossip_multihop
-        self._g = _Graph()
-        self.idx = self._g.add_node(_Node(zid, whatami, None, _INITIAL_SN, {}, gateway))
-        self._links: dict[int, _Link] = {}
+        self.flood = full_linkstate or gossip_multihop
+        self.graph = _Graph()
+        self.idx = self.graph.add_node(_Node(zid, whatami, None, _INITIAL_SN, {}, gateway))
+        self.neighbours: dict[int, _Link] = {}
         self.trees: dict[int, Tree] = {self.idx: Tree(None)}
-        self._distances: dict[int, float] = {self.idx: 0.0}
-        self._tree_children: dict[ZenohId, set[ZenohId]] = {}
+        self.distances: dict[int, float] = {self.idx: 0.0}
+        self.tree_children: dict[ZenohId, set[ZenohId]] = {}
 
     @property
     def sn(self) -> int:
         """Our own sequence number."""
-        return self._g.node(self.idx).sn
+        return self.graph.node(self.idx).sn
 
     def index_of(self, zid: ZenohId) -> int | None:
-        return self._g.by_zid.get(zid)
+        return self.graph.by_zid.get(zid)
 
     def zid_of(self, index: int) -> ZenohId | None:
-        node = self._g.get(index)
+        node = self.graph.get(index)
         return None if node is None else node.zid
 
     def whatami_of(self, index: int) -> WhatAmI | None:
-        node = self._g.get(index)
+        node = self.graph.get(index)
         return None if node is None else node.whatami
 
     def sn_of(self, index: int) -> int | None:
-        node = self._g.get(index)
+        node = self.graph.get(index)
         return None if node is None else node.sn
 
     def links_of(self, index: int) -> dict[ZenohId, int]:
         """The links a node announced: neighbour zid -> its weight for it (0: not set)."""
-        node = self._g.get(index)
+        node = self.graph.get(index)
         return {} if node is None else dict(node.links)
 
     def link_of(self, zid: ZenohId) -> int | None:
-        for link_id, link in self._links.items():
+        for link_id, link in self.neighbours.items():
             if link.zid == zid:
                 return link_id
         return None
 
     def links(self) -> dict[int, ZenohId]:
         """Our open links: link id -> neighbour zid."""
-        return {link_id: link.zid for link_id, link in self._links.items()}
+        return {link_id: link.zid for link_id, link in self.neighbours.items()}
 
     def node_of_psid(self, link: int, psid: int) -> ZenohId | None:
-        lk = self._links.get(link)
+        lk = self.neighbours.get(link)
         return None if lk is None else lk.mappings.get(psid)
 
     def local_index_of_psid(self, link: int, psid: int) -> int | None:
@@ -167,10 +168,11 @@ class NetworkState:
 
     def distance(self, index: int) -> float:
         """Our shortest-path distance to ``index`` at the last :meth:`compute_trees`."""
-        return self._distances.get(index, float("inf"))
+        return self.distances.get(index, float("inf"))
 
-    def _link(self, link: int) -> _Link:
-        lk = self._links.get(link)
+    def link_record(self, link: int) -> _Link:
+        """What we know of the neighbour on ``link`` (a UsageError if none is open)."""
+        lk = self.neighbours.get(link)
         if lk is None:
             raise UsageError(f"unknown link {link}")
         return lk

@@ -12,8 +12,11 @@ from pyzenoh.routing.network.state import NetworkState, Tree
 _INF = float("inf")
 
 
-class Trees(NetworkState):
-    """Computing the trees from the graph."""
+class Trees:
+    """Computing the trees from the graph of ``s`` (stored back in ``s``)."""
+
+    def __init__(self, s: NetworkState) -> None:
+        self.s = s
 
     def compute_trees(self) -> dict[int, list[int]]:
         """Recompute the tree rooted at every node (zenohd's ``compute_trees``).
@@ -27,16 +30,16 @@ class Trees(NetworkState):
         computation (all of them when the root is new); the caller re-sends that root's
         declarations to them.
         """
-        g = self._g
+        g = self.s.graph
         indexes = g.indexes()
         adj: dict[int, list[tuple[int, float]]] = {i: [] for i in indexes}
         for e in g.edges:
             if e is not None:
                 adj[e.a].append((e.b, e.weight))
                 adj[e.b].append((e.a, e.weight))
-        me = self.idx
+        me = self.s.idx
         ours = _shortest_paths(adj, me)
-        self._distances = ours[0]
+        self.s.distances = ours[0]
         component = ours[2]  # where we have a path to (zenohd: has_path_connecting)
         trees: dict[int, Tree] = {}
         for root in indexes:
@@ -58,9 +61,9 @@ class Trees(NetworkState):
                     if hop is not None:
                         tree.directions[dest] = hop
             trees[root] = tree
-        self.trees = trees
+        self.s.trees = trees
         new_children: dict[int, list[int]] = {}
-        old = self._tree_children
+        old = self.s.tree_children
         current: dict[ZenohId, set[ZenohId]] = {}
         for root, tree in trees.items():
             rz = g.node(root).zid
@@ -68,7 +71,7 @@ class Trees(NetworkState):
             before = old.get(rz, set())
             new_children[root] = [c for c in tree.children if g.node(c).zid not in before]
             current[rz] = kids
-        self._tree_children = current
+        self.s.tree_children = current
         return new_children
 
 
