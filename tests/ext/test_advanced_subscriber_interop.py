@@ -26,7 +26,7 @@ from tests.ext.advanced_helpers import (
     texts,
     tokens,
 )
-from tests.interop.zenoh_procs import Proc, zenoh_config
+from tests.fixtures.procs import Proc, zenoh_config
 from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]

@@ -13,7 +13,7 @@ import zenoh
 
 import pyzenoh.session as pz
 from pyzenoh import aio
-from tests.interop.zenoh_procs import Proc, pyzenoh_config
+from tests.fixtures.procs import Proc, pyzenoh_config
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -40,13 +40,13 @@ async def collect(it: Any, n: int | None = None) -> list[Any]:
     return await asyncio.wait_for(run(), WAIT)
 
 
-def test_aio_pubsub_get_liveliness(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_aio_pubsub_get_liveliness(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     zq: queue.Queue[Any] = queue.Queue()
     zsub = zs.declare_subscriber(f"{prefix}/**", zq.put)
     zqabl = zs.declare_queryable(f"{prefix}/zq", lambda q: q.reply(f"{prefix}/zq", "zreply"))
 
     async def main() -> None:
-        async with await aio.open(pyzenoh_config(router.endpoint)) as s:
+        async with await aio.open(pyzenoh_config(zenohd.endpoint)) as s:
             sub = await s.declare_subscriber(f"{prefix}/**")
             got: list[Any] = []
             cb_sub = await s.declare_subscriber(f"{prefix}/cb", got.append)
@@ -102,9 +102,9 @@ def test_aio_pubsub_get_liveliness(router: Proc, zs: zenoh.Session, prefix: str)
     zqabl.undeclare()
 
 
-def test_aio_many_sessions_one_loop(router: Proc, prefix: str) -> None:
+def test_aio_many_sessions_one_loop(zenohd: Proc, prefix: str) -> None:
     async def main() -> None:
-        sessions = [await aio.open(pyzenoh_config(router.endpoint)) for _ in range(5)]
+        sessions = [await aio.open(pyzenoh_config(zenohd.endpoint)) for _ in range(5)]
         subs = [await s.declare_subscriber(f"{prefix}/**") for s in sessions]
         await asyncio.sleep(0.3)
         for i, s in enumerate(sessions):

@@ -89,7 +89,7 @@ def test_pair_pubsub_queries_liveliness(tmp_path: Path, kinds: tuple[str, str]) 
     ids=["pyzenoh-transit", "pyzenoh-edges", "pyzenoh-only"],
 )
 def test_line_of_three(tmp_path: Path, kinds: tuple[str, str, str]) -> None:
-    from tests.interop.zenoh_procs import start_pyzenoh_token
+    from tests.fixtures.procs import start_pyzenoh_token
 
     with mesh(tmp_path) as m:
         m.add("A", kinds[0])

@@ -16,7 +16,7 @@ import zenoh
 
 import pyzenoh.session as pz
 from pyzenoh.session import ChannelClosedError
-from tests.interop.zenoh_procs import (
+from tests.fixtures.procs import (
     Proc,
     pyzenoh_config,
     start_pyzenoh_token,
@@ -29,15 +29,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 WAIT = 15.0  # generous bound for anything that should happen "soon"
 _ids = itertools.count()
-
-
-@pytest.fixture
-def ps(router: Proc) -> Iterator[pz.Session]:
-    s = pz.open(pyzenoh_config(router.endpoint))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture
@@ -99,8 +90,8 @@ def test_put_zenoh_to_pyzenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) ->
     assert s.timestamp is not None
 
 
-def test_pyzenoh_to_pyzenoh_and_local(router: Proc, ps: pz.Session, prefix: str) -> None:
-    with pz.open(pyzenoh_config(router.endpoint)) as other:
+def test_pyzenoh_to_pyzenoh_and_local(zenohd: Proc, ps: pz.Session, prefix: str) -> None:
+    with pz.open(pyzenoh_config(zenohd.endpoint)) as other:
         remote = other.declare_subscriber(f"{prefix}/*")
         routed(ps, f"{prefix}/x")
         local = ps.declare_subscriber(f"{prefix}/*")
@@ -394,11 +385,11 @@ def test_local_queryable_answers_own_get(ps: pz.Session, prefix: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def zs2(router: Proc) -> Iterator[zenoh.Session]:
+def zs2(zenohd: Proc) -> Iterator[zenoh.Session]:
     """A second zenoh session. A zenoh session that has a history liveliness subscriber
     sometimes gets an empty liveliness get right after (seen with zenoh token holders
     too), so liveliness gets are made from this one."""
-    s = zenoh.open(zenoh_config(router.endpoint))
+    s = zenoh.open(zenoh_config(zenohd.endpoint))
     try:
         yield s
     finally:
@@ -453,10 +444,10 @@ def test_own_token_seen_once(ps: pz.Session, prefix: str) -> None:
     assert sub.try_recv() is None
 
 
-def test_close_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_close_seen_by_zenoh(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     q, cb = zqueue()
     zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb)
-    s = pz.open(pyzenoh_config(router.endpoint))
+    s = pz.open(pyzenoh_config(zenohd.endpoint))
     s.liveliness().declare_token(f"{prefix}/closing")
     assert q.get(timeout=WAIT).kind == zenoh.SampleKind.PUT
     s.close()
@@ -465,11 +456,11 @@ def test_close_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str) -> No
     zsub.undeclare()
 
 
-def test_lease_expiry_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_lease_expiry_seen_by_zenoh(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     """A pyzenoh process frozen (no CLOSE, socket open) loses its token after its lease."""
     q, cb = zqueue()
     zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb)
-    proc = start_pyzenoh_token(router.endpoint, f"{prefix}/frozen", lease_ms=1000)
+    proc = start_pyzenoh_token(zenohd.endpoint, f"{prefix}/frozen", lease_ms=1000)
     try:
         assert q.get(timeout=WAIT).kind == zenoh.SampleKind.PUT
         proc.suspend()
@@ -480,10 +471,10 @@ def test_lease_expiry_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str
     zsub.undeclare()
 
 
-def test_killed_process_token_disappears(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_killed_process_token_disappears(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     q, cb = zqueue()
     zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb)
-    proc = start_pyzenoh_token(router.endpoint, f"{prefix}/killed")
+    proc = start_pyzenoh_token(zenohd.endpoint, f"{prefix}/killed")
     try:
         assert q.get(timeout=WAIT).kind == zenoh.SampleKind.PUT
     finally:
@@ -512,8 +503,8 @@ def test_router_gone_keeps_session(prefix: str) -> None:
 # --- peer mode ------------------------------------------------------------------------------
 
 
-def test_peer_mode_against_router(router: Proc, zs: zenoh.Session, zs2: zenoh.Session, prefix: str) -> None:
-    with pz.open(pyzenoh_config(router.endpoint, mode="peer")) as peer:
+def test_peer_mode_against_router(zenohd: Proc, zs: zenoh.Session, zs2: zenoh.Session, prefix: str) -> None:
+    with pz.open(pyzenoh_config(zenohd.endpoint, mode="peer")) as peer:
         sub = peer.declare_subscriber(f"{prefix}/**")
         q, cb = zqueue()
         zsub = zs.declare_subscriber(f"{prefix}/p", cb)
@@ -539,14 +530,14 @@ def test_peer_mode_against_router(router: Proc, zs: zenoh.Session, zs2: zenoh.Se
 
 
 def test_open_fails_cleanly_without_router() -> None:
-    from tests.interop.zenoh_procs import free_port
+    from tests.fixtures.procs import free_port
 
     with pytest.raises(ConnectionError):
         pz.open(pyzenoh_config(f"tcp/127.0.0.1:{free_port()}"))
 
 
-def test_close_from_callback(router: Proc, zs: zenoh.Session, prefix: str) -> None:
-    s = pz.open(pyzenoh_config(router.endpoint))
+def test_close_from_callback(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
+    s = pz.open(pyzenoh_config(zenohd.endpoint))
     closed: queue.Queue[bool] = queue.Queue()
 
     def on_sample(_: pz.Sample) -> None:

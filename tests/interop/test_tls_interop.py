@@ -27,7 +27,7 @@ import zenoh
 
 import pyzenoh.session as pz
 from pyzenoh.localnet import free_port
-from tests.interop.zenoh_procs import Proc, opened, pyzenoh_router_process, start_router
+from tests.fixtures.procs import Proc, opened, pyzenoh_router_process, start_router
 from tests.security.certs import KeyPair, Pki
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pyzenoh.localnet import free_port
-from tests.interop.zenoh_procs import Proc, opened, pyzenoh_router_process, start_router
+from tests.fixtures.procs import Proc, opened, pyzenoh_router_process, start_router
 
 zenoh = pytest.importorskip("zenoh")
 import pyzenoh.session as pz

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.router.conftest import RouterProc, zenoh, zenoh_config
+from tests.fixtures.pyzenoh_router import RouterProc, zenoh, zenoh_config
 from tests.waits import expect, routed
 
 pytestmark = pytest.mark.interop
@@ -257,11 +257,11 @@ KILLED_CLIENT = textwrap.dedent(
 )
 
 
-def test_killed_session_lease_expiry_undeclares_token(router: RouterProc, open_session) -> None:  # type: ignore[no-untyped-def]
+def test_killed_session_lease_expiry_undeclares_token(pyzenoh_router: RouterProc, open_session) -> None:  # type: ignore[no-untyped-def]
     b = open_session()
     cb, q = collector()
     b.liveliness().declare_subscriber("killed/**", cb)
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT % router.endpoint], stdout=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT % pyzenoh_router.endpoint], stdout=subprocess.PIPE)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
         [alive] = take(q)
@@ -274,13 +274,13 @@ def test_killed_session_lease_expiry_undeclares_token(router: RouterProc, open_s
         proc.wait()
 
 
-def test_garbage_peer_does_not_disturb_others(router: RouterProc, open_session) -> None:  # type: ignore[no-untyped-def]
+def test_garbage_peer_does_not_disturb_others(pyzenoh_router: RouterProc, open_session) -> None:  # type: ignore[no-untyped-def]
     a, b = open_session(), open_session()
     cb, q = collector()
     b.declare_subscriber("g/x", cb)
     routed(a, "g/x")
     for junk in (b"\xff\xff" + b"\x00" * 100, b"\x05\x00\x01\x09\x72\x01\x02", b"\x03\x00\x41\x09\xff"):
-        with socket.create_connection(("127.0.0.1", router.port), timeout=5) as s:
+        with socket.create_connection(("127.0.0.1", pyzenoh_router.port), timeout=5) as s:
             s.sendall(junk)
             s.settimeout(5)
             try:
@@ -299,7 +299,7 @@ def test_router_zid_and_whatami_as_seen_by_clients(open_session) -> None:  # typ
 
 
 def test_sigterm_exits_zero(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.router.conftest import run_router
+    from tests.fixtures.pyzenoh_router import run_router
 
     with run_router(tmp_path) as r:
         s = zenoh.open(zenoh_config(r.endpoint))
@@ -310,7 +310,7 @@ def test_sigterm_exits_zero(tmp_path) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_router_connects_out_to_a_peer(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.router.conftest import free_port, run_router
+    from tests.fixtures.pyzenoh_router import free_port, run_router
 
     peer_port = free_port()
     conf = zenoh.Config()

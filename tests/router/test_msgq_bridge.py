@@ -13,7 +13,7 @@ import pytest
 
 from pyzenoh.msgq import Session, decode, encode
 from pyzenoh.msgq.bridge import msgq_key, parse_msgq_key
-from tests.router.conftest import RouterProc, run_router, zenoh, zenoh_config
+from tests.fixtures.pyzenoh_router import RouterProc, run_router, zenoh, zenoh_config
 
 pytestmark = pytest.mark.interop
 

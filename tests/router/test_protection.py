@@ -21,7 +21,7 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.transport.link import Link, LinkClosed, LinkConfig, Received, Role
-from tests.router.conftest import RouterProc, run_router, zenoh, zenoh_config
+from tests.fixtures.pyzenoh_router import RouterProc, run_router, zenoh, zenoh_config
 
 pytestmark = pytest.mark.interop
 
@@ -124,15 +124,15 @@ def _run_publisher(router: RouterProc, key: str, count: int, size: int, block: b
     return got
 
 
-def test_slow_subscriber_with_drop_does_not_slow_others(router: RouterProc) -> None:
+def test_slow_subscriber_with_drop_does_not_slow_others(pyzenoh_router: RouterProc) -> None:
     # The publisher is scripted on a blocking socket: TCP back-pressure paces it, so
     # nothing is dropped before the router (a zenoh Drop publisher drops on its side when
     # the router reads slower than it writes). Default 8 MiB queues: the reading
     # subscriber never falls that far behind, while the stalled one (kernel buffers +
     # queue, far less than the 25 MiB sent) must drop.
-    slow = RawClient(router.port, 0x51)
-    publisher = RawClient(router.port, 0x54)
-    reader = zenoh.open(zenoh_config(router.endpoint))
+    slow = RawClient(pyzenoh_router.port, 0x51)
+    publisher = RawClient(pyzenoh_router.port, 0x54)
+    reader = zenoh.open(zenoh_config(pyzenoh_router.endpoint))
     try:
         got: queue.Queue[Any] = queue.Queue()
         reader.declare_subscriber("flood/**", lambda s: got.put(len(s.payload.to_bytes())))
@@ -155,7 +155,7 @@ def test_slow_subscriber_with_drop_does_not_slow_others(router: RouterProc) -> N
         reader.close()
         publisher.close()
         slow.close()
-    assert router.proc.poll() is None
+    assert pyzenoh_router.proc.poll() is None
 
 
 def test_slow_subscriber_with_block_is_disconnected(small_router: RouterProc) -> None:

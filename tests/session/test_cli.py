@@ -7,25 +7,15 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.interop.zenoh_procs import Proc, start_router
+from tests.fixtures.procs import Proc
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 #: Every command is bounded by --count/--duration; this is only a safety net.
 RUN_TIMEOUT_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def router() -> Iterator[Proc]:
-    proc = start_router()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -72,8 +62,8 @@ def finish(p: subprocess.Popen[str]) -> str:
     return out
 
 
-def test_put_delete_sub(router: Proc) -> None:
-    ep = router.endpoint
+def test_put_delete_sub(zenohd: Proc) -> None:
+    ep = zenohd.endpoint
     sub = spawn("sub", "cli1/**", "-e", ep, "--count", "2", "--duration", "20", "--json")
     assert cli("put", "cli1/a", "hello", "-e", ep, "--encoding", "text/plain").returncode == 0
     assert cli("delete", "cli1/a", "-e", ep, "-m", "peer").returncode == 0
@@ -85,8 +75,8 @@ def test_put_delete_sub(router: Proc) -> None:
     assert lines[0]["encoding"] == "text/plain"
 
 
-def test_queryable_and_get(router: Proc) -> None:
-    ep = router.endpoint
+def test_queryable_and_get(zenohd: Proc) -> None:
+    ep = zenohd.endpoint
     q = spawn("queryable", "cli2/q", "--value", "the-answer", "-e", ep, "--count", "1", "--duration", "20")
     r = cli("get", "cli2/q?x=1", "-e", ep, "--target", "all", "--timeout", "5")
     assert r.returncode == 0 and r.stdout.strip() == "cli2/q: the-answer"
@@ -95,8 +85,8 @@ def test_queryable_and_get(router: Proc) -> None:
     assert empty.returncode == 0 and empty.stdout == ""
 
 
-def test_liveliness_commands(router: Proc) -> None:
-    ep = router.endpoint
+def test_liveliness_commands(zenohd: Proc) -> None:
+    ep = zenohd.endpoint
     # The token lives until the subscriber is ready (a fixed lifetime raced process
     # start-up on a loaded machine), then its process is stopped: the router drops it.
     tok = spawn("liveliness", "token", "cli3/t", "-e", ep, "--duration", "60")
@@ -111,7 +101,7 @@ def test_liveliness_commands(router: Proc) -> None:
 
 
 def test_connection_failure_exit_code() -> None:
-    from tests.interop.zenoh_procs import free_port
+    from tests.fixtures.procs import free_port
 
     r = cli("put", "k", "v", "-e", f"tcp/127.0.0.1:{free_port()}")
     assert r.returncode == 2 and "could not open" in r.stderr

@@ -9,42 +9,19 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import zenoh
 
 import pyzenoh
-from tests.interop.zenoh_procs import Proc, pyzenoh_config, zenoh_session
-from tests.interop.zenoh_procs import router as zenoh_router
+from tests.fixtures.procs import Proc, pyzenoh_config
 from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
 WAIT = 10.0
 _ids = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def router() -> Iterator[Proc]:
-    with zenoh_router() as proc:
-        yield proc
-
-
-@pytest.fixture(scope="module")
-def zs(router: Proc) -> Iterator[zenoh.Session]:
-    with zenoh_session(router.endpoint) as s:
-        yield s
-
-
-@pytest.fixture
-def ps(router: Proc) -> Iterator[pyzenoh.Session]:
-    s = pyzenoh.open(pyzenoh_config(router.endpoint))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture
@@ -222,13 +199,13 @@ def test_queryable_origin_and_get_destination(ps: pyzenoh.Session, zs: zenoh.Ses
 # --- session info, ids, undeclare --------------------------------------------------------------
 
 
-def test_session_info_transports_links_and_events(router: Proc) -> None:
-    s = pyzenoh.open(pyzenoh_config(router.endpoint))
+def test_session_info_transports_links_and_events(zenohd: Proc) -> None:
+    s = pyzenoh.open(pyzenoh_config(zenohd.endpoint))
     info = s.info
     (tr,) = info.transports()
     assert tr.whatami is pyzenoh.WhatAmI.ROUTER and str(tr.zid) == str(info.routers_zid()[0]) and not tr.is_multicast
     (ln,) = info.links()
-    assert ln.dst == router.endpoint and ln.src.startswith("tcp/127.0.0.1:") and ln.is_streamed
+    assert ln.dst == zenohd.endpoint and ln.src.startswith("tcp/127.0.0.1:") and ln.is_streamed
     tev = info.declare_transport_events_listener(history=True)
     lev = info.declare_link_events_listener(history=True)
     later = info.declare_transport_events_listener()
@@ -303,14 +280,14 @@ def test_timestamp_stacks_with_zenoh(ps: pyzenoh.Session, zs: zenoh.Session, pre
     zqabl.undeclare()
 
 
-def test_timestamp_callback_and_query_stack(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_timestamp_callback_and_query_stack(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     contexts: list[Any] = []
 
     def stamp(ctx: pyzenoh.TimestampContext) -> bytes:
         contexts.append(ctx)
         return b"\xde\xad"
 
-    s = pyzenoh.open(pyzenoh_config(router.endpoint), timestamp_callback=stamp)
+    s = pyzenoh.open(pyzenoh_config(zenohd.endpoint), timestamp_callback=stamp)
     try:
         seen: queue.Queue[Any] = queue.Queue()
 

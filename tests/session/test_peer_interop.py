@@ -20,7 +20,7 @@ import zenoh
 import pyzenoh.session as pz
 from pyzenoh.localnet import free_port
 from pyzenoh.session import ChannelClosedError
-from tests.interop.zenoh_procs import opened
+from tests.fixtures.procs import opened
 from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
@@ -225,7 +225,7 @@ def test_real_peer_meets_pyzenoh_peer_through_router_gossip() -> None:
     """A pyzenoh peer connected to a real router announces where it listens in its link
     state; the router gossips it and a real peer of that router connects to it: they
     then talk directly (a router routes nothing between peers), each sample once."""
-    from tests.interop.zenoh_procs import start_router
+    from tests.fixtures.procs import start_router
 
     router = start_router(extra={"scouting/gossip/enabled": True})
     try:
@@ -266,7 +266,7 @@ def test_pyzenoh_peers_meet_through_router_gossip() -> None:
     """Two pyzenoh peers of one real router dial each other from its gossip (the one with
     the greater zid dials, a second link between two nodes is refused), and a real peer
     joining meets both; each sample arrives once."""
-    from tests.interop.zenoh_procs import start_router
+    from tests.fixtures.procs import start_router
 
     router = start_router(extra={"scouting/gossip/enabled": True})
     cfg = {
