@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 
 from tests.fixtures.pyzenoh_router import RouterProc, zenoh, zenoh_config
-from tests.waits import expect, routed
+from tests.waits import expect, passed_on, routed
 
 pytestmark = pytest.mark.interop
 
 WAIT = 10.0
-SETTLE = 0.3  # let declarations propagate before publishing (declarations are asynchronous)
 
 
 def collector() -> tuple[Callable[[Any], None], queue.Queue[Any]]:
@@ -50,10 +49,6 @@ def nothing_more(q: queue.Queue[Any], wait: float = 0.5) -> bool:
     except queue.Empty:
         return True
     return False
-
-
-def settle() -> None:
-    time.sleep(SETTLE)
 
 
 def test_pub_sub_between_clients(open_session) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +106,7 @@ def test_peer_mode_session(open_session) -> None:  # type: ignore[no-untyped-def
     peer.declare_subscriber("pm/**", to_peer)
     routed(client, "pm/from-client")
     client.declare_subscriber("pm/**", to_client)
-    settle()  # for the peer's put: it subscribes itself, so routed() cannot tell
+    passed_on(client, peer)  # for the peer's put: it subscribes itself, so routed() cannot tell
     client.put("pm/from-client", b"c")
     peer.put("pm/from-peer", b"p")
     # Each session sees its own put locally at once, the other's through the router.
@@ -197,7 +192,7 @@ def test_query_timeout(open_session) -> None:  # type: ignore[no-untyped-def]
 def test_liveliness_tokens_subscribers_and_get(open_session) -> None:  # type: ignore[no-untyped-def]
     a, b = open_session(), open_session()
     token = a.liveliness().declare_token("lv/a")
-    settle()
+    # no wait: b's history subscriber gets the token as history or, if later, as news
     cb, q = collector()
     b.liveliness().declare_subscriber("lv/**", cb, history=True)
     [first] = take(q)
@@ -223,8 +218,7 @@ def test_liveliness_tokens_subscribers_and_get(open_session) -> None:  # type: i
 def test_publisher_matching_status_follows_subscribers(open_session) -> None:  # type: ignore[no-untyped-def]
     a, b = open_session(), open_session()
     pub = a.declare_publisher("match/x")
-    settle()
-    assert pub.matching_status.matching is False
+    assert pub.matching_status.matching is False  # nobody matches: no wait can make it true
     cb, q = collector()
     pub.declare_matching_listener(cb)
     sub = b.declare_subscriber("match/**", lambda s: None)
