@@ -14,6 +14,7 @@ import zenoh
 import pyzenoh.session as pz
 from pyzenoh import aio
 from tests.fixtures.procs import Proc, pyzenoh_config
+from tests.waits import routed
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -67,7 +68,7 @@ def test_aio_pubsub_get_liveliness(zenohd: Proc, zs: zenoh.Session, prefix: str)
                 q.drop()
 
             qabl = await s.declare_queryable(f"{prefix}/aq")
-            await asyncio.sleep(0.3)  # let the router learn the queryable
+            await asyncio.to_thread(routed, zs, f"{prefix}/aq", query=True)  # zs knows the queryable
             zres: queue.Queue[Any] = queue.Queue()
             zs.get(f"{prefix}/aq", zres.put, timeout=10)
             query = await asyncio.wait_for(qabl.recv(), WAIT)
