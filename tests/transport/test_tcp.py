@@ -366,6 +366,7 @@ def test_handshake_timeout_and_lease_expiry() -> None:
     run(main)
 
 
+@pytest.mark.interop  # starts a real zenohd
 def test_connect_refused_and_handshake_with_real_router() -> None:
     from tests.fixtures.procs import free_port, start_router
 
