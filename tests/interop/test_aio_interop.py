@@ -51,7 +51,10 @@ def test_aio_pubsub_get_liveliness(zenohd: Proc, zs: zenoh.Session, prefix: str)
             sub = await s.declare_subscriber(f"{prefix}/**")
             got: list[Any] = []
             cb_sub = await s.declare_subscriber(f"{prefix}/cb", got.append)
-            await asyncio.sleep(0.3)
+            # a witness declared after the subscribers: once zs sees it, the router and zs have them
+            witness = await s.declare_queryable(f"{prefix}w/x")
+            await asyncio.to_thread(routed, zs, f"{prefix}w/x", query=True)
+            await witness.undeclare()
             await s.put(f"{prefix}/a", "from-aio", encoding="text/plain")
             zs.put(f"{prefix}/b", "from-zenoh")
             zs.put(f"{prefix}/cb", "to-callback")
@@ -107,7 +110,8 @@ def test_aio_many_sessions_one_loop(zenohd: Proc, prefix: str) -> None:
     async def main() -> None:
         sessions = [await aio.open(pyzenoh_config(zenohd.endpoint)) for _ in range(5)]
         subs = [await s.declare_subscriber(f"{prefix}/**") for s in sessions]
-        await asyncio.sleep(0.3)
+        for s in sessions:  # a barrier: once its liveliness get ends, the router has s's subscriber
+            await collect(await s.liveliness().get(f"{prefix}/barrier", timeout=10))
         for i, s in enumerate(sessions):
             await s.put(f"{prefix}/{i}", str(i))
         for sub in subs:
