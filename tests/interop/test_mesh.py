@@ -145,7 +145,7 @@ def test_triangle_no_duplicates_and_link_cut(tmp_path: Path, kinds: tuple[str, s
                 pub.put(f"t/{i}", f"{tag}-{j}")
             for name, col in cols.items():
                 col.wait_for(lambda ps, tag=tag: sum(p.startswith(tag) for p in ps) >= 60, 10.0)
-            time.sleep(0.5)
+            time.sleep(0.5)  # an absence: no duplicate comes late
             for name, col in cols.items():
                 got = [p for p in col.payloads() if p.startswith(tag)]
                 assert sorted(got) == sorted(f"{tag}-{j}" for j in range(60)), (name, tag, m.logs())
@@ -193,7 +193,7 @@ def test_refused_router_link_is_retried_with_backoff(tmp_path: Path) -> None:
         a = m.add("A", "zenoh", zid="aa")
         # B claims A's zid: A refuses it; B must back off (1 s, 2 s, 4 s ...), not storm.
         m.add("B", "pyzenoh", connect=("A",), zid="aa")
-        time.sleep(4.0)
+        time.sleep(4.0)  # the point: how often B retries over 4 s (1 s, 2 s, ... backoff)
         assert m.routers["B"].alive() and a.alive()
         log = m.routers["B"].log.read_text() if m.routers["B"].log else ""
         attempts = log.count("refus") + log.count("closed") + log.count("failed")
@@ -229,5 +229,5 @@ def test_peers_meet_through_gossip_like_with_zenohd(tmp_path: Path, gossip: bool
         else:
             for _ in range(10):
                 p2.put("g/x", "never")  # type: ignore[attr-defined]
-                time.sleep(0.1)
+                time.sleep(0.1)  # an absence: paced puts over 1 s, none may arrive
             assert col.payloads() == []

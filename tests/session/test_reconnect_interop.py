@@ -219,7 +219,10 @@ def test_aio_client_reconnects(zenohd_factory: Callable[..., Proc], port: int) -
         z = zenoh.open(zenoh_fast(ep))
         try:
             original.kill()
-            await asyncio.sleep(0.2)
+            gone_by = time.monotonic() + WAIT
+            while s.info.routers_zid():  # until the session has seen its router go
+                assert time.monotonic() < gone_by, "the router's loss went unnoticed"
+                await asyncio.sleep(0.02)
             await asyncio.to_thread(zenohd_factory, port)
             deadline = time.monotonic() + WAIT
             while time.monotonic() < deadline:
