@@ -69,8 +69,10 @@ def test_pair_pubsub_queries_liveliness(tmp_path: Path, kinds: tuple[str, str]) 
             oks, errs = get_all(ca, "q/b", target=target)
             assert oks and set(oks) <= {"fromA", "fromB"} and not errs
         oks, _ = get_all(ca, "q/b", target=zenoh.QueryTarget.ALL)
-        # one reply per key (the default consolidation): B's, which comes after ca's own
-        assert oks == ["fromB"]
+        # one reply per key (the default consolidation keeps the last of equal, unstamped
+        # ones): usually B's, but ca's own answer comes from a callback that, under load,
+        # ran after B's reply had crossed both routers (seen once with -n 2 and a busy CPU)
+        assert len(oks) == 1 and oks[0] in {"fromA", "fromB"}, oks
         # liveliness across the link: token on B, subscriber and get on A
         events = Collector()
         ca.liveliness().declare_subscriber("lv/**", events, history=True)
