@@ -10,6 +10,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+#: The suite's one fixtures plugin: routers, sessions and waits (see tests/fixtures).
+pytest_plugins = ["tests.fixtures.plugin"]
+
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 settings.register_profile(

@@ -17,7 +17,7 @@ from pyzenoh.session import aio, api
 from pyzenoh.session.config import DEFAULT_SEND_QUEUE_MAX_BYTES, Config, to_config
 from pyzenoh.session.scouting import scout
 from tests.config.trees import zenoh_default_tree, zenoh_inserts
-from tests.interop.zenoh_procs import router
+from tests.fixtures.procs import running_zenohd
 
 BAD_TEXTS = [
     ("{acces_control: {}}", "unknown config key 'acces_control' (did you mean 'access_control'?)"),
@@ -150,7 +150,7 @@ def test_scouting_takes_checked_configs_only() -> None:
 
 @pytest.mark.interop
 def test_open_warns_once_about_ignored_settings(caplog: pytest.LogCaptureFixture) -> None:
-    with router() as proc:
+    with running_zenohd() as proc:
         tree = {
             "mode": "client",
             "connect": {"endpoints": [proc.endpoint]},

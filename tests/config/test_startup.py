@@ -14,7 +14,7 @@ import pytest
 
 from pyzenoh.localnet import free_port
 from tests.config.trees import zenoh_default_tree
-from tests.router.conftest import run_router
+from tests.fixtures.pyzenoh_router import run_router
 from tests.security.certs import Pki
 
 EXIT_TIMEOUT_S = 60.0

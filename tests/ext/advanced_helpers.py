@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import zenoh
@@ -12,9 +11,9 @@ import pyzenoh
 WAIT = 5.0
 
 
-def settle(seconds: float = 0.3) -> None:
-    """Let declarations propagate through the router (never asserted on)."""
-    time.sleep(seconds)
+def drain_replies(replies: Any) -> list[Any]:
+    """The ok replies of a pyzenoh get, once it has ended (its timeout bounds the wait)."""
+    return [r for r in replies if r.ok is not None]
 
 
 def tokens(zs: zenoh.Session, key_expr: str) -> list[str]:

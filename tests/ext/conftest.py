@@ -1,5 +1,6 @@
-"""Fixtures of the tests/ext interop tests: one real router for the package, a real and a
-pyzenoh session on it, fresh keys, and a second router that can be linked later."""
+"""What only the tests/ext interop tests use: a timestamping real session on ``zenohd``,
+fresh keys, and a second router that can be linked later (the routers and the other
+sessions come from tests/fixtures)."""
 
 from __future__ import annotations
 
@@ -10,46 +11,17 @@ from collections.abc import Callable, Iterator
 import pytest
 import zenoh
 
-import pyzenoh
-from tests.interop.zenoh_procs import (
-    Proc,
-    pyzenoh_config,
-    start_router,
-    zenoh_config,
-    zenoh_session,
-)
-from tests.interop.zenoh_procs import router as zenoh_router
+from tests.fixtures.procs import Proc, zenoh_config
 
 _ids = itertools.count()
 
 
 @pytest.fixture(scope="package")
-def router() -> Iterator[Proc]:
-    with zenoh_router() as proc:
-        yield proc
-
-
-@pytest.fixture(scope="package")
-def zs(router: Proc) -> Iterator[zenoh.Session]:
-    with zenoh_session(router.endpoint) as s:
-        yield s
-
-
-@pytest.fixture(scope="package")
-def zs_ts(router: Proc) -> Iterator[zenoh.Session]:
+def zs_ts(zenohd: Proc) -> Iterator[zenoh.Session]:
     """A real session that timestamps (a real cache without miss detection needs it)."""
-    c = zenoh_config(router.endpoint)
+    c = zenoh_config(zenohd.endpoint)
     c.insert_json5("timestamping/enabled", json.dumps(True))
     s = zenoh.open(c)
-    try:
-        yield s
-    finally:
-        s.close()
-
-
-@pytest.fixture(scope="package")
-def ps(router: Proc) -> Iterator[pyzenoh.Session]:
-    s = pyzenoh.open(pyzenoh_config(router.endpoint))
     try:
         yield s
     finally:
@@ -70,17 +42,12 @@ def key() -> str:
 
 
 @pytest.fixture
-def island(router: Proc) -> Iterator[tuple[Proc, Callable[[], None]]]:
-    """A router not linked to ``router`` yet, and a function that links the two (through
+def island(zenohd: Proc, zenohd_factory: Callable[..., Proc]) -> tuple[Proc, Callable[[], None]]:
+    """A router not linked to ``zenohd`` yet, and a function that links the two (through
     a third router connecting to both)."""
-    other = start_router()
-    bridges: list[Proc] = []
+    other = zenohd_factory()
 
     def link() -> None:
-        bridges.append(start_router(extra={"connect/endpoints": [router.endpoint, other.endpoint]}))
+        zenohd_factory(extra={"connect/endpoints": [zenohd.endpoint, other.endpoint]})
 
-    try:
-        yield other, link
-    finally:
-        for p in (*bridges, other):
-            p.stop()
+    return other, link

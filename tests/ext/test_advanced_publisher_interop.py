@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import struct
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,13 +22,12 @@ import pyzenoh.ext as px
 from tests.ext.advanced_helpers import (
     WAIT,
     reachable,
-    settle,
     sns,
     texts,
     tokens,
 )
-from tests.interop.zenoh_procs import Proc, pyzenoh_config
-from tests.waits import routed, until
+from tests.fixtures.procs import Proc, pyzenoh_config
+from tests.waits import flushed, puts_routed, routed, until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -46,7 +46,7 @@ def test_pyzenoh_publisher_history_and_live_to_zenoh(ps: pyzenoh.Session, zs: ze
     with pub:
         for i in range(8):
             pub.put(f"h{i}", attachment=b"att")
-        settle()  # the live samples are gone before the subscriber comes
+        flushed(ps, zs)  # the live samples are gone before the subscriber comes
         assert until(lambda: reachable(zs, f"{key}/@adv/**?_max=1"))  # the router knows the cache
         got: list[Any] = []
         misses: list[Any] = []
@@ -62,7 +62,7 @@ def test_pyzenoh_publisher_history_and_live_to_zenoh(ps: pyzenoh.Session, zs: ze
         for i in range(8, 12):
             pub.put(f"l{i}")
         assert until(lambda: len(got) >= 9)
-        settle(0.5)  # a heartbeat or two: nothing more may come
+        time.sleep(0.5)  # an absence: two heartbeat periods (0.2 s) bring nothing more
         assert texts(got) == [f"h{i}" for i in range(3, 8)] + [f"l{i}" for i in range(8, 12)]
         assert sns(got) == list(range(3, 12))
         assert all(str(s.source_info.source_id.zid) == str(ps.zid()) for s in got)
@@ -77,14 +77,14 @@ def test_pyzenoh_timestamped_cache_to_zenoh(ps: pyzenoh.Session, zs: zenoh.Sessi
     with px.declare_advanced_publisher(ps, key, cache=px.CacheConfig(max_samples=3), publisher_detection=True) as pub:
         for i in range(5):
             pub.put(f"t{i}")
-        settle()  # the live samples are gone before the subscriber comes
+        flushed(ps, zs)  # the live samples are gone before the subscriber comes
         assert until(lambda: tokens(zs, f"{key}/@adv/**") == [f"{key}/@adv/pub/{ps.zid()}/uhlc/_"])
         got: list[Any] = []
         sub = zx.declare_advanced_subscriber(zs, key, got.append, history=zx.HistoryConfig(detect_late_publishers=True))
         assert until(lambda: len(got) >= 3)
         pub.put("t5")
         assert until(lambda: len(got) >= 4)
-        settle(0.2)
+        time.sleep(0.2)  # an absence: nothing more comes
         assert texts(got) == ["t2", "t3", "t4", "t5"]
         assert all(s.source_info is None and s.timestamp is not None for s in got)
         sub.undeclare()
@@ -93,13 +93,13 @@ def test_pyzenoh_timestamped_cache_to_zenoh(ps: pyzenoh.Session, zs: zenoh.Sessi
 def test_pyzenoh_heartbeat_and_token_wire(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
     beats: list[Any] = []
     spy = zs.declare_subscriber(f"{key}/@adv/**", beats.append)
-    settle()
+    routed(ps, f"{key}/@adv/pub/x")
     with px.declare_advanced_publisher(
         ps, key, sample_miss_detection=px.MissDetectionConfig(heartbeat=0.1), publisher_detection=True
     ) as pub:
         adv = f"{key}/@adv/pub/{ps.zid()}/{pub.id.eid}/_"
         assert until(lambda: tokens(zs, f"{key}/@adv/**") == [adv])
-        settle(0.3)
+        time.sleep(0.3)  # an absence over three heartbeat periods
         assert not beats  # nothing published yet: no heartbeat
         pub.put("a")
         pub.put("b")
@@ -113,13 +113,13 @@ def test_pyzenoh_heartbeat_and_token_wire(ps: pyzenoh.Session, zs: zenoh.Session
 def test_pyzenoh_sporadic_heartbeat_only_after_news(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
     beats: list[Any] = []
     spy = zs.declare_subscriber(f"{key}/@adv/**", beats.append)
-    settle()
+    routed(ps, f"{key}/@adv/pub/x")
     with px.declare_advanced_publisher(
         ps, key, sample_miss_detection=px.MissDetectionConfig(sporadic_heartbeat=0.05)
     ) as pub:
         pub.put("a")
         assert until(lambda: len(beats) >= 1)
-        settle(0.3)  # six periods without news: no heartbeat
+        time.sleep(0.3)  # an absence: six periods without news bring no heartbeat
         assert len(beats) == 1 and beats[0].congestion_control == zenoh.CongestionControl.BLOCK
         pub.put("b")
         pub.put("c")
@@ -230,8 +230,8 @@ def test_cache_answers_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Session,
     )
     for i in range(6):
         zpub.put(f"c{i}")
-        ppub.put(f"c{i}")
-    settle()
+        ppub.put(f"c{i}")  # into the caches at once (they are the sessions' own)
+    assert until(lambda: reachable(zs, f"{kp}/@adv/**?_max=1"))  # the router knows ppub's cache
 
     def ask(k: str, params: str) -> list[tuple[str, int | None]]:
         sel = f"{k}/@adv/**" + (f"?{params}" if params else "")
@@ -268,13 +268,13 @@ def test_timestamped_cache_answers_like_the_real_one(
     for i in range(3):
         zpub.put(f"c{i}")
         ppub.put(f"c{i}")
-    settle(0.2)
+    time.sleep(0.2)  # the point: a gap in time either side of ``mid``
     mid = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    settle(0.2)
+    time.sleep(0.2)
     for i in range(3, 6):
         zpub.put(f"c{i}")
         ppub.put(f"c{i}")
-    settle()
+    assert until(lambda: reachable(zs, f"{kp}/@adv/**?_max=1"))  # the router knows ppub's cache
 
     def ask(k: str, params: str) -> list[str]:
         replies = zs.get(
@@ -331,7 +331,7 @@ def test_late_pyzenoh_publisher_history_to_zenoh(
         )
         for i in range(4):
             pub.put(f"far{i}")
-        settle()
+        puts_routed(far)  # the island's router has routed them (to nobody: not linked yet)
         assert not got
         link()
         assert until(lambda: reachable(zs, f"{key}/@adv/**?_max=1"))  # the routes to the cache are in

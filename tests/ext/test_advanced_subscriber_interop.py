@@ -9,6 +9,7 @@ subscriber's state."""
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,14 +21,14 @@ import pyzenoh
 import pyzenoh.ext as px
 from tests.ext.advanced_helpers import (
     WAIT,
+    drain_replies,
     reachable,
-    settle,
     sns,
     texts,
     tokens,
 )
-from tests.interop.zenoh_procs import Proc, zenoh_config
-from tests.waits import until
+from tests.fixtures.procs import Proc, zenoh_config
+from tests.waits import flushed, routed, until, value_of
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -42,7 +43,8 @@ def test_subscriber_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Ses
     seen: list[tuple[str, str]] = []
     spy = zs.declare_queryable(f"{key}/@adv/**", lambda q: seen.append((str(q.key_expr), str(q.parameters))))
     token = zs.liveliness().declare_token(f"{key}/@adv/pub/{zs.zid()}/77/_")
-    settle()
+    routed(ps, f"{key}/@adv/x", query=True)  # ps knows the spy, and ps's router the token:
+    value_of(lambda: drain_replies(ps.liveliness().get(f"{key}/@adv/pub/**")), "the token")
     history = {"detect_late_publishers": True, "max_samples": 5, "max_age": 1.5}
     period = datetime.timedelta(seconds=0.2)
 
@@ -51,7 +53,7 @@ def test_subscriber_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Ses
         sub = declare()
         assert until(lambda: len(seen) >= 3)  # history, token, and periodic queries
         sub.undeclare()
-        settle(0.1)
+        time.sleep(0.1)  # the queries still in flight land before the next round clears ``seen``
         return set(seen)
 
     real = queries_of(
@@ -85,12 +87,12 @@ def test_heartbeat_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Sess
     seen: list[tuple[str, str]] = []
     spy = zs.declare_queryable(f"{key}/@adv/**", lambda q: seen.append((str(q.key_expr), str(q.parameters))))
     beat = f"{key}/@adv/pub/{zs.zid()}/78/_"
-    settle()
+    routed(ps, f"{key}/@adv/x", query=True)  # ps knows the spy
 
     def queries_of(declare: Callable[[], Any]) -> set[tuple[str, str]]:
         seen.clear()
         sub = declare()
-        settle()
+        routed(zs, beat)  # zs knows the subscriber's heartbeat subscription (the real one's is local)
         zs.put(beat, zx.z_serialize(zx.UInt32(4)))
         assert until(lambda: len(seen) >= 1)
         sub.undeclare()
@@ -119,7 +121,7 @@ def test_zenoh_publisher_history_and_live_to_pyzenoh(ps: pyzenoh.Session, zs: ze
     )
     for i in range(8):
         pub.put(f"h{i}")
-    settle()  # the live samples are gone before the subscriber comes
+    flushed(zs, ps)  # the live samples are gone before the subscriber comes
     sub = px.declare_advanced_subscriber(
         ps,
         key,
@@ -132,7 +134,7 @@ def test_zenoh_publisher_history_and_live_to_pyzenoh(ps: pyzenoh.Session, zs: ze
     for i in range(8, 12):
         pub.put(f"l{i}")
     got += [sub.recv(WAIT) for _ in range(4)]
-    settle(0.5)
+    time.sleep(0.5)  # an absence: two heartbeat periods (0.2 s) bring no duplicate
     assert sub.try_recv() is None  # no duplicate from the heartbeat's queries
     assert misses.try_recv() is None
     assert texts(got) == [f"h{i}" for i in range(3, 8)] + [f"l{i}" for i in range(8, 12)]
@@ -152,7 +154,7 @@ def test_zenoh_publisher_max_samples_to_pyzenoh_channel_and_callback(
     )
     for i in range(5):
         pub.put(f"v{i}")
-    settle()  # the live samples are gone before the subscriber comes
+    flushed(zs, ps)  # the live samples are gone before the subscriber comes
     ring = px.declare_advanced_subscriber(
         ps, key, pyzenoh.handlers.RingChannel(10), history=px.HistoryConfig(max_samples=2)
     )
@@ -178,12 +180,12 @@ def test_zenoh_timestamped_cache_to_pyzenoh(ps: pyzenoh.Session, zs_ts: zenoh.Se
     pub = zx.declare_advanced_publisher(zs_ts, key, cache=zx.CacheConfig(max_samples=3), publisher_detection=True)
     for i in range(5):
         pub.put(f"t{i}")
-    settle()  # the live samples are gone before the subscriber comes
+    flushed(zs_ts, ps)  # the live samples are gone before the subscriber comes
     sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True))
     got = [sub.recv(WAIT) for _ in range(3)]
     pub.put("t5")
     got.append(sub.recv(WAIT))
-    settle(0.2)
+    time.sleep(0.2)  # an absence: nothing more comes
     extra = sub.try_recv()
     assert extra is None, (texts(got), [str(s.timestamp) for s in got], repr(extra), str(extra.timestamp))
     assert texts(got) == ["t2", "t3", "t4", "t5"]
@@ -193,8 +195,8 @@ def test_zenoh_timestamped_cache_to_pyzenoh(ps: pyzenoh.Session, zs_ts: zenoh.Se
 
 def test_late_publisher_detected_by_pyzenoh(ps: pyzenoh.Session, zs: zenoh.Session, key: str) -> None:
     sub = px.declare_advanced_subscriber(ps, key, history=px.HistoryConfig(detect_late_publishers=True))
-    detected = sub.detect_publishers(history=True)
-    settle()
+    detected = sub.detect_publishers(history=True)  # with history: no wait for the token
+    routed(zs, key)  # zs knows sub's subscriber before its publisher puts
     pub = zx.declare_advanced_publisher(
         zs,
         key,
@@ -245,12 +247,12 @@ def test_pyzenoh_subscriber_recovers_from_zenoh_cache(
     _Deaf(monkeypatch, {"s1", "s3"})
     sub = px.declare_advanced_subscriber(ps, key, recovery=recovery)
     misses = sub.sample_miss_listener()
-    settle()
+    routed(zs, key)
     for i in range(4):
         pub.put(f"s{i}")
     got = [sub.recv(WAIT) for _ in range(4)]
     assert texts(got) == ["s0", "s1", "s2", "s3"] and sns(got) == [0, 1, 2, 3]
-    settle(0.3)
+    time.sleep(0.3)  # an absence: a heartbeat / query period (0.2 s) brings no duplicate
     assert sub.try_recv() is None and misses.try_recv() is None
     sub.undeclare()
     pub.undeclare()
@@ -264,7 +266,7 @@ def test_pyzenoh_subscriber_reports_miss_from_zenoh(
     sub = px.declare_advanced_subscriber(ps, key)
     misses: list[px.Miss] = []
     listener = sub.sample_miss_listener(misses.append)
-    settle()
+    routed(zs, key)
     for i in range(4):
         pub.put(f"m{i}")
     got = [sub.recv(WAIT), sub.recv(WAIT)]
@@ -293,7 +295,7 @@ def test_pyzenoh_to_pyzenoh(ps: pyzenoh.Session, key: str) -> None:
             got = [sub.recv(WAIT) for _ in range(3)]
             pub.put("p4")
             got.append(sub.recv(WAIT))
-            settle(0.3)
+            time.sleep(0.3)  # an absence: three sporadic heartbeat periods bring no duplicate
             assert sub.try_recv() is None
             assert texts(got) == ["p1", "p2", "p3", "p4"] and sns(got) == [1, 2, 3, 4]
 
@@ -313,8 +315,7 @@ def test_late_zenoh_publisher_history_to_pyzenoh(
         )
         for i in range(4):
             pub.put(f"far{i}")
-        settle()
-        assert sub.try_recv() is None
+        assert sub.try_recv() is None  # not linked yet: nothing can come
         link()
         assert until(lambda: reachable(ps, f"{key}/@adv/**?_max=1"))
         assert sub.try_recv() is None

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pyzenoh.localnet import free_port, wait_listening
-from tests.interop.zenoh_procs import Proc, start_router
+from tests.fixtures.procs import Proc, start_router
 
 #: Longest wait for a route to come up across the mesh (trees, declarations).
 CONVERGE_S = 20.0

@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from pyzenoh.localnet import free_port
-from tests.interop.zenoh_procs import pyzenoh_router_process
+from tests.fixtures.procs import pyzenoh_router_process
 from tests.security.certs import Pki
 from tests.waits import expect
 

@@ -37,8 +37,8 @@ import pytest
 from pyzenoh.errors import UsageError
 from pyzenoh.localnet import free_port
 from pyzenoh.router.config import load_config
+from tests.fixtures.procs import pyzenoh_router_process
 from tests.interop.test_acl_interop import WAIT, Inbox, _marked, _marks, declared
-from tests.interop.zenoh_procs import pyzenoh_router_process
 from tests.waits import expect
 
 zenoh = pytest.importorskip("zenoh")
@@ -108,7 +108,7 @@ class Site:
 
 
 @contextlib.contextmanager
-def router(
+def acl_router(
     impl: str, zid: str, acl: dict[str, Any] | None = None, connect: str | None = None, host: str = "127.0.0.1"
 ) -> Iterator[str]:
     """A router listening on ``host`` and a fresh port (its endpoint on 127.0.0.1 yielded),
@@ -154,7 +154,7 @@ def start(impl: str) -> Iterator[Callable[[dict[str, Any]], Site]]:
     with contextlib.ExitStack() as stack:
 
         def _start(acl: dict[str, Any]) -> Site:
-            site = Site(impl, stack.enter_context(router(impl, ROUTER_ZID, acl)))
+            site = Site(impl, stack.enter_context(acl_router(impl, ROUTER_ZID, acl)))
             stack.callback(site.close)
             return site
 
@@ -503,7 +503,7 @@ def test_interfaces_of_links_to_a_listener_on_the_ipv6_wildcard(impl: str) -> No
     acl = tree(
         [rule("no-put", ["put"], ["i/**"], ["ingress"])], [(["no-put"], ["lo"])], [{"id": "lo", "interfaces": ["lo"]}]
     )
-    with router(impl, ROUTER_ZID, acl, host="[::]") as endpoint:
+    with acl_router(impl, ROUTER_ZID, acl, host="[::]") as endpoint:
         port = endpoint.rsplit(":", 1)[1]
         v4, v6 = Site(impl, endpoint), Site(impl, f"tcp/[::1]:{port}")
         try:
@@ -538,7 +538,7 @@ def test_a_neighbour_router_is_a_subject_by_zid(impl: str) -> None:
         [(["put-in", "put-out", "sub-in", "token-out", "query-in", "reply-out"], ["nb"])],
         [{"id": "nb", "zids": [NEIGHBOUR_ZID]}],
     )
-    with router(impl, ROUTER_ZID, acl) as tested, router("zenohd", NEIGHBOUR_ZID, connect=tested) as neighbour:
+    with acl_router(impl, ROUTER_ZID, acl) as tested, acl_router("zenohd", NEIGHBOUR_ZID, connect=tested) as neighbour:
         there, here = Site("zenohd", neighbour), Site(impl, tested)
         try:
             a, b = there["a"], here["b"]

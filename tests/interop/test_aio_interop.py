@@ -13,7 +13,8 @@ import zenoh
 
 import pyzenoh.session as pz
 from pyzenoh import aio
-from tests.interop.zenoh_procs import Proc, pyzenoh_config
+from tests.fixtures.procs import Proc, pyzenoh_config
+from tests.waits import routed
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -40,17 +41,20 @@ async def collect(it: Any, n: int | None = None) -> list[Any]:
     return await asyncio.wait_for(run(), WAIT)
 
 
-def test_aio_pubsub_get_liveliness(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_aio_pubsub_get_liveliness(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     zq: queue.Queue[Any] = queue.Queue()
     zsub = zs.declare_subscriber(f"{prefix}/**", zq.put)
     zqabl = zs.declare_queryable(f"{prefix}/zq", lambda q: q.reply(f"{prefix}/zq", "zreply"))
 
     async def main() -> None:
-        async with await aio.open(pyzenoh_config(router.endpoint)) as s:
+        async with await aio.open(pyzenoh_config(zenohd.endpoint)) as s:
             sub = await s.declare_subscriber(f"{prefix}/**")
             got: list[Any] = []
             cb_sub = await s.declare_subscriber(f"{prefix}/cb", got.append)
-            await asyncio.sleep(0.3)
+            # a witness declared after the subscribers: once zs sees it, the router and zs have them
+            witness = await s.declare_queryable(f"{prefix}w/x")
+            await asyncio.to_thread(routed, zs, f"{prefix}w/x", query=True)
+            await witness.undeclare()
             await s.put(f"{prefix}/a", "from-aio", encoding="text/plain")
             zs.put(f"{prefix}/b", "from-zenoh")
             zs.put(f"{prefix}/cb", "to-callback")
@@ -67,7 +71,7 @@ def test_aio_pubsub_get_liveliness(router: Proc, zs: zenoh.Session, prefix: str)
                 q.drop()
 
             qabl = await s.declare_queryable(f"{prefix}/aq")
-            await asyncio.sleep(0.3)  # let the router learn the queryable
+            await asyncio.to_thread(routed, zs, f"{prefix}/aq", query=True)  # zs knows the queryable
             zres: queue.Queue[Any] = queue.Queue()
             zs.get(f"{prefix}/aq", zres.put, timeout=10)
             query = await asyncio.wait_for(qabl.recv(), WAIT)
@@ -102,11 +106,12 @@ def test_aio_pubsub_get_liveliness(router: Proc, zs: zenoh.Session, prefix: str)
     zqabl.undeclare()
 
 
-def test_aio_many_sessions_one_loop(router: Proc, prefix: str) -> None:
+def test_aio_many_sessions_one_loop(zenohd: Proc, prefix: str) -> None:
     async def main() -> None:
-        sessions = [await aio.open(pyzenoh_config(router.endpoint)) for _ in range(5)]
+        sessions = [await aio.open(pyzenoh_config(zenohd.endpoint)) for _ in range(5)]
         subs = [await s.declare_subscriber(f"{prefix}/**") for s in sessions]
-        await asyncio.sleep(0.3)
+        for s in sessions:  # a barrier: once its liveliness get ends, the router has s's subscriber
+            await collect(await s.liveliness().get(f"{prefix}/barrier", timeout=10))
         for i, s in enumerate(sessions):
             await s.put(f"{prefix}/{i}", str(i))
         for sub in subs:

@@ -57,9 +57,9 @@ from pyzenoh.codec import (
     frame_batch,
 )
 from pyzenoh.transport.link import Link, LinkConfig, Role, sn_mask
-from tests.interop import zenoh_procs
+from tests.fixtures import procs as zenoh_procs
+from tests.fixtures.pyzenoh_router import run_router
 from tests.interop.strict_reader import Delivered, StrictReader, put_payload
-from tests.router.conftest import run_router
 
 zenoh = pytest.importorskip("zenoh")
 

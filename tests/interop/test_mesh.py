@@ -69,8 +69,10 @@ def test_pair_pubsub_queries_liveliness(tmp_path: Path, kinds: tuple[str, str]) 
             oks, errs = get_all(ca, "q/b", target=target)
             assert oks and set(oks) <= {"fromA", "fromB"} and not errs
         oks, _ = get_all(ca, "q/b", target=zenoh.QueryTarget.ALL)
-        # one reply per key (the default consolidation): B's, which comes after ca's own
-        assert oks == ["fromB"]
+        # one reply per key (the default consolidation keeps the last of equal, unstamped
+        # ones): usually B's, but ca's own answer comes from a callback that, under load,
+        # ran after B's reply had crossed both routers (seen once with -n 2 and a busy CPU)
+        assert len(oks) == 1 and oks[0] in {"fromA", "fromB"}, oks
         # liveliness across the link: token on B, subscriber and get on A
         events = Collector()
         ca.liveliness().declare_subscriber("lv/**", events, history=True)
@@ -89,7 +91,7 @@ def test_pair_pubsub_queries_liveliness(tmp_path: Path, kinds: tuple[str, str]) 
     ids=["pyzenoh-transit", "pyzenoh-edges", "pyzenoh-only"],
 )
 def test_line_of_three(tmp_path: Path, kinds: tuple[str, str, str]) -> None:
-    from tests.interop.zenoh_procs import start_pyzenoh_token
+    from tests.fixtures.procs import start_pyzenoh_token
 
     with mesh(tmp_path) as m:
         m.add("A", kinds[0])
@@ -145,7 +147,7 @@ def test_triangle_no_duplicates_and_link_cut(tmp_path: Path, kinds: tuple[str, s
                 pub.put(f"t/{i}", f"{tag}-{j}")
             for name, col in cols.items():
                 col.wait_for(lambda ps, tag=tag: sum(p.startswith(tag) for p in ps) >= 60, 10.0)
-            time.sleep(0.5)
+            time.sleep(0.5)  # an absence: no duplicate comes late
             for name, col in cols.items():
                 got = [p for p in col.payloads() if p.startswith(tag)]
                 assert sorted(got) == sorted(f"{tag}-{j}" for j in range(60)), (name, tag, m.logs())
@@ -193,7 +195,7 @@ def test_refused_router_link_is_retried_with_backoff(tmp_path: Path) -> None:
         a = m.add("A", "zenoh", zid="aa")
         # B claims A's zid: A refuses it; B must back off (1 s, 2 s, 4 s ...), not storm.
         m.add("B", "pyzenoh", connect=("A",), zid="aa")
-        time.sleep(4.0)
+        time.sleep(4.0)  # the point: how often B retries over 4 s (1 s, 2 s, ... backoff)
         assert m.routers["B"].alive() and a.alive()
         log = m.routers["B"].log.read_text() if m.routers["B"].log else ""
         attempts = log.count("refus") + log.count("closed") + log.count("failed")
@@ -229,5 +231,5 @@ def test_peers_meet_through_gossip_like_with_zenohd(tmp_path: Path, gossip: bool
         else:
             for _ in range(10):
                 p2.put("g/x", "never")  # type: ignore[attr-defined]
-                time.sleep(0.1)
+                time.sleep(0.1)  # an absence: paced puts over 1 s, none may arrive
             assert col.payloads() == []

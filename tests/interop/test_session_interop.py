@@ -16,14 +16,14 @@ import zenoh
 
 import pyzenoh.session as pz
 from pyzenoh.session import ChannelClosedError
-from tests.interop.zenoh_procs import (
+from tests.fixtures.procs import (
     Proc,
     pyzenoh_config,
     start_pyzenoh_token,
     start_router,
     zenoh_config,
 )
-from tests.waits import routed
+from tests.waits import barrier, routed, value_of
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -32,23 +32,8 @@ _ids = itertools.count()
 
 
 @pytest.fixture
-def ps(router: Proc) -> Iterator[pz.Session]:
-    s = pz.open(pyzenoh_config(router.endpoint))
-    try:
-        yield s
-    finally:
-        s.close()
-
-
-@pytest.fixture
 def prefix() -> str:
     return f"it{next(_ids)}x{time.monotonic_ns() % 100000}"
-
-
-def settle() -> None:
-    """Let declarations propagate through the router (they have no acknowledgement): for
-    what :func:`routed` cannot tell (an absence, liveliness, a session's own entities)."""
-    time.sleep(0.3)
 
 
 def drain(handler: Any, timeout: float = WAIT) -> list[Any]:
@@ -99,8 +84,8 @@ def test_put_zenoh_to_pyzenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) ->
     assert s.timestamp is not None
 
 
-def test_pyzenoh_to_pyzenoh_and_local(router: Proc, ps: pz.Session, prefix: str) -> None:
-    with pz.open(pyzenoh_config(router.endpoint)) as other:
+def test_pyzenoh_to_pyzenoh_and_local(zenohd: Proc, ps: pz.Session, prefix: str) -> None:
+    with pz.open(pyzenoh_config(zenohd.endpoint)) as other:
         remote = other.declare_subscriber(f"{prefix}/*")
         routed(ps, f"{prefix}/x")
         local = ps.declare_subscriber(f"{prefix}/*")
@@ -166,10 +151,10 @@ def test_wildcard_subscribers(ps: pz.Session, zs: zenoh.Session, prefix: str) ->
 
 def test_delete_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     q, cb = zqueue()
-    zsub = zs.declare_subscriber(f"{prefix}/**", cb)
+    zsub = zs.declare_subscriber(f"{prefix}/gone", cb)
     routed(ps, f"{prefix}/gone")
-    psub = ps.declare_subscriber(f"{prefix}/**")
-    settle()  # for zs's delete below: zs subscribes itself, so routed() cannot tell
+    psub = ps.declare_subscriber(f"{prefix}/gone$*")  # gone (locally) and gone2 (from zs)
+    routed(zs, f"{prefix}/gone2")  # which only psub matches
     ps.delete(f"{prefix}/gone", attachment=b"why")
     s = q.get(timeout=WAIT)
     assert s.kind == zenoh.SampleKind.DELETE and str(s.key_expr) == f"{prefix}/gone"
@@ -233,7 +218,7 @@ def test_publisher_matching_and_write_filtering(ps: pz.Session, zs: zenoh.Sessio
     pub = ps.declare_publisher(f"{prefix}/m", encoding="text/plain")
     statuses = pub.declare_matching_listener()
     assert statuses.recv(timeout=WAIT).matching is False
-    settle()
+    barrier(ps)  # the router has answered the publisher's interest (its D_FINAL)
     assert pub.matching_status.matching is False
     pub.put("nobody listens")  # filtered out after the router's D_FINAL
     q, cb = zqueue()
@@ -252,9 +237,8 @@ def test_publisher_matching_and_write_filtering(ps: pz.Session, zs: zenoh.Sessio
 def test_zenoh_publisher_sees_pyzenoh_subscriber(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     zpub = zs.declare_publisher(f"{prefix}/zp")
     q, cb = zqueue()
-    listener = zpub.declare_matching_listener(cb)
-    settle()
-    assert not zpub.matching_status.matching
+    listener = zpub.declare_matching_listener(cb)  # a real listener hears changes only
+    assert not zpub.matching_status.matching  # nobody matches: no wait can make it true
     sub = ps.declare_subscriber(f"{prefix}/**")
     assert q.get(timeout=WAIT).matching is True
     zpub.put("to-py")
@@ -394,11 +378,11 @@ def test_local_queryable_answers_own_get(ps: pz.Session, prefix: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def zs2(router: Proc) -> Iterator[zenoh.Session]:
+def zs2(zenohd: Proc) -> Iterator[zenoh.Session]:
     """A second zenoh session. A zenoh session that has a history liveliness subscriber
     sometimes gets an empty liveliness get right after (seen with zenoh token holders
     too), so liveliness gets are made from this one."""
-    s = zenoh.open(zenoh_config(router.endpoint))
+    s = zenoh.open(zenoh_config(zenohd.endpoint))
     try:
         yield s
     finally:
@@ -411,7 +395,9 @@ def test_pyzenoh_token_seen_by_zenoh(ps: pz.Session, zs: zenoh.Session, zs2: zen
     tok = ps.liveliness().declare_token(f"{prefix}/tok")
     s = q.get(timeout=WAIT)
     assert (str(s.key_expr), s.kind) == (f"{prefix}/tok", zenoh.SampleKind.PUT)
-    assert [str(r.ok.key_expr) for r in zs2.liveliness().get(f"{prefix}/**", timeout=10)] == [f"{prefix}/tok"]
+    # a real client's get can come back empty right after its subscriber saw the token
+    got = value_of(lambda: [str(r.ok.key_expr) for r in zs2.liveliness().get(f"{prefix}/**", timeout=10)], "tok")
+    assert got == [f"{prefix}/tok"]
     tok.undeclare()
     s = q.get(timeout=WAIT)
     assert (str(s.key_expr), s.kind) == (f"{prefix}/tok", zenoh.SampleKind.DELETE)
@@ -420,12 +406,12 @@ def test_pyzenoh_token_seen_by_zenoh(ps: pz.Session, zs: zenoh.Session, zs2: zen
 
 def test_zenoh_token_seen_by_pyzenoh(ps: pz.Session, zs: zenoh.Session, prefix: str) -> None:
     before = zs.liveliness().declare_token(f"{prefix}/before")
-    settle()
+    value_of(lambda: drain(ps.liveliness().get(f"{prefix}/before", timeout=10)), "the router has zs's token")
     hist = ps.liveliness().declare_subscriber(f"{prefix}/**", history=True)
     nohist = ps.liveliness().declare_subscriber(f"{prefix}/**", history=False)
     s = hist.recv(timeout=WAIT)
     assert (str(s.key_expr), s.kind) == (f"{prefix}/before", pz.SampleKind.PUT)
-    settle()
+    barrier(ps)  # the router has nohist's interest before zs declares "after"
     after = zs.liveliness().declare_token(f"{prefix}/after")
     for sub in (hist, nohist):
         s = sub.recv(timeout=WAIT)
@@ -443,7 +429,7 @@ def test_zenoh_token_seen_by_pyzenoh(ps: pz.Session, zs: zenoh.Session, prefix: 
 
 def test_own_token_seen_once(ps: pz.Session, prefix: str) -> None:
     tok = ps.liveliness().declare_token(f"{prefix}/mine")
-    settle()
+    barrier(ps)  # the router has the token: an echo of it would be seen below
     sub = ps.liveliness().declare_subscriber(f"{prefix}/**", history=True)
     s = sub.recv(timeout=WAIT)
     assert str(s.key_expr) == f"{prefix}/mine"
@@ -453,10 +439,10 @@ def test_own_token_seen_once(ps: pz.Session, prefix: str) -> None:
     assert sub.try_recv() is None
 
 
-def test_close_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_close_seen_by_zenoh(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     q, cb = zqueue()
     zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb)
-    s = pz.open(pyzenoh_config(router.endpoint))
+    s = pz.open(pyzenoh_config(zenohd.endpoint))
     s.liveliness().declare_token(f"{prefix}/closing")
     assert q.get(timeout=WAIT).kind == zenoh.SampleKind.PUT
     s.close()
@@ -465,11 +451,11 @@ def test_close_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str) -> No
     zsub.undeclare()
 
 
-def test_lease_expiry_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_lease_expiry_seen_by_zenoh(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     """A pyzenoh process frozen (no CLOSE, socket open) loses its token after its lease."""
     q, cb = zqueue()
     zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb)
-    proc = start_pyzenoh_token(router.endpoint, f"{prefix}/frozen", lease_ms=1000)
+    proc = start_pyzenoh_token(zenohd.endpoint, f"{prefix}/frozen", lease_ms=1000)
     try:
         assert q.get(timeout=WAIT).kind == zenoh.SampleKind.PUT
         proc.suspend()
@@ -480,10 +466,10 @@ def test_lease_expiry_seen_by_zenoh(router: Proc, zs: zenoh.Session, prefix: str
     zsub.undeclare()
 
 
-def test_killed_process_token_disappears(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_killed_process_token_disappears(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     q, cb = zqueue()
     zsub = zs.liveliness().declare_subscriber(f"{prefix}/**", cb)
-    proc = start_pyzenoh_token(router.endpoint, f"{prefix}/killed")
+    proc = start_pyzenoh_token(zenohd.endpoint, f"{prefix}/killed")
     try:
         assert q.get(timeout=WAIT).kind == zenoh.SampleKind.PUT
     finally:
@@ -512,25 +498,27 @@ def test_router_gone_keeps_session(prefix: str) -> None:
 # --- peer mode ------------------------------------------------------------------------------
 
 
-def test_peer_mode_against_router(router: Proc, zs: zenoh.Session, zs2: zenoh.Session, prefix: str) -> None:
-    with pz.open(pyzenoh_config(router.endpoint, mode="peer")) as peer:
-        sub = peer.declare_subscriber(f"{prefix}/**")
+def test_peer_mode_against_router(zenohd: Proc, zs: zenoh.Session, zs2: zenoh.Session, prefix: str) -> None:
+    with pz.open(pyzenoh_config(zenohd.endpoint, mode="peer")) as peer:
+        sub = peer.declare_subscriber(f"{prefix}/z")
         q, cb = zqueue()
         zsub = zs.declare_subscriber(f"{prefix}/p", cb)
-        settle()
+        routed(zs, f"{prefix}/z")  # each matches only the other's subscriber
+        routed(peer, f"{prefix}/p")
         zs.put(f"{prefix}/z", "from-zenoh")
         assert sub.recv(timeout=WAIT).payload.to_string() == "from-zenoh"
         peer.put(f"{prefix}/p", "from-peer")
         assert q.get(timeout=WAIT).payload.to_string() == "from-peer"
         lq, lcb = zqueue()
-        zlsub = zs.liveliness().declare_subscriber(f"{prefix}/**", lcb)
-        settle()
+        # with history, the token reaches zs whether its interest or the token is first at the router
+        zlsub = zs.liveliness().declare_subscriber(f"{prefix}/**", lcb, history=True)
         tok = peer.liveliness().declare_token(f"{prefix}/ptok")
         lsub = peer.liveliness().declare_subscriber(f"{prefix}/**", history=True)
         assert str(lsub.recv(timeout=WAIT).key_expr) == f"{prefix}/ptok"  # delivered locally
         # the router has the token once it passed it on (the local delivery above does not say so)
         assert str(lq.get(timeout=WAIT).key_expr) == f"{prefix}/ptok"
-        assert [str(r.ok.key_expr) for r in zs2.liveliness().get(f"{prefix}/**", timeout=10)] == [f"{prefix}/ptok"]
+        got = value_of(lambda: [str(r.ok.key_expr) for r in zs2.liveliness().get(f"{prefix}/**", timeout=10)], "ptok")
+        assert got == [f"{prefix}/ptok"]
         tok.undeclare()
         assert lsub.recv(timeout=WAIT).kind is pz.SampleKind.DELETE
         assert lq.get(timeout=WAIT).kind == zenoh.SampleKind.DELETE
@@ -539,14 +527,14 @@ def test_peer_mode_against_router(router: Proc, zs: zenoh.Session, zs2: zenoh.Se
 
 
 def test_open_fails_cleanly_without_router() -> None:
-    from tests.interop.zenoh_procs import free_port
+    from tests.fixtures.procs import free_port
 
     with pytest.raises(ConnectionError):
         pz.open(pyzenoh_config(f"tcp/127.0.0.1:{free_port()}"))
 
 
-def test_close_from_callback(router: Proc, zs: zenoh.Session, prefix: str) -> None:
-    s = pz.open(pyzenoh_config(router.endpoint))
+def test_close_from_callback(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
+    s = pz.open(pyzenoh_config(zenohd.endpoint))
     closed: queue.Queue[bool] = queue.Queue()
 
     def on_sample(_: pz.Sample) -> None:

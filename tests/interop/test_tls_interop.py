@@ -27,7 +27,7 @@ import zenoh
 
 import pyzenoh.session as pz
 from pyzenoh.localnet import free_port
-from tests.interop.zenoh_procs import Proc, opened, pyzenoh_router_process, start_router
+from tests.fixtures.procs import Proc, opened, pyzenoh_router_process, start_router
 from tests.security.certs import KeyPair, Pki
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
@@ -72,7 +72,7 @@ class PyRouter:
 
 
 @contextlib.contextmanager
-def pyzenoh_router(
+def tls_pyzenoh_router(
     tmp: Path, listen: dict[str, str], tls: dict[str, Any], connect: list[str] | None = None
 ) -> Iterator[PyRouter]:
     """``pyzenoh router`` with the listen endpoints ``{name: "tls/127.0.0.1:{port}#..."}``."""
@@ -146,7 +146,7 @@ def pz_router(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         f"listen_private_key_file={certs.elsewhere.key}",
     }
     tls = {**certs.pki.listen_config(certs.server), "root_ca_certificate": str(certs.pki.ca_cert)}
-    with pyzenoh_router(tmp_path_factory.mktemp("pz-router"), listen, tls) as router:
+    with tls_pyzenoh_router(tmp_path_factory.mktemp("pz-router"), listen, tls) as router:
         yield router
         assert router.proc.poll() is None, router.log.read_text()
 
@@ -303,7 +303,7 @@ def test_pyzenoh_router_connects_to_zenoh_router_over_mtls(
     zrouter: dict[str, str], certs: Certs, tmp_path: Path
 ) -> None:
     # the mTLS listener: the pyzenoh router presents alice's certificate
-    with pyzenoh_router(
+    with tls_pyzenoh_router(
         tmp_path, {"tcp": "tcp/127.0.0.1:{port}"}, certs.pki.connect_config(certs.alice), connect=[zrouter["mtls"]]
     ) as router:
         near = zopen(router.endpoint("tcp"))

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pyzenoh.localnet import free_port
-from tests.interop.zenoh_procs import Proc, opened, pyzenoh_router_process, start_router
+from tests.fixtures.procs import Proc, opened, pyzenoh_router_process, start_router
 
 zenoh = pytest.importorskip("zenoh")
 import pyzenoh.session as pz
@@ -45,7 +45,9 @@ class PyRouter:
 
 
 @contextlib.contextmanager
-def pyzenoh_router(tmp: Path, name: str, auth: dict[str, Any], connect: tuple[str, ...] = ()) -> Iterator[PyRouter]:
+def usrpwd_pyzenoh_router(
+    tmp: Path, name: str, auth: dict[str, Any], connect: tuple[str, ...] = ()
+) -> Iterator[PyRouter]:
     port = free_port()
     zid = f"{port:x}{name.encode().hex()}"[:32]
     config = {
@@ -60,7 +62,7 @@ def pyzenoh_router(tmp: Path, name: str, auth: dict[str, Any], connect: tuple[st
 
 
 @contextlib.contextmanager
-def real_router(extra: dict[str, Any]) -> Iterator[Proc]:
+def usrpwd_zenohd(extra: dict[str, Any]) -> Iterator[Proc]:
     proc = start_router(extra=extra)
     try:
         yield proc
@@ -109,7 +111,7 @@ def put_until_received(put: Callable[[], None], got: queue.Queue[bytes]) -> byte
 
 
 def test_real_clients_to_pyzenoh_router(tmp_path: Path, dictionary: str) -> None:
-    with pyzenoh_router(tmp_path, "p", {"dictionary_file": dictionary}) as r:
+    with usrpwd_pyzenoh_router(tmp_path, "p", {"dictionary_file": dictionary}) as r:
         alice = zenoh.open(zconf(r.endpoint, "alice", "pw-alice"))
         bob = zenoh.open(zconf(r.endpoint, "bob", "p:w:bob"))  # trimmed; colons in the password
         with opened(alice, bob):
@@ -154,7 +156,7 @@ def test_real_clients_to_pyzenoh_router(tmp_path: Path, dictionary: str) -> None
 
 
 def test_pyzenoh_client_to_real_router(dictionary: str) -> None:
-    with real_router({f"{KEY}/dictionary_file": dictionary}) as router:
+    with usrpwd_zenohd({f"{KEY}/dictionary_file": dictionary}) as router:
         zs = zenoh.open(zconf(router.endpoint, "alice", "pw-alice"))
         ps = pz.open(pconf(router.endpoint, "bob", "p:w:bob"))
         with opened(zs, ps):
@@ -166,7 +168,7 @@ def test_pyzenoh_client_to_real_router(dictionary: str) -> None:
             with pytest.raises(ConnectionError, match="require usrpwd"):
                 pz.open(pconf(router.endpoint))
     # a client with credentials refuses a router that does not check them, as 1.10.2 does
-    with real_router({}) as plain:
+    with usrpwd_zenohd({}) as plain:
         with pytest.raises(ConnectionError, match="does not check usrpwd"):
             pz.open(pconf(plain.endpoint, "alice", "pw-alice"))
         with pytest.raises(zenoh.ZError):
@@ -180,11 +182,11 @@ def test_router_to_router_authenticates(tmp_path: Path, dictionary: str, directi
     real_auth = {f"{KEY}/dictionary_file": dictionary, f"{KEY}/user": "router-z", f"{KEY}/password": "pw-z"}
     py_auth = {"dictionary_file": dictionary, "user": "router-p", "password": "pw-p"}
     if direction == "pyzenoh-connects":
-        with real_router(real_auth) as z, pyzenoh_router(tmp_path, "p", py_auth, (z.endpoint,)) as p:
+        with usrpwd_zenohd(real_auth) as z, usrpwd_pyzenoh_router(tmp_path, "p", py_auth, (z.endpoint,)) as p:
             _check_routed(z.endpoint, p.endpoint)
     else:
-        with pyzenoh_router(tmp_path, "p", py_auth) as p:
-            with real_router({**real_auth, "connect/endpoints": [p.endpoint]}) as z:
+        with usrpwd_pyzenoh_router(tmp_path, "p", py_auth) as p:
+            with usrpwd_zenohd({**real_auth, "connect/endpoints": [p.endpoint]}) as z:
                 _check_routed(z.endpoint, p.endpoint)
             assert "usrpwd user 'router-z'" in p.text()
 
@@ -201,9 +203,9 @@ def _check_routed(real_endpoint: str, py_endpoint: str) -> None:
 def test_router_to_router_wrong_password_is_refused(tmp_path: Path, dictionary: str) -> None:
     """A pyzenoh router with a wrong password gets no session with the real router, and
     logs the refusal (without the password) each time it tries."""
-    with real_router({f"{KEY}/dictionary_file": dictionary}) as z:
+    with usrpwd_zenohd({f"{KEY}/dictionary_file": dictionary}) as z:
         auth = {"user": "router-p", "password": "bad-secret"}
-        with pyzenoh_router(tmp_path, "p", auth, (z.endpoint,)) as p:
+        with usrpwd_pyzenoh_router(tmp_path, "p", auth, (z.endpoint,)) as p:
             deadline = time.monotonic() + WAIT
             while "usrpwd: refused by" not in p.text() and time.monotonic() < deadline:
                 time.sleep(0.1)

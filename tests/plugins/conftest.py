@@ -1,5 +1,5 @@
 """``pyzenoh router`` with plugins, started as the router tests start it
-(tests.router.conftest.run_router), plus the REST port it serves and small HTTP helpers."""
+(tests.fixtures.pyzenoh_router.run_router), plus the REST port it serves and small HTTP helpers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pyzenoh.localnet import free_port, wait_listening
-from tests.router.conftest import (
+from tests.fixtures.pyzenoh_router import (
     STARTUP_TIMEOUT,
     RouterProc,
     run_router,

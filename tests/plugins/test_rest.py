@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures.pyzenoh_router import zenoh
 from tests.plugins.conftest import WAIT, PluginRouter, eventually, plugin_router
-from tests.router.conftest import zenoh
 from tests.waits import routed
 
 pytestmark = pytest.mark.interop

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from pyzenoh.localnet import free_port
+from tests.fixtures.pyzenoh_router import zenoh
 from tests.plugins.conftest import WAIT, PluginRouter, eventually, plugin_router, zget
-from tests.router.conftest import zenoh
 
 pytestmark = pytest.mark.interop
 

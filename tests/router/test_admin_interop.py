@@ -9,22 +9,19 @@ router and session started here is stopped here.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gzip
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
 
 from pyzenoh.localnet import free_port
-from pyzenoh.router.admin import METRICS_ENCODING, AdminSpace
-from pyzenoh.router.config import RouterConfig
-from pyzenoh.router.daemon import RouterDaemon
+from pyzenoh.router.admin import METRICS_ENCODING
+from tests.fixtures.inprocess import InProcessRouter, running_inprocess_router
 from tests.router.admin_measured import (
     MEASURED_GZIP_HEADER,
     MEASURED_METRICS,
@@ -37,72 +34,10 @@ WAIT = 10.0
 T = TypeVar("T")
 
 
-@dataclass
-class InProcessRouter:
-    daemon: RouterDaemon
-    admin: AdminSpace
-    loop: asyncio.AbstractEventLoop
-    endpoint: str
-
-    @property
-    def zid(self) -> str:
-        return str(self.daemon.zid)
-
-    def call(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` in the router's loop (its state is only touched there)."""
-
-        async def run() -> T:
-            return fn()
-
-        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(WAIT)
-
-
-@contextlib.contextmanager
-def inprocess_router(connect: tuple[str, ...] = ()) -> Iterator[InProcessRouter]:
-    port = free_port()
-    endpoint = f"tcp/127.0.0.1:{port}"
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="admin-router", daemon=True)
-    thread.start()
-    daemon = RouterDaemon(RouterConfig(listen=(endpoint,), connect=connect))
-    admin = AdminSpace(daemon)
-
-    async def start() -> None:
-        await daemon.start()
-        admin.attach()  # what RouterDaemon.start() will do when the admin space is on
-
-    try:
-        asyncio.run_coroutine_threadsafe(start(), loop).result(WAIT)
-        yield InProcessRouter(daemon, admin, loop, endpoint)
-    finally:
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(daemon.stop(), loop).result(WAIT)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(WAIT)
-        loop.close()
-
-
-@pytest.fixture(scope="module")
-def router() -> Iterator[InProcessRouter]:
-    with inprocess_router() as r:
-        yield r
-
-
 @pytest.fixture
-def zopen(router: InProcessRouter) -> Iterator[Callable[..., Any]]:
-    from tests.router.conftest import zenoh, zenoh_config
-
-    opened: list[Any] = []
-
-    def _open(mode: str = "client", endpoint: str | None = None) -> Any:
-        s = zenoh.open(zenoh_config(endpoint or router.endpoint, mode))
-        opened.append(s)
-        return s
-
-    yield _open
-    for s in opened:
-        with contextlib.suppress(Exception):
-            s.close()
+def zopen(inprocess_router: InProcessRouter, zenoh_sessions: Callable[..., Any]) -> Callable[..., Any]:
+    """Real sessions (``mode``, ``endpoint``) on the in-process router by default."""
+    return lambda mode="client", endpoint=None: zenoh_sessions(endpoint or inprocess_router.endpoint, mode)
 
 
 @dataclass(frozen=True)
@@ -140,15 +75,15 @@ def poll(fn: Callable[[], T], ok: Callable[[T], bool], timeout: float = WAIT) ->
 
 
 @pytest.mark.interop
-def test_router_info_for_real_clients(router: InProcessRouter, zopen: Callable[..., Any]) -> None:
+def test_router_info_for_real_clients(inprocess_router: InProcessRouter, zopen: Callable[..., Any]) -> None:
     a, b, p = zopen(), zopen(), zopen("peer")
-    z = router.zid
+    z = inprocess_router.zid
     [got] = zget(a, f"@/{z}/router")
     assert (got.key, got.encoding, got.replier, got.eid) == (f"@/{z}/router", "application/json", z, 1)
     assert got.payload == json.dumps(got.json(), separators=(",", ":"), sort_keys=True).encode()
     info = got.json()
     assert list(info) == MEASURED_ROUTER_KEYS
-    assert info["zid"] == z and info["locators"] == [router.endpoint] and info["plugins"] is None
+    assert info["zid"] == z and info["locators"] == [inprocess_router.endpoint] and info["plugins"] is None
     assert info["version"].startswith("v1.10.2")
     sessions = {s["peer"]: s for s in info["sessions"]}
     assert {str(a.zid()), str(b.zid()), str(p.zid())} <= set(sessions)
@@ -157,14 +92,14 @@ def test_router_info_for_real_clients(router: InProcessRouter, zopen: Callable[.
     assert sessions[str(a.zid())]["region"] == "south:0:client" and sessions[str(a.zid())]["whatami"] == "client"
     assert sessions[str(p.zid())]["region"] == "south:0:peer" and sessions[str(p.zid())]["whatami"] == "peer"
     [link] = sessions[str(a.zid())]["links"]
-    assert link["src"] == router.endpoint and link["dst"].startswith("tcp/127.0.0.1:")
+    assert link["src"] == inprocess_router.endpoint and link["dst"].startswith("tcp/127.0.0.1:")
     assert [g.key for g in zget(a, "@/*/router")] == [f"@/{z}/router"]
 
 
 @pytest.mark.interop
-def test_entities_for_real_clients(router: InProcessRouter, zopen: Callable[..., Any]) -> None:
+def test_entities_for_real_clients(inprocess_router: InProcessRouter, zopen: Callable[..., Any]) -> None:
     a, b, p = zopen(), zopen(), zopen("peer")
-    za, zb, zp, z = str(a.zid()), str(b.zid()), str(p.zid()), router.zid
+    za, zb, zp, z = str(a.zid()), str(b.zid()), str(p.zid()), inprocess_router.zid
     keep = [
         a.declare_subscriber("adm/k", lambda s: None),
         a.declare_subscriber("adm/k", lambda s: None),
@@ -207,9 +142,9 @@ def test_entities_for_real_clients(router: InProcessRouter, zopen: Callable[...,
 
 
 @pytest.mark.interop
-def test_metrics_for_real_clients(router: InProcessRouter, zopen: Callable[..., Any]) -> None:
+def test_metrics_for_real_clients(inprocess_router: InProcessRouter, zopen: Callable[..., Any]) -> None:
     a = zopen()
-    z = router.zid
+    z = inprocess_router.zid
     [got] = zget(a, f"@/{z}/router/metrics")
     assert got.encoding == METRICS_ENCODING + ";content-encoding=gzip"
     assert got.payload[:10] == MEASURED_GZIP_HEADER
@@ -227,9 +162,9 @@ def test_metrics_for_real_clients(router: InProcessRouter, zopen: Callable[..., 
 
 
 @pytest.mark.interop
-def test_linkstate_for_real_clients(router: InProcessRouter, zopen: Callable[..., Any]) -> None:
+def test_linkstate_for_real_clients(inprocess_router: InProcessRouter, zopen: Callable[..., Any]) -> None:
     a, p = zopen(), zopen("peer")
-    z = router.zid
+    z = inprocess_router.zid
     got = {g.key: g for g in zget(a, f"@/{z}/router/linkstate/*")}
     assert set(got) == {f"@/{z}/router/linkstate/north", f"@/{z}/router/linkstate/south:0:peer"}
     assert all(g.encoding == "text/plain" for g in got.values())
@@ -241,9 +176,9 @@ def test_linkstate_for_real_clients(router: InProcessRouter, zopen: Callable[...
 
 
 @pytest.mark.interop
-def test_at_star_star_reaches_the_admin_space(router: InProcessRouter, zopen: Callable[..., Any]) -> None:
+def test_at_star_star_reaches_the_admin_space(inprocess_router: InProcessRouter, zopen: Callable[..., Any]) -> None:
     a = zopen()
-    z = router.zid
+    z = inprocess_router.zid
     keep = a.declare_subscriber("star/x", lambda s: None)
     got = poll(lambda: zget(a, "@/**"), lambda g: any(x.key.endswith("/subscriber/star/x") for x in g))
     ours = {g.key for g in got if g.replier == z}
@@ -261,11 +196,11 @@ def test_at_star_star_reaches_the_admin_space(router: InProcessRouter, zopen: Ca
 
 
 @pytest.mark.interop
-def test_pyzenoh_client_reads_the_admin_space(router: InProcessRouter) -> None:
+def test_pyzenoh_client_reads_the_admin_space(inprocess_router: InProcessRouter) -> None:
     import pyzenoh.session as pz
 
-    z = router.zid
-    with pz.open({"mode": "client", "connect": {"endpoints": [router.endpoint]}}) as s:
+    z = inprocess_router.zid
+    with pz.open({"mode": "client", "connect": {"endpoints": [inprocess_router.endpoint]}}) as s:
         replies = list(s.get(f"@/{z}/router", timeout=WAIT))
         assert len(replies) == 1 and replies[0].ok is not None
         sample = replies[0].ok
@@ -280,9 +215,9 @@ def test_pyzenoh_client_reads_the_admin_space(router: InProcessRouter) -> None:
 @pytest.mark.interop
 def test_admin_space_with_a_real_router_in_the_mesh() -> None:
     """Each router answers for itself; a query reaches every router of the mesh."""
-    from tests.router.conftest import zenoh, zenoh_config
+    from tests.fixtures.pyzenoh_router import zenoh, zenoh_config
 
-    with inprocess_router() as ours:
+    with running_inprocess_router() as ours:
         if not hasattr(ours.daemon.core, "router_entities"):
             pytest.skip("this tree's router has no router-to-router mesh yet")
         real_endpoint = f"tcp/127.0.0.1:{free_port()}"

@@ -42,8 +42,8 @@ from pyzenoh.codec import (
 from pyzenoh.errors import CloseReason
 from pyzenoh.localnet import free_port, wait_listening
 from pyzenoh.transport.link import Link, LinkClosed, LinkConfig, Received, Role
-from tests.interop.zenoh_procs import Proc, _start
-from tests.router.conftest import STARTUP_TIMEOUT, RouterProc, run_router, zenoh
+from tests.fixtures.procs import Proc, _start
+from tests.fixtures.pyzenoh_router import STARTUP_TIMEOUT, RouterProc, run_router, zenoh
 from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
@@ -388,7 +388,7 @@ def test_clients_resume_after_router_restart(tmp_path: Path, prefix: str) -> Non
             pub.put(b"once")
             after: list[bytes] = []
             assert until(lambda: (after.extend(drain_queue(got)), b"once" in after)[1]), after
-            time.sleep(0.5)
+            time.sleep(0.5)  # an absence: no second copy comes late
             after.extend(drain_queue(got))
             assert after.count(b"once") == 1, after
             assert until(lambda: replies(pub_s, f"{prefix}/q", 2.0) == [("ok", b"answer")], left())
@@ -522,15 +522,15 @@ def test_sigterm_with_a_stalled_subscriber_exits_within_bound(tmp_path: Path, pr
 # --- 3. a frozen client expires by its own lease ------------------------------------------
 
 
-def test_frozen_client_expires_by_its_lease(router: RouterProc, prefix: str) -> None:
-    observer = zopen(router.endpoint)
-    raw = WireClient(router.port, 0xF5)  # publishes straight to the router (no write filter)
+def test_frozen_client_expires_by_its_lease(pyzenoh_router: RouterProc, prefix: str) -> None:
+    observer = zopen(pyzenoh_router.endpoint)
+    raw = WireClient(pyzenoh_router.port, 0xF5)  # publishes straight to the router (no write filter)
     holder: Proc | None = None
     try:
         lv: queue.Queue[Any] = queue.Queue()
         lv_sub = observer.liveliness().declare_subscriber(f"{prefix}/**", lv.put)
         pub = observer.declare_publisher(f"{prefix}/data/x")
-        holder = h = start_holder(router.endpoint, prefix, "token,sub,queryable", FROZEN_LEASE_MS)
+        holder = h = start_holder(pyzenoh_router.endpoint, prefix, "token,sub,queryable", FROZEN_LEASE_MS)
 
         alive = take_one(lv, WAIT)
         assert alive is not None and (str(alive.key_expr), alive.kind) == (f"{prefix}/token", zenoh.SampleKind.PUT)
@@ -543,21 +543,21 @@ def test_frozen_client_expires_by_its_lease(router: RouterProc, prefix: str) -> 
         # A query routed to the frozen queryable is left hanging until the expiry.
         in_flight = GetInFlight(observer, f"{prefix}/q", GET_TIMEOUT_S)
         gone = take_one(lv, FROZEN_LEASE_MS / 1000 + FROZEN_MARGIN_S)
-        assert gone is not None, router.log.read_text()[-3000:]
+        assert gone is not None, pyzenoh_router.log.read_text()[-3000:]
         assert (str(gone.key_expr), gone.kind) == (f"{prefix}/token", zenoh.SampleKind.DELETE)
         # The expiry ends it (a final, no reply), long before its own timeout.
         assert in_flight.ended_within(PROMPT_S), "the query routed to the expired client still hangs"
         assert in_flight.replies == []
         # Its lease, not something else, ended it.
         zid = h.ready_line.split()[1]
-        assert until(lambda: any(zid in line and "EXPIRED" in line for line in router.log.read_text().splitlines())), (
-            router.log.read_text()[-3000:]
-        )
+        assert until(
+            lambda: any(zid in line and "EXPIRED" in line for line in pyzenoh_router.log.read_text().splitlines())
+        ), pyzenoh_router.log.read_text()[-3000:]
         # Its subscriber went with it: no more routes to it.
         assert until(lambda: not pub.matching_status.matching)
         for i in range(5):
             raw.put(f"{prefix}/data/x", f"frozen-{i}".encode())
-        assert router.proc.poll() is None
+        assert pyzenoh_router.proc.poll() is None
 
         holder.resume()
         # It comes back on its own (a new session): the token and the routes return,
@@ -580,20 +580,20 @@ def test_frozen_client_expires_by_its_lease(router: RouterProc, prefix: str) -> 
             holder.stop()  # SIGCONT first, then by PID
         raw.close()
         observer.close()
-    assert router.proc.poll() is None
-    no_traceback(router.log)
+    assert pyzenoh_router.proc.poll() is None
+    no_traceback(pyzenoh_router.log)
 
 
 # --- 4. a killed client's entities vanish at once -----------------------------------------
 
 
-def test_killed_client_entities_vanish_without_lease_wait(router: RouterProc, prefix: str) -> None:
-    observer = zopen(router.endpoint)
+def test_killed_client_entities_vanish_without_lease_wait(pyzenoh_router: RouterProc, prefix: str) -> None:
+    observer = zopen(pyzenoh_router.endpoint)
     holder: Proc | None = None
     try:
         lv: queue.Queue[Any] = queue.Queue()
         lv_sub = observer.liveliness().declare_subscriber(f"{prefix}/**", lv.put)
-        holder = start_holder(router.endpoint, prefix, "token,queryable", KILLED_LEASE_MS)
+        holder = start_holder(pyzenoh_router.endpoint, prefix, "token,queryable", KILLED_LEASE_MS)
         alive = take_one(lv, WAIT)
         assert alive is not None and alive.kind == zenoh.SampleKind.PUT
         assert until(lambda: replies(observer, f"{prefix}/q", 2.0) == [("ok", b"from-holder")])
@@ -604,7 +604,7 @@ def test_killed_client_entities_vanish_without_lease_wait(router: RouterProc, pr
         holder.kill()  # no CLOSE; the kernel drops the connection
         killed_at = time.monotonic()
         gone = take_one(lv, KILLED_BOUND_S)
-        assert gone is not None, (time.monotonic() - killed_at, router.log.read_text()[-3000:])
+        assert gone is not None, (time.monotonic() - killed_at, pyzenoh_router.log.read_text()[-3000:])
         assert (str(gone.key_expr), gone.kind) == (f"{prefix}/token", zenoh.SampleKind.DELETE)
         assert in_flight.ended_within(PROMPT_S), "the query in flight to the killed client still hangs"
         assert in_flight.replies == []
@@ -617,5 +617,5 @@ def test_killed_client_entities_vanish_without_lease_wait(router: RouterProc, pr
         if holder is not None:
             holder.stop()
         observer.close()
-    assert router.proc.poll() is None
-    no_traceback(router.log)
+    assert pyzenoh_router.proc.poll() is None
+    no_traceback(pyzenoh_router.log)

@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 
-from tests.router.conftest import RouterProc, zenoh, zenoh_config
-from tests.waits import expect, routed
+from tests.fixtures.pyzenoh_router import RouterProc, zenoh, zenoh_config
+from tests.waits import expect, passed_on, routed
 
 pytestmark = pytest.mark.interop
 
 WAIT = 10.0
-SETTLE = 0.3  # let declarations propagate before publishing (declarations are asynchronous)
 
 
 def collector() -> tuple[Callable[[Any], None], queue.Queue[Any]]:
@@ -50,10 +49,6 @@ def nothing_more(q: queue.Queue[Any], wait: float = 0.5) -> bool:
     except queue.Empty:
         return True
     return False
-
-
-def settle() -> None:
-    time.sleep(SETTLE)
 
 
 def test_pub_sub_between_clients(open_session) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +106,7 @@ def test_peer_mode_session(open_session) -> None:  # type: ignore[no-untyped-def
     peer.declare_subscriber("pm/**", to_peer)
     routed(client, "pm/from-client")
     client.declare_subscriber("pm/**", to_client)
-    settle()  # for the peer's put: it subscribes itself, so routed() cannot tell
+    passed_on(client, peer)  # for the peer's put: it subscribes itself, so routed() cannot tell
     client.put("pm/from-client", b"c")
     peer.put("pm/from-peer", b"p")
     # Each session sees its own put locally at once, the other's through the router.
@@ -197,7 +192,7 @@ def test_query_timeout(open_session) -> None:  # type: ignore[no-untyped-def]
 def test_liveliness_tokens_subscribers_and_get(open_session) -> None:  # type: ignore[no-untyped-def]
     a, b = open_session(), open_session()
     token = a.liveliness().declare_token("lv/a")
-    settle()
+    # no wait: b's history subscriber gets the token as history or, if later, as news
     cb, q = collector()
     b.liveliness().declare_subscriber("lv/**", cb, history=True)
     [first] = take(q)
@@ -223,8 +218,7 @@ def test_liveliness_tokens_subscribers_and_get(open_session) -> None:  # type: i
 def test_publisher_matching_status_follows_subscribers(open_session) -> None:  # type: ignore[no-untyped-def]
     a, b = open_session(), open_session()
     pub = a.declare_publisher("match/x")
-    settle()
-    assert pub.matching_status.matching is False
+    assert pub.matching_status.matching is False  # nobody matches: no wait can make it true
     cb, q = collector()
     pub.declare_matching_listener(cb)
     sub = b.declare_subscriber("match/**", lambda s: None)
@@ -257,11 +251,11 @@ KILLED_CLIENT = textwrap.dedent(
 )
 
 
-def test_killed_session_lease_expiry_undeclares_token(router: RouterProc, open_session) -> None:  # type: ignore[no-untyped-def]
+def test_killed_session_lease_expiry_undeclares_token(pyzenoh_router: RouterProc, open_session) -> None:  # type: ignore[no-untyped-def]
     b = open_session()
     cb, q = collector()
     b.liveliness().declare_subscriber("killed/**", cb)
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT % router.endpoint], stdout=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT % pyzenoh_router.endpoint], stdout=subprocess.PIPE)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
         [alive] = take(q)
@@ -274,13 +268,13 @@ def test_killed_session_lease_expiry_undeclares_token(router: RouterProc, open_s
         proc.wait()
 
 
-def test_garbage_peer_does_not_disturb_others(router: RouterProc, open_session) -> None:  # type: ignore[no-untyped-def]
+def test_garbage_peer_does_not_disturb_others(pyzenoh_router: RouterProc, open_session) -> None:  # type: ignore[no-untyped-def]
     a, b = open_session(), open_session()
     cb, q = collector()
     b.declare_subscriber("g/x", cb)
     routed(a, "g/x")
     for junk in (b"\xff\xff" + b"\x00" * 100, b"\x05\x00\x01\x09\x72\x01\x02", b"\x03\x00\x41\x09\xff"):
-        with socket.create_connection(("127.0.0.1", router.port), timeout=5) as s:
+        with socket.create_connection(("127.0.0.1", pyzenoh_router.port), timeout=5) as s:
             s.sendall(junk)
             s.settimeout(5)
             try:
@@ -299,7 +293,7 @@ def test_router_zid_and_whatami_as_seen_by_clients(open_session) -> None:  # typ
 
 
 def test_sigterm_exits_zero(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.router.conftest import run_router
+    from tests.fixtures.pyzenoh_router import run_router
 
     with run_router(tmp_path) as r:
         s = zenoh.open(zenoh_config(r.endpoint))
@@ -310,7 +304,7 @@ def test_sigterm_exits_zero(tmp_path) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_router_connects_out_to_a_peer(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.router.conftest import free_port, run_router
+    from tests.fixtures.pyzenoh_router import free_port, run_router
 
     peer_port = free_port()
     conf = zenoh.Config()

@@ -13,7 +13,7 @@ import pytest
 
 from pyzenoh.msgq import Session, decode, encode
 from pyzenoh.msgq.bridge import msgq_key, parse_msgq_key
-from tests.router.conftest import RouterProc, run_router, zenoh, zenoh_config
+from tests.fixtures.pyzenoh_router import RouterProc, run_router, subscribed, zenoh, zenoh_config
 
 pytestmark = pytest.mark.interop
 
@@ -42,7 +42,7 @@ def test_msgq_send_reaches_zenoh_subscriber(bridged) -> None:  # type: ignore[no
     got: queue.Queue[Any] = queue.Queue()
     try:
         z.declare_subscriber("@msgq/**", got.put)
-        time.sleep(0.3)
+        subscribed(router.endpoint, "@msgq/Boss/%2A")
         with Session(sock) as cc:
             seq = cc.group_sendmsg({"command": ["ping"]}, "Boss")
             sample = got.get(timeout=10)
@@ -66,7 +66,7 @@ def test_zenoh_put_reaches_msgq_subscriber_and_replies_work(bridged) -> None:  #
             z.put(str(sample.key_expr), encode({"result": [0, "pong"]}), attachment=encode(reply_header))
 
         z.declare_subscriber("@msgq/Resolver/**", answer)
-        time.sleep(0.3)
+        subscribed(router.endpoint, "@msgq/Resolver/%2A")
         with Session(sock) as cc, Session(sock) as listener:
             listener.group_subscribe("Events")
             listener.ping()  # the subscription is in place once ping returns

@@ -21,7 +21,8 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.transport.link import Link, LinkClosed, LinkConfig, Received, Role
-from tests.router.conftest import RouterProc, run_router, zenoh, zenoh_config
+from tests.fixtures.pyzenoh_router import RouterProc, run_router, subscribed, zenoh, zenoh_config
+from tests.waits import passed_on, routed
 
 pytestmark = pytest.mark.interop
 
@@ -109,7 +110,7 @@ def _run_publisher(router: RouterProc, key: str, count: int, size: int, block: b
     got: queue.Queue[Any] = queue.Queue()
     try:
         sub_s.declare_subscriber(key, lambda s: got.put(len(s.payload.to_bytes())))
-        time.sleep(0.3)
+        passed_on(sub_s, pub_s)  # another subscriber may match already: routed() cannot tell
         cc = zenoh.CongestionControl.BLOCK if block else zenoh.CongestionControl.DROP
         pub = pub_s.declare_publisher(key, congestion_control=cc)
         payload = b"x" * size
@@ -124,20 +125,22 @@ def _run_publisher(router: RouterProc, key: str, count: int, size: int, block: b
     return got
 
 
-def test_slow_subscriber_with_drop_does_not_slow_others(router: RouterProc) -> None:
+def test_slow_subscriber_with_drop_does_not_slow_others(pyzenoh_router: RouterProc) -> None:
     # The publisher is scripted on a blocking socket: TCP back-pressure paces it, so
     # nothing is dropped before the router (a zenoh Drop publisher drops on its side when
     # the router reads slower than it writes). Default 8 MiB queues: the reading
     # subscriber never falls that far behind, while the stalled one (kernel buffers +
     # queue, far less than the 25 MiB sent) must drop.
-    slow = RawClient(router.port, 0x51)
-    publisher = RawClient(router.port, 0x54)
-    reader = zenoh.open(zenoh_config(router.endpoint))
+    slow = RawClient(pyzenoh_router.port, 0x51)
+    publisher = RawClient(pyzenoh_router.port, 0x54)
+    reader = zenoh.open(zenoh_config(pyzenoh_router.endpoint))
+    observer = zenoh.open(zenoh_config(pyzenoh_router.endpoint))
     try:
         got: queue.Queue[Any] = queue.Queue()
-        reader.declare_subscriber("flood/**", lambda s: got.put(len(s.payload.to_bytes())))
         _subscribe(slow, "flood/**")
-        time.sleep(0.3)
+        subscribed(pyzenoh_router.endpoint, "flood/a")  # the router has the stalled one
+        reader.declare_subscriber("flood/**", lambda s: got.put(len(s.payload.to_bytes())))
+        passed_on(reader, observer)  # and the reader
         payload = b"x" * (64 * 1024)
         deadline = time.monotonic() + 60
         # Bursts of 1.25 MiB, each once the reader has the last: the reader is never far
@@ -153,16 +156,17 @@ def test_slow_subscriber_with_drop_does_not_slow_others(router: RouterProc) -> N
         assert 0 < pushes < 400
     finally:
         reader.close()
+        observer.close()
         publisher.close()
         slow.close()
-    assert router.proc.poll() is None
+    assert pyzenoh_router.proc.poll() is None
 
 
 def test_slow_subscriber_with_block_is_disconnected(small_router: RouterProc) -> None:
     slow = RawClient(small_router.port, 0x52)
     try:
         _subscribe(slow, "blk/**")
-        time.sleep(0.2)
+        subscribed(small_router.endpoint, "blk/a")
         got = _run_publisher(small_router, "blk/a", count=400, size=32 * 1024, block=True)
         assert got.qsize() == 400
         assert slow.closed_by_router()  # over its hard cap: closed, the router lives on
@@ -178,14 +182,13 @@ def test_declarations_over_the_cap_are_refused_alone(small_router: RouterProc) -
         flooder.send(
             *[Declare(DeclareSubscriber(i, WireExpr(0, f"fl/{i}", True))) for i in range(1, MAX_DECLARATIONS + 10)]
         )
-        time.sleep(0.3)
+        routed(s, f"fl/{MAX_DECLARATIONS}")  # the router has handled the flood up to the cap
         # The session lives on: its first declarations route, those over the cap do not.
         s.put("fl/1", b"kept")
         s.put(f"fl/{MAX_DECLARATIONS + 5}", b"refused")
         assert flooder.drain_pushes(quiet=1.0) == 1
         got: queue.Queue[Any] = queue.Queue()
         s.declare_subscriber("fl/ok", got.put)
-        time.sleep(0.3)
         s.put("fl/ok", b"fine")
         assert got.get(timeout=10).payload.to_bytes() == b"fine"
     finally:

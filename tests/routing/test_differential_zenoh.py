@@ -16,14 +16,15 @@ from typing import Any
 
 import pytest
 
-from tests.waits import WAIT, expect, until, value_of
+from tests.waits import WAIT, expect, passed_on, until, value_of
 
 zenoh = pytest.importorskip("zenoh")
 
 pytestmark = pytest.mark.interop
 
-#: Settling time after each change, so declarations reach every session (no assertion on it).
-SETTLE = 0.2
+#: How long an absence is given to show (a status that must stay false); everything that
+#: should happen is awaited instead, bounded, and recorded as it then is.
+ABSENCE = 0.2
 STARTUP_TIMEOUT = 20.0
 
 
@@ -114,31 +115,31 @@ def matching(z: Sessions, mode: str) -> list[Any]:
     a, b, c = z.open(mode), z.open(), z.open()
     pub = a.declare_publisher("mt/x")
     querier = a.declare_querier("mq/x")
-    time.sleep(SETTLE)
+    time.sleep(ABSENCE)  # an absence: no router may report a match yet
     out: list[Any] = [pub.matching_status.matching, querier.matching_status.matching]
     own = a.declare_subscriber("mt/**", lambda s: None)
-    time.sleep(SETTLE)
+    until(lambda: pub.matching_status.matching)  # a's own subscriber
     out.append(pub.matching_status.matching)
     received: list[bytes] = []
     s1 = b.declare_subscriber("mt/x", lambda s: received.append(s.payload.to_bytes()))
     s2 = c.declare_subscriber("mt/x", lambda s: None)
     qb = b.declare_queryable("mq/**", lambda q: q.reply("mq/x", b"r"))
-    time.sleep(SETTLE)
+    passed_on(b, a)  # a knows s1 and qb
+    passed_on(c, a)  # and s2
     out += [pub.matching_status.matching, querier.matching_status.matching]
     pub.put(b"1")
     a.put("mt/x", b"2")
-    time.sleep(SETTLE)  # b drops samples that arrive after its own undeclare, on either router
+    until(lambda: len(received) >= 2)  # b drops samples that arrive after its own undeclare
     s1.undeclare()
-    time.sleep(SETTLE)
     out += [pub.matching_status.matching, received]
     c.close()
-    time.sleep(SETTLE)
+    # (a's own subscriber still matches: nothing to await for c's departure here)
     out.append(pub.matching_status.matching)
     out.append([r.ok.payload.to_bytes() for r in querier.get() if r.ok])
     qb.undeclare()
     own.undeclare()
     s2.undeclare()
-    time.sleep(SETTLE)
+    until(lambda: not querier.matching_status.matching)
     out.append(querier.matching_status.matching)
     return out
 
@@ -151,7 +152,8 @@ def queries(z: Sessions, mode: str) -> list[Any]:
     held: list[Any] = []
     b.declare_queryable("hold/**", held.append)
     a.declare_queryable("own/q", lambda q: q.reply("own/q", b"A"))
-    time.sleep(SETTLE)
+    passed_on(b, a)
+    passed_on(c, a)
     out: list[Any] = []
     none = zenoh.ConsolidationMode.NONE
     for target in (zenoh.QueryTarget.BEST_MATCHING, zenoh.QueryTarget.ALL, zenoh.QueryTarget.ALL_COMPLETE):

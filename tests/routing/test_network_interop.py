@@ -248,7 +248,7 @@ def test_real_triangle_weights_trees_and_messages() -> None:
         pair_phase = list(rab.records)
         opened.append(open_listening(zenoh, ports, "c3", "router", [relays["ac"].port, relays["bc"].port]))
         value_of(lambda: exchanged(relays["ac"], 2))
-        time.sleep(0.2)
+        time.sleep(0.2)  # an absence, as above: the pair's exchange is complete
         relays["bc"].release()
         value_of(lambda: exchanged(relays["bc"], 1))
         # one client per router, reading that router's own admin space

@@ -30,7 +30,7 @@ from pyzenoh.codec import (
     ZenohId,
     decode_batch,
 )
-from tests.routing.conftest import free_port
+from pyzenoh.localnet import free_port
 
 zenoh = pytest.importorskip("zenoh")
 

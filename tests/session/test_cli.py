@@ -7,25 +7,18 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from tests.interop.zenoh_procs import Proc, start_router
+from tests.fixtures.procs import Proc
+from tests.waits import expect, routed
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 #: Every command is bounded by --count/--duration; this is only a safety net.
 RUN_TIMEOUT_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def router() -> Iterator[Proc]:
-    proc = start_router()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -38,8 +31,9 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def spawn(*args: str) -> subprocess.Popen[str]:
-    """Start a long-running command and wait (bounded) for its "ready" log line."""
+def spawn(*args: str, declared: Callable[[], object] = lambda: None) -> subprocess.Popen[str]:
+    """Start a long-running command, wait (bounded) for its "ready" log line, then for
+    ``declared`` (the router has passed what it declares on)."""
     p = subprocess.Popen(
         [sys.executable, "-m", "pyzenoh", "--log-level", "info", *args],
         stdout=subprocess.PIPE,
@@ -52,13 +46,20 @@ def spawn(*args: str) -> subprocess.Popen[str]:
         if select.select([p.stderr], [], [], 0.2)[0]:
             line = p.stderr.readline()
             if "ready:" in line:
-                time.sleep(0.3)  # the declaration still travels through the router
+                declared()
                 return p
             if not line:
                 break
     p.kill()
     p.wait(5)
     raise AssertionError(f"{args} never became ready")
+
+
+def first_line(p: subprocess.Popen[str]) -> str:
+    """The first line ``p`` prints (bounded wait)."""
+    assert p.stdout is not None
+    assert select.select([p.stdout], [], [], RUN_TIMEOUT_S)[0], "no line printed"
+    return p.stdout.readline().rstrip("\n")
 
 
 def finish(p: subprocess.Popen[str]) -> str:
@@ -72,9 +73,11 @@ def finish(p: subprocess.Popen[str]) -> str:
     return out
 
 
-def test_put_delete_sub(router: Proc) -> None:
-    ep = router.endpoint
-    sub = spawn("sub", "cli1/**", "-e", ep, "--count", "2", "--duration", "20", "--json")
+def test_put_delete_sub(zenohd: Proc, zs: Any) -> None:
+    ep = zenohd.endpoint
+    sub = spawn(
+        "sub", "cli1/**", "-e", ep, "--count", "2", "--duration", "20", "--json", declared=lambda: routed(zs, "cli1/a")
+    )
     assert cli("put", "cli1/a", "hello", "-e", ep, "--encoding", "text/plain").returncode == 0
     assert cli("delete", "cli1/a", "-e", ep, "-m", "peer").returncode == 0
     lines = [json.loads(x) for x in finish(sub).splitlines()]
@@ -85,9 +88,13 @@ def test_put_delete_sub(router: Proc) -> None:
     assert lines[0]["encoding"] == "text/plain"
 
 
-def test_queryable_and_get(router: Proc) -> None:
-    ep = router.endpoint
-    q = spawn("queryable", "cli2/q", "--value", "the-answer", "-e", ep, "--count", "1", "--duration", "20")
+def test_queryable_and_get(zenohd: Proc, zs: Any) -> None:
+    ep = zenohd.endpoint
+    q = spawn(
+        "queryable",
+        *("cli2/q", "--value", "the-answer", "-e", ep, "--count", "1", "--duration", "20"),
+        declared=lambda: routed(zs, "cli2/q", query=True),
+    )
     r = cli("get", "cli2/q?x=1", "-e", ep, "--target", "all", "--timeout", "5")
     assert r.returncode == 0 and r.stdout.strip() == "cli2/q: the-answer"
     finish(q)
@@ -95,23 +102,28 @@ def test_queryable_and_get(router: Proc) -> None:
     assert empty.returncode == 0 and empty.stdout == ""
 
 
-def test_liveliness_commands(router: Proc) -> None:
-    ep = router.endpoint
+def test_liveliness_commands(zenohd: Proc, zs: Any) -> None:
+    ep = zenohd.endpoint
     # The token lives until the subscriber is ready (a fixed lifetime raced process
     # start-up on a loaded machine), then its process is stopped: the router drops it.
-    tok = spawn("liveliness", "token", "cli3/t", "-e", ep, "--duration", "60")
+    tok = spawn(
+        "liveliness",
+        *("token", "cli3/t", "-e", ep, "--duration", "60"),
+        declared=lambda: expect(lambda: [str(r.ok.key_expr) for r in zs.liveliness().get("cli3/**")], "the token"),
+    )
     try:
         got = cli("liveliness", "get", "cli3/**", "-e", ep, "--timeout", "5")
         assert got.stdout.split() == ["cli3/t"]
         watch = spawn("liveliness", "sub", "cli3/**", "-e", ep, "--history", "--count", "2", "--duration", "20")
+        first = first_line(watch)  # the token, as history: the router has the subscriber
     finally:
         tok.terminate()
         tok.wait(RUN_TIMEOUT_S)
-    assert finish(watch).splitlines() == ["cli3/t alive", "cli3/t dropped"]
+    assert [first, *finish(watch).splitlines()] == ["cli3/t alive", "cli3/t dropped"]
 
 
 def test_connection_failure_exit_code() -> None:
-    from tests.interop.zenoh_procs import free_port
+    from tests.fixtures.procs import free_port
 
     r = cli("put", "k", "v", "-e", f"tcp/127.0.0.1:{free_port()}")
     assert r.returncode == 2 and "could not open" in r.stderr

@@ -9,42 +9,19 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import zenoh
 
 import pyzenoh
-from tests.interop.zenoh_procs import Proc, pyzenoh_config, zenoh_session
-from tests.interop.zenoh_procs import router as zenoh_router
-from tests.waits import until
+from tests.fixtures.procs import Proc, pyzenoh_config
+from tests.waits import passed_on, routed, until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
 WAIT = 10.0
 _ids = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def router() -> Iterator[Proc]:
-    with zenoh_router() as proc:
-        yield proc
-
-
-@pytest.fixture(scope="module")
-def zs(router: Proc) -> Iterator[zenoh.Session]:
-    with zenoh_session(router.endpoint) as s:
-        yield s
-
-
-@pytest.fixture
-def ps(router: Proc) -> Iterator[pyzenoh.Session]:
-    s = pyzenoh.open(pyzenoh_config(router.endpoint))
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture
@@ -103,7 +80,7 @@ def test_real_querier_gets_pyzenoh_replies(ps: pyzenoh.Session, zs: zenoh.Sessio
 def test_cancel_closes_the_channel(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str) -> None:
     held: queue.Queue[Any] = queue.Queue()
     qabl = zs.declare_queryable(f"{prefix}/c", held.put)  # never answers until dropped
-    time.sleep(0.3)
+    routed(ps, f"{prefix}/c", query=True)
     token = pyzenoh.CancellationToken()
     handler = ps.get(f"{prefix}/c", cancellation_token=token, timeout=20)
     q = held.get(timeout=WAIT)
@@ -127,7 +104,7 @@ def test_cancel_waits_for_running_callback(ps: pyzenoh.Session, prefix: str) -> 
 
     def slow(reply: Any) -> None:
         started.set()
-        time.sleep(0.5)
+        time.sleep(0.5)  # the point: a callback still running when the token is cancelled
         done.append(1)
 
     ps.get(f"{prefix}/w", pyzenoh.handlers.Callback(slow, lambda: dropped.append(True)), cancellation_token=token)
@@ -167,14 +144,14 @@ def test_allowed_origin(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str) -> 
     local_only = ps.declare_subscriber(f"{prefix}/**", allowed_origin=pyzenoh.Locality.SESSION_LOCAL)
     remote_only = ps.declare_subscriber(f"{prefix}/**", allowed_origin=pyzenoh.Locality.REMOTE)
     both = ps.declare_subscriber(f"{prefix}/**")
-    time.sleep(0.5)
+    routed(zs, f"{prefix}/other")
     ps.put(f"{prefix}/own", "own")
     zs.put(f"{prefix}/other", "other")
     got_both = sorted(both.recv(timeout=WAIT).payload.to_string() for _ in range(2))
     assert got_both == ["other", "own"]
     assert local_only.recv(timeout=WAIT).payload.to_string() == "own"
     assert remote_only.recv(timeout=WAIT).payload.to_string() == "other"
-    time.sleep(0.3)
+    time.sleep(0.3)  # an absence: nothing more comes
     assert local_only.try_recv() is None and remote_only.try_recv() is None
 
 
@@ -182,13 +159,13 @@ def test_allowed_destination(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str
     remote: queue.Queue[str] = queue.Queue()
     zsub = zs.declare_subscriber(f"{prefix}/**", lambda s: remote.put(s.payload.to_string()))
     mine = ps.declare_subscriber(f"{prefix}/**")
-    time.sleep(0.5)
+    passed_on(zs, ps)  # ps knows zsub (its own subscriber matches too: routed() cannot tell)
     ps.put(f"{prefix}/a", "local-only", allowed_destination=pyzenoh.Locality.SESSION_LOCAL)
     pub = ps.declare_publisher(f"{prefix}/b", allowed_destination=pyzenoh.Locality.REMOTE)
     pub.put("remote-only")
     assert mine.recv(timeout=WAIT).payload.to_string() == "local-only"
     assert remote.get(timeout=WAIT) == "remote-only"
-    time.sleep(0.3)
+    time.sleep(0.3)  # an absence: nothing more comes
     assert mine.try_recv() is None and remote.empty()
     zsub.undeclare()
 
@@ -198,7 +175,7 @@ def test_queryable_origin_and_get_destination(ps: pyzenoh.Session, zs: zenoh.Ses
         f"{prefix}/x", lambda q: q.reply(f"{prefix}/x", "local"), allowed_origin=pyzenoh.Locality.SESSION_LOCAL
     )
     zqabl = zs.declare_queryable(f"{prefix}/x", lambda q: q.reply(f"{prefix}/x", "remote"))
-    time.sleep(0.5)
+    routed(ps, f"{prefix}/x", query=True, allowed_destination=pyzenoh.Locality.REMOTE)
 
     def get(dest: pyzenoh.Locality) -> list[str]:
         return sorted(
@@ -222,13 +199,13 @@ def test_queryable_origin_and_get_destination(ps: pyzenoh.Session, zs: zenoh.Ses
 # --- session info, ids, undeclare --------------------------------------------------------------
 
 
-def test_session_info_transports_links_and_events(router: Proc) -> None:
-    s = pyzenoh.open(pyzenoh_config(router.endpoint))
+def test_session_info_transports_links_and_events(zenohd: Proc) -> None:
+    s = pyzenoh.open(pyzenoh_config(zenohd.endpoint))
     info = s.info
     (tr,) = info.transports()
     assert tr.whatami is pyzenoh.WhatAmI.ROUTER and str(tr.zid) == str(info.routers_zid()[0]) and not tr.is_multicast
     (ln,) = info.links()
-    assert ln.dst == router.endpoint and ln.src.startswith("tcp/127.0.0.1:") and ln.is_streamed
+    assert ln.dst == zenohd.endpoint and ln.src.startswith("tcp/127.0.0.1:") and ln.is_streamed
     tev = info.declare_transport_events_listener(history=True)
     lev = info.declare_link_events_listener(history=True)
     later = info.declare_transport_events_listener()
@@ -253,7 +230,7 @@ def test_ids_and_undeclare(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str) 
     ke = ps.declare_keyexpr(f"{prefix}/k")
     got: queue.Queue[str] = queue.Queue()
     zsub = zs.declare_subscriber(f"{prefix}/k", lambda s: got.put(s.payload.to_string()))
-    time.sleep(0.5)
+    routed(ps, f"{prefix}/k")
     ps.put(ke, "declared")
     assert got.get(timeout=WAIT) == "declared"
     ps.undeclare(ke)
@@ -271,7 +248,7 @@ def test_ids_and_undeclare(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str) 
 def test_source_info_reaches_zenoh(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str) -> None:
     got: queue.Queue[Any] = queue.Queue()
     zsub = zs.declare_subscriber(f"{prefix}/si", got.put)
-    time.sleep(0.5)
+    routed(ps, f"{prefix}/si")
     src = pyzenoh.SourceInfo(pyzenoh.EntityGlobalId(ps.zid(), 42), 7)
     ps.put(f"{prefix}/si", "x", source_info=src)
     sample = got.get(timeout=WAIT)
@@ -286,7 +263,8 @@ def test_timestamp_stacks_with_zenoh(ps: pyzenoh.Session, zs: zenoh.Session, pre
     got: queue.Queue[Any] = queue.Queue()
     zsub = zs.declare_subscriber(f"{prefix}/ts", got.put)
     zqabl = zs.declare_queryable(f"{prefix}/tq", lambda q: q.reply(f"{prefix}/tq", "r"))
-    time.sleep(0.5)
+    routed(ps, f"{prefix}/ts")
+    routed(ps, f"{prefix}/tq", query=True)
     ps.put(f"{prefix}/ts", "x", timestamp_instrumentation=instr)
     stack = got.get(timeout=WAIT).timestamp_stack
     assert stack is not None
@@ -303,14 +281,14 @@ def test_timestamp_stacks_with_zenoh(ps: pyzenoh.Session, zs: zenoh.Session, pre
     zqabl.undeclare()
 
 
-def test_timestamp_callback_and_query_stack(router: Proc, zs: zenoh.Session, prefix: str) -> None:
+def test_timestamp_callback_and_query_stack(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
     contexts: list[Any] = []
 
     def stamp(ctx: pyzenoh.TimestampContext) -> bytes:
         contexts.append(ctx)
         return b"\xde\xad"
 
-    s = pyzenoh.open(pyzenoh_config(router.endpoint), timestamp_callback=stamp)
+    s = pyzenoh.open(pyzenoh_config(zenohd.endpoint), timestamp_callback=stamp)
     try:
         seen: queue.Queue[Any] = queue.Queue()
 
@@ -319,7 +297,7 @@ def test_timestamp_callback_and_query_stack(router: Proc, zs: zenoh.Session, pre
             q.reply(f"{prefix}/cb", "r")
 
         s.declare_queryable(f"{prefix}/cb", answer)
-        time.sleep(0.5)
+        routed(zs, f"{prefix}/cb", query=True)
         instr = zenoh.TimestampInstrumentationBuilder().set_send(True).set_receive(True).build()
         (reply,) = list(zs.get(f"{prefix}/cb", timestamp_instrumentation=instr, timeout=5))
         qstack = seen.get(timeout=WAIT)

@@ -6,15 +6,13 @@ router's timestamp."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import pyzenoh.session as pz
 from pyzenoh.session.samples import RunSample
-from tests.interop.zenoh_procs import Proc, pyzenoh_config, zenoh_config
-from tests.interop.zenoh_procs import router as real_router
+from tests.fixtures.procs import Proc, pyzenoh_config, zenoh_config
 
 zenoh = pytest.importorskip("zenoh")
 
@@ -22,12 +20,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 WAIT = 20.0
 N = 3000
-
-
-@pytest.fixture(scope="module")
-def router() -> Iterator[Proc]:
-    with real_router() as proc:
-        yield proc
 
 
 def view(s: Any) -> tuple[Any, ...]:
@@ -56,11 +48,11 @@ class Collector:
 
 
 @pytest.mark.parametrize("equal", [True, False], ids=["equal-sizes", "varying-sizes"])
-def test_a_stream_arrives_as_an_eclipse_zenoh_subscriber_sees_it(router: Proc, equal: bool) -> None:
+def test_a_stream_arrives_as_an_eclipse_zenoh_subscriber_sees_it(zenohd: Proc, equal: bool) -> None:
     key = f"runs/{'eq' if equal else 'var'}"
-    ps = pz.open(pyzenoh_config(router.endpoint))
-    zs = zenoh.open(zenoh_config(router.endpoint))
-    zp = zenoh.open(zenoh_config(router.endpoint))  # not zs: its own subscriber would hear it locally
+    ps = pz.open(pyzenoh_config(zenohd.endpoint))
+    zs = zenoh.open(zenoh_config(zenohd.endpoint))
+    zp = zenoh.open(zenoh_config(zenohd.endpoint))  # not zs: its own subscriber would hear it locally
     try:
         ours, theirs = Collector(N), Collector(N)
         ps.declare_subscriber(key, ours)

@@ -366,8 +366,9 @@ def test_handshake_timeout_and_lease_expiry() -> None:
     run(main)
 
 
+@pytest.mark.interop  # starts a real zenohd
 def test_connect_refused_and_handshake_with_real_router() -> None:
-    from tests.interop.zenoh_procs import free_port, start_router
+    from tests.fixtures.procs import free_port, start_router
 
     async def refused() -> None:
         with pytest.raises(OSError):
