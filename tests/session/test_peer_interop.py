@@ -84,7 +84,7 @@ def _exchange_with_real(p: pz.Session, z: zenoh.Session) -> None:
     ztok = z.liveliness().declare_token("pp/tok/z")
     psub = p.declare_subscriber("pp/z/**")
     p.declare_queryable("pp/p/q", lambda q: q.reply("pp/p/q", "p-answer"))
-    p.liveliness().declare_token("pp/tok/p")
+    _ptok = p.liveliness().declare_token("pp/tok/p")  # undeclared when dropped, as zenoh's
     lsub = p.liveliness().declare_subscriber("pp/tok/**", history=True)
     # data both ways
     s = delivered(lambda: p.put("pp/p/a", "from-pyzenoh"), lambda t: zq.get(timeout=t))
@@ -176,7 +176,7 @@ def test_peer_reconnects_to_restarted_peer(endpoint: str) -> None:
     p = pz.open({"mode": "peer", "listen": {"endpoints": []}, "connect": {"endpoints": [endpoint], "retry": retry}})
     with opened(p):
         p.declare_subscriber("rp/**", lambda s: None)
-        p.liveliness().declare_token("rp/tok")
+        _ptok = p.liveliness().declare_token("rp/tok")  # kept: undeclared when dropped
         assert until(lambda: len(p.info.peers_zid()) == 1)
         first.close()
         assert until(lambda: p.info.peers_zid() == [])
@@ -196,7 +196,7 @@ def test_real_client_connects_to_pyzenoh_peer(endpoint: str) -> None:
     c.insert_json5("connect/endpoints", json.dumps([endpoint]))
     c.insert_json5("scouting/multicast/enabled", "false")
     with opened(p):
-        p.liveliness().declare_token("pc/tok/p")
+        _ptok = p.liveliness().declare_token("pc/tok/p")  # kept: undeclared when dropped
         p.declare_queryable("pc/q", lambda q: q.reply("pc/q", "p-answer"))
         psub = p.declare_subscriber("pc/to-p/**")
         z = zenoh.open(c)

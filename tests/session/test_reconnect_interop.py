@@ -87,7 +87,7 @@ def test_client_reconnects_and_redeclares(zenohd_factory: Callable[..., Proc], p
         sub = a.declare_subscriber("rc/data/**")
         a.declare_queryable("rc/qa", lambda q: q.reply("rc/qa", "answer"))
         a.declare_keyexpr("rc/data/x")
-        a.liveliness().declare_token("rc/tok/a")
+        _atok = a.liveliness().declare_token("rc/tok/a")  # kept: undeclared when dropped
         lsub = a.liveliness().declare_subscriber("rc/tok/**", history=True)
         pub = a.declare_publisher("rc/pub")
         qr = a.declare_querier("rc/qb")

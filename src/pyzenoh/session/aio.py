@@ -39,6 +39,7 @@ from pyzenoh.session.api import (
 )
 from pyzenoh.session.config import Config, to_config
 from pyzenoh.session.handlers import AsyncHandler, make_sink
+from pyzenoh.session.lifetime import Undeclaration, aclose_on_loop, close_on_drop
 from pyzenoh.session.runtime import Runtime
 
 __all__ = [
@@ -65,25 +66,25 @@ async def open(config: Config | dict[str, Any] | str | None = None) -> AsyncSess
 
 
 class _AsyncEntity:
-    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Any) -> None:
+    """A declared entity (see :class:`pyzenoh.session.api.entities.Entity`: the same
+    undeclaration, on drop too unless ``background``)."""
+
+    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Any, *, background: bool = False) -> None:
         self._rt = rt
         self._key_expr = key_expr
-        self._undeclare_fn = undeclare
+        self._undeclaration = Undeclaration(self, rt, undeclare, background=background)
 
     @property
     def key_expr(self) -> KeyExpr:
         return self._key_expr
 
     async def undeclare(self) -> None:
-        fn = self._undeclare_fn
-        if fn is not None and not self._rt.closed:
-            self._undeclare_fn = None
-            self._rt.submit(fn)
+        self._undeclaration.run()
 
 
 class _AsyncReceiver(_AsyncEntity, Generic[H]):
     def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Any, handler: H) -> None:
-        super().__init__(rt, key_expr, undeclare)
+        super().__init__(rt, key_expr, undeclare, background=handler is None)
         self._handler = handler
 
     @property
@@ -141,7 +142,7 @@ class AsyncPublisher(PublisherSettings, _AsyncEntity):
         return t.MatchingStatus(self._rt.core.publisher_matching(self._state.local))
 
     def _check(self) -> None:
-        if self._rt.closed or self._undeclare_fn is None:
+        if self._rt.closed or self._undeclaration.done:
             raise UsageError("the publisher is undeclared or its session closed")
 
     async def put(
@@ -230,6 +231,8 @@ class AsyncSession:
 
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
+        # Dropped without close(): closed on its loop, as zenoh-python's sessions are.
+        self._on_drop = close_on_drop(self, functools.partial(aclose_on_loop, rt))
 
     def _live(self) -> Runtime:
         if self._rt.closed:
@@ -373,6 +376,7 @@ class AsyncSession:
         return AsyncLiveliness(self)
 
     async def close(self) -> None:
+        self._on_drop.detach()
         await self._rt.aclose()
 
     def _abort(self) -> None:

@@ -173,12 +173,13 @@ def _liveliness(args: argparse.Namespace) -> int:
             return 0
         stop = _Stopper(args.count, args.duration)
         if args.action == "token":
-            liv.declare_token(args.keyexpr)
+            token = liv.declare_token(args.keyexpr)  # undeclared when dropped, as zenoh's
             log.info("ready: token %s", args.keyexpr)
             try:
                 stop.wait()
             except KeyboardInterrupt:
                 pass
+            token.undeclare()
             return 0
         sub = liv.declare_subscriber(args.keyexpr, history=args.history)
         log.info("ready: liveliness subscriber on %s", args.keyexpr)

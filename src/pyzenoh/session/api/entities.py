@@ -3,7 +3,8 @@
 An :class:`Entity` has a key expression, a global id and the core call that undeclares
 it (run once, in the loop); a :class:`Receiver` also delivers items to its handler (a
 channel is read with ``recv``/``try_recv``/iteration). Declared entities live until they
-are undeclared or the session closes.
+are undeclared, dropped (as zenoh-python: :mod:`pyzenoh.session.lifetime`) or the
+session closes.
 """
 
 from __future__ import annotations
@@ -15,18 +16,22 @@ from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExpr
 from pyzenoh.session import types as t
 from pyzenoh.session.handlers import Handler
+from pyzenoh.session.lifetime import Undeclaration
 from pyzenoh.session.runtime import Runtime
 
 H = TypeVar("H")
 
 
 class Entity:
-    """A declared entity: its key expression, global id and undeclaration."""
+    """A declared entity: its key expression, global id and undeclaration (also when it
+    is dropped, unless ``background``)."""
 
-    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Callable[[], None], eid: int = 0) -> None:
+    def __init__(
+        self, rt: Runtime, key_expr: KeyExpr, undeclare: Callable[[], None], eid: int = 0, *, background: bool = False
+    ) -> None:
         self._rt = rt
         self._key_expr = key_expr
-        self._undeclare_fn: Callable[[], None] | None = undeclare
+        self._undeclaration = Undeclaration(self, rt, undeclare, background=background)
         self._eid = eid
 
     @property
@@ -38,18 +43,20 @@ class Entity:
         """This entity's global id: its session's zid and its entity id."""
         return t.EntityGlobalId(self._rt.zid, self._eid)
 
+    @property
+    def _undeclared(self) -> bool:
+        return self._undeclaration.done
+
     def _undeclare(self) -> None:
-        fn = self._undeclare_fn
-        if fn is not None and not self._rt.closed:
-            self._undeclare_fn = None
-            self._rt.submit(fn)
+        self._undeclaration.run()
 
 
 class Receiver(Entity, Generic[H]):
-    """An entity that delivers items to a handler (channel or callback)."""
+    """An entity that delivers items to a handler (channel or callback); one with a
+    callback (no handler object) stays declared when dropped, as zenoh-python's."""
 
     def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Callable[[], None], handler: H, eid: int = 0) -> None:
-        super().__init__(rt, key_expr, undeclare, eid)
+        super().__init__(rt, key_expr, undeclare, eid, background=handler is None)
         self._handler = handler
 
     @property

@@ -164,7 +164,7 @@ class Publisher(PublisherSettings, Entity):
         source_info: t.SourceInfo | None = None,
     ) -> None:
         rt = self._rt
-        if rt.closed or self._undeclare_fn is None:
+        if rt.closed or self._undeclared:
             raise UsageError("the publisher is undeclared or its session closed")
         st = self._state
         if not rt.wait_room(st.block):
@@ -204,7 +204,7 @@ class Publisher(PublisherSettings, Entity):
         source_info: t.SourceInfo | None = None,
     ) -> None:
         rt = self._rt
-        if rt.closed or self._undeclare_fn is None:
+        if rt.closed or self._undeclared:
             raise UsageError("the publisher is undeclared or its session closed")
         st = self._state
         if not rt.wait_room(st.block):

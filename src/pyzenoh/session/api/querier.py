@@ -98,7 +98,7 @@ class Querier(Entity):
         """Query the querier's key expression; returns the handler (a channel of
         :class:`Reply` by default)."""
         rt = self._rt
-        if rt.closed or self._undeclare_fn is None:
+        if rt.closed or self._undeclared:
             raise UsageError("the querier is undeclared or its session closed")
         check_token(cancellation_token)
         qs = self._settings

@@ -41,6 +41,7 @@ from pyzenoh.session.cancel import CancellationToken
 from pyzenoh.session.config import Config, to_config
 from pyzenoh.session.connector import open_timeout_s
 from pyzenoh.session.handlers import make_sink
+from pyzenoh.session.lifetime import aclose_on_loop, close_on_drop
 from pyzenoh.session.runtime import Runtime
 from pyzenoh.session.scouting import scouting_budget_s
 
@@ -105,6 +106,28 @@ def open(
     return Session(rt, lt)
 
 
+def _close(rt: Runtime, lt: _LoopThread, lock: threading.Lock) -> None:
+    """Close a session's runtime and stop its loop thread (its close(), or its finalizer
+    when it was dropped: then possibly on its own loop thread, which must not wait for
+    itself)."""
+    if threading.current_thread() is lt.thread:
+        aclose_on_loop(rt, then=lt.stop)
+        return
+    with lock:
+        if lt.loop.is_closed():
+            return
+        if not (rt.closed and not rt.links):
+            fut = asyncio.run_coroutine_threadsafe(rt.aclose(), lt.loop)
+            try:
+                fut.result(10.0)
+            except Exception as exc:  # noqa: BLE001  (closing must not fail)
+                log.debug("error while closing: %s", exc)
+        lt.stop()
+        dispatcher = rt._dispatcher
+        if dispatcher is not None:
+            dispatcher.stop(5.0)  # let queued callbacks finish (no-op from a callback)
+
+
 # --- the session ----------------------------------------------------------------------------
 
 
@@ -151,7 +174,8 @@ class Session:
     def __init__(self, rt: Runtime, loop_thread: _LoopThread) -> None:
         self._rt = rt
         self._lt = loop_thread
-        self._close_lock = threading.Lock()
+        # close(), or dropped without it (as zenoh-python's sessions): run once.
+        self._closing = close_on_drop(self, functools.partial(_close, rt, loop_thread, threading.Lock()))
 
     def _live(self) -> Runtime:
         if self._rt.closed:
@@ -405,20 +429,7 @@ class Session:
 
     def close(self) -> None:
         """Send CLOSE and stop; every channel ends, pending gets end."""
-        with self._close_lock:
-            rt = self._rt
-            if self._lt.loop.is_closed():
-                return
-            if not (rt.closed and not rt.links):
-                fut = asyncio.run_coroutine_threadsafe(rt.aclose(), self._lt.loop)
-                try:
-                    fut.result(10.0)
-                except Exception as exc:  # noqa: BLE001  (closing must not fail)
-                    log.debug("error while closing: %s", exc)
-            self._lt.stop()
-            dispatcher = rt._dispatcher
-            if dispatcher is not None:
-                dispatcher.stop(5.0)  # let queued callbacks finish (no-op from a callback)
+        self._closing()
 
     def _abort(self) -> None:
         """Tests only: drop the TCP connection without CLOSE, like a killed process."""
