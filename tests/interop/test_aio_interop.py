@@ -122,3 +122,71 @@ def test_aio_many_sessions_one_loop(zenohd: Proc, prefix: str) -> None:
         assert all(s.is_closed() for s in sessions)
 
     asyncio.run(main())
+
+
+def test_aio_querier_keyexpr_ids_and_cancellation(zenohd: Proc, zs: zenoh.Session, prefix: str) -> None:
+    """What the asyncio API gained to say everything the blocking one says: queriers and
+    their matching status, declared key expressions, entity ids, cancellation tokens,
+    source info, allowed destinations."""
+    zq: queue.Queue[Any] = queue.Queue()
+    zsub = zs.declare_subscriber(f"{prefix}/data/**", zq.put)
+    held: list[Any] = []  # a queryable that never answers (its queries kept alive)
+    zslow = zs.declare_queryable(f"{prefix}/slow", held.append)
+
+    async def main() -> None:
+        async with await aio.open(pyzenoh_config(zenohd.endpoint)) as s:
+            assert s.id.zid == s.zid() and s.id.eid == 0
+            assert s.new_timestamp().get_id() == s.zid()
+            querier = await s.declare_querier(f"{prefix}/q", timeout=WAIT)
+            assert not querier.matching_status.matching
+            statuses: asyncio.Queue[bool] = asyncio.Queue()
+            await querier.declare_matching_listener(lambda st: statuses.put_nowait(st.matching))
+            zqabl = zs.declare_queryable(f"{prefix}/q", lambda q: q.reply(f"{prefix}/q", "zq-answer"))
+            assert await asyncio.wait_for(next_status(statuses, True), WAIT)
+            [reply] = await collect(await querier.get())
+            assert reply.ok.payload.to_string() == "zq-answer"
+            assert querier.id.zid == s.zid()
+            zqabl.undeclare()
+            assert await asyncio.wait_for(next_status(statuses, False), WAIT)
+            await querier.undeclare()
+            # a declared key expression, used then undeclared through the session
+            ke = await s.declare_keyexpr(f"{prefix}/data/k")
+            source = pz.SourceInfo(s.id, 7)
+            await s.put(ke, "via-id", source_info=source)
+            sample = await asyncio.to_thread(zq.get, timeout=WAIT)
+            assert (str(sample.key_expr), sample.payload.to_string()) == (f"{prefix}/data/k", "via-id")
+            assert sample.source_info.source_sn == 7
+            await s.undeclare(ke)
+            # a put kept to this session reaches its own subscriber and not the router's
+            local = await s.declare_subscriber(f"{prefix}/data/l")
+            assert local.id.zid == s.zid()
+            await s.put(f"{prefix}/data/l", "local", allowed_destination=pz.Locality.SESSION_LOCAL)
+            assert (await asyncio.wait_for(local.recv(), WAIT)).payload.to_string() == "local"
+            await s.put(f"{prefix}/data/end", "end")
+            last = await asyncio.to_thread(zq.get, timeout=WAIT)
+            assert str(last.key_expr) == f"{prefix}/data/end"  # "local" never reached zs
+            # a get cancelled while the queryable holds its query ends at once
+            token = pz.CancellationToken()
+            replies = await s.get(f"{prefix}/slow", cancellation_token=token, timeout=WAIT)
+            await asyncio.to_thread(lambda: routed_query_seen(held))
+            token.cancel()
+            assert await collect(replies) == []
+
+    asyncio.run(main())
+    held.clear()
+    zslow.undeclare()
+    zsub.undeclare()
+
+
+async def next_status(statuses: asyncio.Queue[bool], wanted: bool) -> bool:
+    """Statuses until ``wanted`` (a listener may first be told the status it starts with)."""
+    while await statuses.get() is not wanted:
+        pass
+    return True
+
+
+def routed_query_seen(held: list[Any]) -> None:
+    """The held queryable has the query (so the cancellation is of a get in flight)."""
+    from tests.waits import expect
+
+    expect(lambda: held, "the query never reached the queryable")

@@ -10,12 +10,13 @@ import inspect
 import pytest
 
 from pyzenoh.session import aio
-from pyzenoh.session.api import entities, publisher, session
+from pyzenoh.session.api import entities, publisher, querier, session
 
 #: (asyncio class, blocking class)
 PAIRS = [
     (aio.AsyncSession, session.Session),
     (aio.AsyncPublisher, publisher.Publisher),
+    (aio.AsyncQuerier, querier.Querier),
     (aio.AsyncSubscriber, entities.Subscriber),
     (aio.AsyncQueryable, entities.Queryable),
     (aio.AsyncMatchingListener, entities.MatchingListener),
@@ -23,39 +24,14 @@ PAIRS = [
     (aio.AsyncLiveliness, session.Liveliness),
 ]
 
-#: Not in the asyncio API yet (issue 28 closes these); each listed so that nothing else
-#: can drift unnoticed.
-_LAGS = "not in the asyncio API yet"
 #: Blocking methods the asyncio API leaves out, and why.
-MISSING: dict[str, str] = {
-    "Session.declare_keyexpr": _LAGS,
-    "Session.declare_querier": _LAGS,
-    "Session.id": _LAGS,
-    "Session.new_timestamp": _LAGS,
-    "Session.undeclare": _LAGS,
-    "Publisher.id": _LAGS,
-    "Subscriber.id": _LAGS,
-    "Queryable.id": _LAGS,
-    "MatchingListener.id": _LAGS,
-    "LivelinessToken.id": _LAGS,
-}
+MISSING: dict[str, str] = {}
 #: Methods both have whose parameters differ, and why.
 DIFFERENT: dict[str, str] = {
     # an asyncio caller bounds a wait with asyncio.timeout / wait_for
     "Subscriber.recv": "no timeout parameter: asyncio.timeout bounds it",
     "Queryable.recv": "no timeout parameter: asyncio.timeout bounds it",
     "MatchingListener.recv": "no timeout parameter: asyncio.timeout bounds it",
-    # allowed_origin/allowed_destination, source_info, timestamp_instrumentation,
-    # cancellation_token
-    "Session.declare_publisher": _LAGS,
-    "Session.declare_queryable": _LAGS,
-    "Session.declare_subscriber": _LAGS,
-    "Session.delete": _LAGS,
-    "Session.get": _LAGS,
-    "Session.put": _LAGS,
-    "Publisher.delete": _LAGS,
-    "Publisher.put": _LAGS,
-    "Liveliness.get": _LAGS,
 }
 
 

@@ -20,26 +20,42 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Generic, Self, TypeVar
+import time
+from typing import Any, Self, TypeVar
 
 from pyzenoh.codec.primitives import ZenohId
 from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExpr
+from pyzenoh.session import instrumentation as ins
 from pyzenoh.session import types as t
+from pyzenoh.session.aio_entities import (
+    AsyncLivelinessToken,
+    AsyncMatchingListener,
+    AsyncPublisher,
+    AsyncQuerier,
+    AsyncQueryable,
+    AsyncSubscriber,
+)
 from pyzenoh.session.api import (
-    PublisherSettings,
     PublisherState,
+    QuerierSettings,
     SessionInfo,
+    attach_token,
     block_of,
+    check_token,
     del_body,
     get_call,
+    locality_of,
     prio_of,
     put_body,
+    target_of,
     timeout_of,
+    ts_stack_of,
 )
+from pyzenoh.session.cancel import CancellationToken
 from pyzenoh.session.config import Config, to_config
-from pyzenoh.session.handlers import AsyncHandler, make_sink
-from pyzenoh.session.lifetime import Undeclaration, aclose_on_loop, close_on_drop
+from pyzenoh.session.handlers import make_sink
+from pyzenoh.session.lifetime import aclose_on_loop, close_on_drop
 from pyzenoh.session.runtime import Runtime
 
 __all__ = [
@@ -47,6 +63,7 @@ __all__ = [
     "AsyncLivelinessToken",
     "AsyncMatchingListener",
     "AsyncPublisher",
+    "AsyncQuerier",
     "AsyncQueryable",
     "AsyncSession",
     "AsyncSubscriber",
@@ -65,139 +82,6 @@ async def open(config: Config | dict[str, Any] | str | None = None) -> AsyncSess
     return AsyncSession(rt)
 
 
-class _AsyncEntity:
-    """A declared entity (see :class:`pyzenoh.session.api.entities.Entity`: the same
-    undeclaration, on drop too unless ``background``)."""
-
-    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Any, *, background: bool = False) -> None:
-        self._rt = rt
-        self._key_expr = key_expr
-        self._undeclaration = Undeclaration(self, rt, undeclare, background=background)
-
-    @property
-    def key_expr(self) -> KeyExpr:
-        return self._key_expr
-
-    async def undeclare(self) -> None:
-        self._undeclaration.run()
-
-
-class _AsyncReceiver(_AsyncEntity, Generic[H]):
-    def __init__(self, rt: Runtime, key_expr: KeyExpr, undeclare: Any, handler: H) -> None:
-        super().__init__(rt, key_expr, undeclare, background=handler is None)
-        self._handler = handler
-
-    @property
-    def handler(self) -> H:
-        return self._handler
-
-    def _channel(self) -> AsyncHandler[Any]:
-        if not isinstance(self._handler, AsyncHandler):
-            raise UsageError("this entity has a callback, not a channel")
-        return self._handler
-
-    async def recv(self) -> Any:
-        return await self._channel().recv()
-
-    def try_recv(self) -> Any:
-        return self._channel().try_recv()
-
-    def __aiter__(self) -> AsyncHandler[Any]:
-        return self._channel()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.undeclare()
-
-
-class AsyncSubscriber(_AsyncReceiver[H]):
-    pass
-
-
-class AsyncQueryable(_AsyncReceiver[H]):
-    pass
-
-
-class AsyncMatchingListener(_AsyncReceiver[H]):
-    pass
-
-
-class AsyncLivelinessToken(_AsyncEntity):
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.undeclare()
-
-
-class AsyncPublisher(PublisherSettings, _AsyncEntity):
-    def __init__(self, rt: Runtime, state: PublisherState) -> None:
-        super().__init__(rt, state.key_expr, functools.partial(rt.core.undeclare_publisher, state.local))
-        self._state = state
-
-    @property
-    def matching_status(self) -> t.MatchingStatus:
-        return t.MatchingStatus(self._rt.core.publisher_matching(self._state.local))
-
-    def _check(self) -> None:
-        if self._rt.closed or self._undeclaration.done:
-            raise UsageError("the publisher is undeclared or its session closed")
-
-    async def put(
-        self,
-        payload: Any,
-        *,
-        encoding: t.Encoding | str | None = None,
-        attachment: Any = None,
-        timestamp: t.Timestamp | None = None,
-    ) -> None:
-        self._check()
-        st = self._state
-        rt = self._rt
-        if not await rt.await_room(st.block):
-            return
-        if encoding is None and attachment is None and timestamp is None:
-            st.put_run([t.to_payload(payload)])
-        else:
-            body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp)
-            rt.core.put(st.key, body, priority=st.priority, block=st.block, express=st.express, reliable=st.reliable)
-        rt.pump()
-
-    async def delete(self, *, attachment: Any = None, timestamp: t.Timestamp | None = None) -> None:
-        self._check()
-        st = self._state
-        rt = self._rt
-        if not await rt.await_room(st.block):
-            return
-        rt.core.put(
-            st.key,
-            del_body(attachment, timestamp),
-            priority=st.priority,
-            block=st.block,
-            express=st.express,
-            reliable=st.reliable,
-        )
-        rt.pump()
-
-    async def declare_matching_listener(self, handler: Any = None) -> AsyncMatchingListener[Any]:
-        self._check()
-        rt = self._rt
-        sink, returned = make_sink(handler, asynchronous=True)
-        local = self._state.local
-        rt.call(lambda: rt.core.add_matching_listener(local, sink))
-        return AsyncMatchingListener(
-            rt, self.key_expr, functools.partial(rt.core.remove_matching_listener, local, sink), returned
-        )
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.undeclare()
-
-
 class AsyncLiveliness:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
@@ -206,7 +90,7 @@ class AsyncLiveliness:
         rt = self._session._live()
         ke = t.to_key_expr(key_expr)
         local = rt.call(lambda: rt.core.declare_token(str(ke)))
-        return AsyncLivelinessToken(rt, ke, functools.partial(rt.core.undeclare_token, local))
+        return AsyncLivelinessToken(rt, ke, functools.partial(rt.core.undeclare_token, local), local)
 
     async def declare_subscriber(
         self, key_expr: KeyExpr | str, handler: Any = None, *, history: bool | None = None
@@ -215,14 +99,23 @@ class AsyncLiveliness:
         ke = t.to_key_expr(key_expr)
         sink, returned = make_sink(handler, asynchronous=True)
         iid = rt.call(lambda: rt.core.declare_liveliness_subscriber(str(ke), bool(history), sink))
-        return AsyncSubscriber(rt, ke, functools.partial(rt.core.undeclare_liveliness_subscriber, iid), returned)
+        return AsyncSubscriber(rt, ke, functools.partial(rt.core.undeclare_liveliness_subscriber, iid), returned, iid)
 
-    async def get(self, key_expr: KeyExpr | str, handler: Any = None, *, timeout: float | None = None) -> Any:
+    async def get(
+        self,
+        key_expr: KeyExpr | str,
+        handler: Any = None,
+        *,
+        timeout: float | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> Any:
         rt = self._session._live()
+        check_token(cancellation_token)
         ke = t.to_key_expr(key_expr)
         sink, returned = make_sink(handler, asynchronous=True)
         to = timeout_of(timeout)
-        rt.call(lambda: rt.core.liveliness_get(str(ke), sink, rt.loop.time(), to))
+        iid = rt.call(lambda: rt.core.liveliness_get(str(ke), sink, rt.loop.time(), to))
+        attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_liveliness_get, iid))
         return returned
 
 
@@ -243,11 +136,38 @@ class AsyncSession:
     def info(self) -> SessionInfo:
         return SessionInfo(self._rt)
 
+    @property
+    def id(self) -> t.EntityGlobalId:
+        """The session's global id (its zid, entity 0)."""
+        return t.EntityGlobalId(self._rt.zid, 0)
+
     def zid(self) -> ZenohId:
         return self._rt.zid
 
     def is_closed(self) -> bool:
         return self._rt.closed
+
+    def new_timestamp(self) -> t.Timestamp:
+        return t.Timestamp(t.NTP64._from_ns(time.time_ns()), self._rt.zid)
+
+    async def declare_keyexpr(self, key_expr: KeyExpr | str) -> KeyExpr:
+        rt = self._live()
+        ke = t.to_key_expr(key_expr)
+        rt.call(lambda: rt.core.declare_user_keyexpr(str(ke)))
+        return ke
+
+    async def undeclare(self, obj: Any) -> None:
+        """Undeclare a key expression declared with :meth:`declare_keyexpr` (or any
+        declared entity: the same as its own ``undeclare()``)."""
+        if isinstance(obj, KeyExpr):
+            rt = self._live()
+            key = str(obj)
+            rt.call(lambda: rt.core.undeclare_user_keyexpr(key))
+            return
+        undeclare = getattr(obj, "undeclare", None)
+        if not callable(undeclare):
+            raise UsageError(f"cannot undeclare {obj!r}")
+        await undeclare()
 
     async def put(
         self,
@@ -260,22 +180,22 @@ class AsyncSession:
         express: bool | None = None,
         attachment: Any = None,
         timestamp: t.Timestamp | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
+        allowed_destination: t.Locality | None = None,
+        source_info: t.SourceInfo | None = None,
         reliability: t.Reliability | None = None,
     ) -> None:
-        rt = self._live()
-        key = str(t.to_key_expr(key_expr))
-        body = put_body(payload, encoding, attachment, timestamp)
-        block = block_of(congestion_control)
-        if await rt.await_room(block):
-            rt.core.put(
-                key,
-                body,
-                priority=prio_of(priority),
-                block=block,
-                express=bool(express),
-                reliable=reliability is not t.Reliability.BEST_EFFORT,
-            )
-            rt.pump()
+        body = put_body(payload, encoding, attachment, timestamp, source_info)
+        await self._put(
+            key_expr,
+            body,
+            congestion_control,
+            priority,
+            express,
+            timestamp_instrumentation,
+            allowed_destination,
+            reliability,
+        )
 
     async def delete(
         self,
@@ -286,19 +206,51 @@ class AsyncSession:
         express: bool | None = None,
         attachment: Any = None,
         timestamp: t.Timestamp | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
+        allowed_destination: t.Locality | None = None,
+        source_info: t.SourceInfo | None = None,
         reliability: t.Reliability | None = None,
     ) -> None:
+        body = del_body(attachment, timestamp, source_info)
+        await self._put(
+            key_expr,
+            body,
+            congestion_control,
+            priority,
+            express,
+            timestamp_instrumentation,
+            allowed_destination,
+            reliability,
+        )
+
+    async def _put(
+        self,
+        key_expr: KeyExpr | str,
+        body: Any,
+        congestion_control: t.CongestionControl | None,
+        priority: t.Priority | None,
+        express: bool | None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None,
+        allowed_destination: t.Locality | None,
+        reliability: t.Reliability | None,
+    ) -> None:
+        """A PUT or DELETE body to its key, as the blocking API sends it."""
         rt = self._live()
         key = str(t.to_key_expr(key_expr))
         block = block_of(congestion_control)
+        dest = locality_of(allowed_destination, "allowed_destination")
+        prio = prio_of(priority)
+        stack = ts_stack_of(rt, timestamp_instrumentation)
         if await rt.await_room(block):
             rt.core.put(
                 key,
-                del_body(attachment, timestamp),
-                priority=prio_of(priority),
+                body,
+                priority=prio,
                 block=block,
                 express=bool(express),
                 reliable=reliability is not t.Reliability.BEST_EFFORT,
+                destination=dest,
+                ts_stack=stack,
             )
             rt.pump()
 
@@ -311,27 +263,73 @@ class AsyncSession:
         priority: t.Priority | None = None,
         express: bool | None = None,
         reliability: t.Reliability | None = None,
+        allowed_destination: t.Locality | None = None,
     ) -> AsyncPublisher:
         rt = self._live()
-        st = PublisherState(t.to_key_expr(key_expr), encoding, congestion_control, priority, express, reliability)
+        st = PublisherState(
+            t.to_key_expr(key_expr), encoding, congestion_control, priority, express, reliability, allowed_destination
+        )
         rt.call(lambda: st.declare(rt))
         return AsyncPublisher(rt, st)
 
-    async def declare_subscriber(self, key_expr: KeyExpr | str, handler: Any = None) -> AsyncSubscriber[Any]:
+    async def declare_subscriber(
+        self, key_expr: KeyExpr | str, handler: Any = None, *, allowed_origin: t.Locality | None = None
+    ) -> AsyncSubscriber[Any]:
         rt = self._live()
         ke = t.to_key_expr(key_expr)
+        origin = locality_of(allowed_origin, "allowed_origin")
         sink, returned = make_sink(handler, asynchronous=True)
-        local = rt.call(lambda: rt.core.declare_subscriber(str(ke), sink))
-        return AsyncSubscriber(rt, ke, functools.partial(rt.core.undeclare_subscriber, local), returned)
+
+        def declare() -> tuple[int, int]:
+            local = rt.core.declare_subscriber(str(ke), sink, origin)
+            return local, rt.core.subscriber_wire_id(local)
+
+        local, eid = rt.call(declare)
+        return AsyncSubscriber(rt, ke, functools.partial(rt.core.undeclare_subscriber, local), returned, eid)
 
     async def declare_queryable(
-        self, key_expr: KeyExpr | str, handler: Any = None, *, complete: bool | None = None
+        self,
+        key_expr: KeyExpr | str,
+        handler: Any = None,
+        *,
+        complete: bool | None = None,
+        allowed_origin: t.Locality | None = None,
     ) -> AsyncQueryable[Any]:
         rt = self._live()
         ke = t.to_key_expr(key_expr)
+        origin = locality_of(allowed_origin, "allowed_origin")
         sink, returned = make_sink(handler, asynchronous=True)
-        local = rt.call(lambda: rt.core.declare_queryable(str(ke), bool(complete), sink))
-        return AsyncQueryable(rt, ke, functools.partial(rt.core.undeclare_queryable, local), returned)
+
+        def declare() -> tuple[int, int]:
+            local = rt.core.declare_queryable(str(ke), bool(complete), sink, origin)
+            return local, rt.core.queryable_wire_id(local)
+
+        local, eid = rt.call(declare)
+        return AsyncQueryable(rt, ke, functools.partial(rt.core.undeclare_queryable, local), returned, eid)
+
+    async def declare_querier(
+        self,
+        key_expr: KeyExpr | str,
+        *,
+        target: t.QueryTarget | None = None,
+        consolidation: Any = None,
+        accept_replies: t.ReplyKeyExpr | None = None,
+        timeout: float | None = None,
+        congestion_control: t.CongestionControl | None = None,
+        priority: t.Priority | None = None,
+        express: bool | None = None,
+        allowed_destination: t.Locality | None = None,
+    ) -> AsyncQuerier:
+        """An :class:`AsyncQuerier` on ``key_expr`` whose gets use these settings."""
+        rt = self._live()
+        ke = t.to_key_expr(key_expr)
+        qs = QuerierSettings(
+            target, consolidation, accept_replies, timeout, congestion_control, priority, express, allowed_destination
+        )
+        tgt = target_of(qs.target)
+        dest = locality_of(allowed_destination, "allowed_destination")
+        local = rt.call(lambda: rt.core.declare_querier(str(ke), tgt, dest))
+        return AsyncQuerier(rt, ke, local, qs)
 
     async def get(
         self,
@@ -348,9 +346,14 @@ class AsyncSession:
         payload: Any = None,
         encoding: t.Encoding | str | None = None,
         attachment: Any = None,
+        allowed_destination: t.Locality | None = None,
+        source_info: t.SourceInfo | None = None,
+        cancellation_token: CancellationToken | None = None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None = None,
     ) -> Any:
         """Query; returns an async channel of :class:`Reply` (``async for``) by default."""
         rt = self._live()
+        check_token(cancellation_token)
         sink, returned = make_sink(handler, asynchronous=True)
         call = get_call(
             rt,
@@ -366,10 +369,14 @@ class AsyncSession:
             payload,
             encoding,
             attachment,
+            allowed_destination=allowed_destination,
+            source_info=source_info,
+            timestamp_instrumentation=timestamp_instrumentation,
         )
         block = block_of(congestion_control, default=True)
         await rt.await_room(block)
-        rt.call(call)
+        rid = rt.call(call)
+        attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_get, rid))
         return returned
 
     def liveliness(self) -> AsyncLiveliness:
