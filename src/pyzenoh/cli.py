@@ -22,6 +22,7 @@ _CLI_MODULES = (
     "pyzenoh.scouting.udp",  # pyzenoh scout
     "pyzenoh.msgq.cli",
     "pyzenoh.pipeline.cli",
+    "pyzenoh.recording.cli",  # pyzenoh replay
 )
 
 
