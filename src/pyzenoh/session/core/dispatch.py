@@ -36,33 +36,43 @@ from pyzenoh.codec import (
 from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.session import types as t
 from pyzenoh.session.core.liveliness import Liveliness
+from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.pubsub import PubSub
 from pyzenoh.session.core.queries import Queries
-from pyzenoh.session.core.state import END, TIMEOUT_PAYLOAD
+from pyzenoh.session.core.state import END, TIMEOUT_PAYLOAD, CoreState
 
 
-class Dispatch(PubSub, Queries, Liveliness):
+class Dispatch:
     """Received network messages and timer ticks, each to its region."""
+
+    def __init__(
+        self, s: CoreState, liveliness: Liveliness, matching: Matching, pubsub: PubSub, queries: Queries
+    ) -> None:
+        self.s = s
+        self.liveliness = liveliness
+        self.matching = matching
+        self.pubsub = pubsub
+        self.queries = queries
 
     # --- incoming network messages -----------------------------------------------------------
 
     def on_message(self, msg: NetworkMessage, now: float) -> None:
-        if self.closed:
+        if self.s.closed:
             return
         match msg:
             case Push():
-                self._on_push(msg)
+                self.pubsub.on_push(msg)
             case Declare():
                 self._on_declare(msg)
             case Response():
-                self._on_response(msg)
+                self.queries.on_response(msg)
             case ResponseFinal():
-                g = self._gets.get(msg.request_id)
+                g = self.s.gets.get(msg.request_id)
                 if g is not None:
-                    g.remote_pending.discard(self._face_id)
-                    self._maybe_finish(g)
+                    g.remote_pending.discard(self.s.face_id)
+                    self.queries.maybe_finish(g)
             case Request():
-                self._on_request(msg, now)
+                self.queries.on_request(msg, now)
             case Interest():
                 self._on_interest(msg)
         # OAM (link state) is informational
@@ -73,96 +83,98 @@ class Dispatch(PubSub, Queries, Liveliness):
         body = msg.body
         match body:
             case DeclareKeyExpr():
-                key = self._resolve(WireExpr(body.wire_expr.scope, body.wire_expr.suffix, True))
+                key = self.s.resolve(WireExpr(body.wire_expr.scope, body.wire_expr.suffix, True))
                 if key is not None:
-                    self._remote_exprs[body.expr_id] = key
+                    self.s.remote_exprs[body.expr_id] = key
             case UndeclareKeyExpr():
-                self._remote_exprs.pop(body.expr_id, None)
+                self.s.remote_exprs.pop(body.expr_id, None)
             case DeclareSubscriber():
-                key = self._resolve(body.wire_expr)
-                if key is not None and self._ke(key) is not None:
-                    self._remote_subs[(self._face_id, body.entity_id)] = key
-                    self._allow_changed()
-                    self._update_matching()
+                key = self.s.resolve(body.wire_expr)
+                if key is not None and self.s.ke(key) is not None:
+                    self.s.remote_subs[(self.s.face_id, body.entity_id)] = key
+                    self.matching.allow_changed()
+                    self.matching.update_matching()
             case UndeclareSubscriber():
-                if self._remote_subs.pop((self._face_id, body.entity_id), None) is not None:
-                    self._allow_changed()
-                    self._update_matching()
+                if self.s.remote_subs.pop((self.s.face_id, body.entity_id), None) is not None:
+                    self.matching.allow_changed()
+                    self.matching.update_matching()
             case DeclareQueryable():
-                key = self._resolve(body.wire_expr)
-                if key is not None and self._ke(key) is not None:
-                    qid = (self._face_id, body.entity_id)
-                    self._remote_qabls[qid] = key
+                key = self.s.resolve(body.wire_expr)
+                if key is not None and self.s.ke(key) is not None:
+                    qid = (self.s.face_id, body.entity_id)
+                    self.s.remote_qabls[qid] = key
                     if body.complete:
-                        self._remote_qabl_complete.add(qid)
+                        self.s.remote_qabl_complete.add(qid)
                     else:
-                        self._remote_qabl_complete.discard(qid)
-                    self._update_querier_matching()
+                        self.s.remote_qabl_complete.discard(qid)
+                    self.matching.update_querier_matching()
             case UndeclareQueryable():
-                qid = (self._face_id, body.entity_id)
-                self._remote_qabl_complete.discard(qid)
-                if self._remote_qabls.pop(qid, None) is not None:
-                    self._update_querier_matching()
+                qid = (self.s.face_id, body.entity_id)
+                self.s.remote_qabl_complete.discard(qid)
+                if self.s.remote_qabls.pop(qid, None) is not None:
+                    self.matching.update_querier_matching()
             case DeclareToken():
-                self._on_token(msg.interest_id, body)
+                self.liveliness.on_token(msg.interest_id, body)
             case UndeclareToken():
-                self._on_untoken(body)
+                self.liveliness.on_untoken(body)
             case DeclareFinal():
                 iid = msg.interest_id
                 if iid is None:
                     return
                 if iid == 0:
-                    f = self._faces.get(self._face_id)
+                    f = self.s.faces.get(self.s.face_id)
                     if f is not None and not f.routerish:
                         f.declared = True  # a peer's initial declarations are all in
-                        self._allow_changed()
+                        self.matching.allow_changed()
                     return
-                lg = self._lgets.pop(iid, None)
+                lg = self.s.lgets.pop(iid, None)
                 if lg is not None:
-                    self.deliveries.append((lg.sink, END))
-                elif iid in self._pub_interests:
-                    self._finalized.add(iid)
-                    self._allow_changed()
-                    self._update_matching()
+                    self.s.deliveries.append((lg.sink, END))
+                elif iid in self.s.pub_interests:
+                    self.s.finalized.add(iid)
+                    self.matching.allow_changed()
+                    self.matching.update_matching()
 
     def _on_interest(self, msg: Interest) -> None:
         """An interest from a client (or a peer) connected to this peer: our current
         declarations it covers, then D_FINAL; future ones go to every face anyway. A
         router's interests are never for a client or peer to answer."""
-        f = self._faces.get(self._face_id)
-        if f is None or f.peer.whatami is WhatAmI.ROUTER or self.mode is not WhatAmI.PEER:
+        f = self.s.faces.get(self.s.face_id)
+        if f is None or f.peer.whatami is WhatAmI.ROUTER or self.s.mode is not WhatAmI.PEER:
             return
         if msg.mode not in (InterestMode.CURRENT, InterestMode.CURRENT_FUTURE):
             return
-        key = None if msg.wire_expr is None else self._resolve(msg.wire_expr)
-        if msg.wire_expr is not None and (key is None or self._ke(key) is None):
+        key = None if msg.wire_expr is None else self.s.resolve(msg.wire_expr)
+        if msg.wire_expr is not None and (key is None or self.s.ke(key) is None):
             return
         iid, fid, opts = msg.interest_id, f.fid, msg.options
         if opts & InterestOptions.SUBSCRIBERS:
-            for k, d in self._sub_decls.items():
+            for k, d in self.s.sub_decls.items():
                 if key is None or intersects(k, key):
-                    self._declare(DeclareSubscriber(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
+                    self.s.declare(DeclareSubscriber(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
         if opts & InterestOptions.QUERYABLES:
-            for k, d in self._qabl_decls.items():
+            for k, d in self.s.qabl_decls.items():
                 if key is None or intersects(k, key):
-                    self._declare(DeclareQueryable(d.wire_id, WireExpr(0, k, True), complete=d.complete), iid, face=fid)
+                    self.s.declare(
+                        DeclareQueryable(d.wire_id, WireExpr(0, k, True), complete=d.complete), iid, face=fid
+                    )
         if opts & InterestOptions.TOKENS:
-            for k, d in self._token_decls.items():
+            for k, d in self.s.token_decls.items():
                 if key is None or intersects(k, key):
-                    self._declare(DeclareToken(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
-        self._declare(DeclareFinal(), iid, face=fid)
+                    self.s.declare(DeclareToken(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
+        self.s.declare(DeclareFinal(), iid, face=fid)
 
     # --- time --------------------------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
-        deadlines = [g.deadline for g in self._gets.values()]
-        deadlines += [lg.deadline for lg in self._lgets.values()]
+        deadlines = [g.deadline for g in self.s.gets.values()]
+        deadlines += [lg.deadline for lg in self.s.lgets.values()]
         return min(deadlines) if deadlines else None
 
     def handle_timer(self, now: float) -> None:
-        for g in [g for g in self._gets.values() if g.deadline <= now]:
-            self._finish_get(g, timed_out=True)
-        for iid, lg in [(i, lg) for i, lg in self._lgets.items() if lg.deadline <= now]:
-            del self._lgets[iid]
-            self.deliveries.append((lg.sink, t.Reply(t.ReplyError(t.ZBytes(TIMEOUT_PAYLOAD)))))
-            self.deliveries.append((lg.sink, END))
+        for g in [g for g in self.s.gets.values() if g.deadline <= now]:
+            self.queries.finish_get(g, timed_out=True)
+        for iid, lg in [(i, lg) for i, lg in self.s.lgets.items() if lg.deadline <= now]:
+            del self.s.lgets[iid]
+            self.s.deliveries.append((lg.sink, t.Reply(t.ReplyError(t.ZBytes(TIMEOUT_PAYLOAD)))))
+            self.s.deliveries.append((lg.sink, END))

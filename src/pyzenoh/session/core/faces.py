@@ -30,13 +30,20 @@ from pyzenoh.codec import primitives as _p
 from pyzenoh.codec.network import OAM_LINKSTATE, QOS_DECLARE
 from pyzenoh.session import types as t
 from pyzenoh.session.core.liveliness import Liveliness
+from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.queries import Queries
-from pyzenoh.session.core.state import END, PRIORITY_CONTROL, Face
+from pyzenoh.session.core.state import END, PRIORITY_CONTROL, CoreState, Face
 from pyzenoh.transport.link import Established
 
 
-class Faces(Queries, Liveliness):
+class Faces:
     """Faces opening and closing, the session closing, info listeners."""
+
+    def __init__(self, s: CoreState, liveliness: Liveliness, matching: Matching, queries: Queries) -> None:
+        self.s = s
+        self.liveliness = liveliness
+        self.matching = matching
+        self.queries = queries
 
     # --- a face opens ------------------------------------------------------------------------
 
@@ -45,35 +52,35 @@ class Faces(Queries, Liveliness):
         state, as a 1.10.2 client re-declares everything to a router it reconnected to.
         ``locators``: where a peer listens, announced in its link state (a router gossips
         them to other peers, which then connect to it)."""
-        if self.closed:
+        if self.s.closed:
             return
-        self.peer = peer
-        routerish = self.mode is WhatAmI.CLIENT or peer.whatami is WhatAmI.ROUTER
+        self.s.peer = peer
+        routerish = self.s.mode is WhatAmI.CLIENT or peer.whatami is WhatAmI.ROUTER
         face = Face(fid, peer, routerish)
-        self._faces[fid] = face
-        self._peer_faces = any(not f.routerish for f in self._faces.values())
+        self.s.faces[fid] = face
+        self.s.peer_faces = any(not f.routerish for f in self.s.faces.values())
         self.select_face(fid)
-        if self.mode is WhatAmI.PEER:
+        if self.s.mode is WhatAmI.PEER:
             # peers announce their link state right after open (zenoh-wire.md 6.7)
-            self._send(
+            self.s.send(
                 NetworkOam(OAM_LINKSTATE, self._linkstate(peer, locators), qos=QOS_DECLARE), PRIORITY_CONTROL, face=fid
             )
         self._replay(face)
-        self._allow_changed()
-        for sink, make in list(self._info_listeners.values()):
+        self.matching.allow_changed()
+        for sink, make in list(self.s.info_listeners.values()):
             item = None if make is None else make(t.SampleKind.PUT, fid)
             if item is not None:
-                self.deliveries.append((sink, item))
+                self.s.deliveries.append((sink, item))
 
     def _replay(self, f: Face) -> None:
         """Everything this session declared, to a face that just opened."""
         fid = f.fid
-        for key, expr_id in self._local_exprs.items():
-            self._declare(DeclareKeyExpr(expr_id, WireExpr(0, key, True)), face=fid)
+        for key, expr_id in self.s.local_exprs.items():
+            self.s.declare(DeclareKeyExpr(expr_id, WireExpr(0, key, True)), face=fid)
         if f.routerish:
             ks = InterestOptions.KEYEXPRS
-            for pub in self._pubs.values():
-                self._send(
+            for pub in self.s.pubs.values():
+                self.s.send(
                     Interest(
                         pub.interest_id,
                         InterestMode.CURRENT_FUTURE,
@@ -84,8 +91,8 @@ class Faces(Queries, Liveliness):
                     PRIORITY_CONTROL,
                     face=fid,
                 )
-            for qr in self._queriers.values():
-                self._send(
+            for qr in self.s.queriers.values():
+                self.s.send(
                     Interest(
                         qr.interest_id,
                         InterestMode.CURRENT_FUTURE,
@@ -96,9 +103,9 @@ class Faces(Queries, Liveliness):
                     PRIORITY_CONTROL,
                     face=fid,
                 )
-            for iid, ls in self._lsubs.items():
+            for iid, ls in self.s.lsubs.items():
                 # as zenoh: every interest goes again as CurrentFuture (tokens come again)
-                self._send(
+                self.s.send(
                     Interest(
                         iid,
                         InterestMode.CURRENT_FUTURE,
@@ -109,15 +116,15 @@ class Faces(Queries, Liveliness):
                     PRIORITY_CONTROL,
                     face=fid,
                 )
-        for key, d in self._sub_decls.items():
-            self._declare(DeclareSubscriber(d.wire_id, WireExpr(0, key, True)), face=fid)
-        for key, d in self._qabl_decls.items():
-            self._declare(DeclareQueryable(d.wire_id, WireExpr(0, key, True), complete=d.complete), face=fid)
-        for key, d in self._token_decls.items():
-            self._declare(DeclareToken(d.wire_id, WireExpr(0, key, True)), face=fid)
+        for key, d in self.s.sub_decls.items():
+            self.s.declare(DeclareSubscriber(d.wire_id, WireExpr(0, key, True)), face=fid)
+        for key, d in self.s.qabl_decls.items():
+            self.s.declare(DeclareQueryable(d.wire_id, WireExpr(0, key, True), complete=d.complete), face=fid)
+        for key, d in self.s.token_decls.items():
+            self.s.declare(DeclareToken(d.wire_id, WireExpr(0, key, True)), face=fid)
         if not f.routerish:
             # a 1.10.2 peer ends its initial declarations to a peer with D_FINAL(0)
-            self._declare(DeclareFinal(), 0, face=fid)
+            self.s.declare(DeclareFinal(), 0, face=fid)
 
     def _linkstate(self, peer: Established, locators: Iterable[str] = ()) -> bytes:
         out = bytearray()
@@ -127,7 +134,7 @@ class Faces(Queries, Liveliness):
         w(out, 0x07)
         w(out, 0)
         w(out, 1)
-        _p.write_zbytes(out, self.zid.to_wire())
+        _p.write_zbytes(out, self.s.zid.to_wire())
         out.append(int(WhatAmI.PEER))
         locs = list(locators)
         w(out, len(locs))
@@ -149,96 +156,96 @@ class Faces(Queries, Liveliness):
 
     def select_face(self, fid: int) -> None:
         """The face whose messages are handled next (its expression ids resolve keys)."""
-        self._face_id = fid
-        f = self._faces.get(fid)
-        self._remote_exprs = {} if f is None else f.remote_exprs
+        self.s.face_id = fid
+        f = self.s.faces.get(fid)
+        self.s.remote_exprs = {} if f is None else f.remote_exprs
 
     def has_face(self) -> bool:
-        return bool(self._faces)
+        return bool(self.s.faces)
 
     # --- a face is lost, the session closes --------------------------------------------------
 
     def face_lost(self, fid: int) -> None:
         """A face's link is gone: what it declared goes (token DELETEs, matching
         updates), gets waiting for its final end without it (as zenoh's do)."""
-        f = self._faces.pop(fid, None)
+        f = self.s.faces.pop(fid, None)
         if f is None:
             return
-        if self._face_id == fid:
-            self._remote_exprs = {}
-        self._peer_faces = any(not g.routerish for g in self._faces.values())
-        if not self._faces:
-            self.peer = None
-        if self.closed:
+        if self.s.face_id == fid:
+            self.s.remote_exprs = {}
+        self.s.peer_faces = any(not g.routerish for g in self.s.faces.values())
+        if not self.s.faces:
+            self.s.peer = None
+        if self.s.closed:
             return
-        subs = {k: v for k, v in self._remote_subs.items() if k[0] != fid}
-        if len(subs) != len(self._remote_subs):
-            self._remote_subs = subs
-        qabls = {k: v for k, v in self._remote_qabls.items() if k[0] != fid}
-        if len(qabls) != len(self._remote_qabls):
-            self._remote_qabls = qabls
-            self._remote_qabl_complete = {k for k in self._remote_qabl_complete if k[0] != fid}
-        gone = [(k, key) for k, key in self._remote_tokens.items() if k[0] == fid]
+        subs = {k: v for k, v in self.s.remote_subs.items() if k[0] != fid}
+        if len(subs) != len(self.s.remote_subs):
+            self.s.remote_subs = subs
+        qabls = {k: v for k, v in self.s.remote_qabls.items() if k[0] != fid}
+        if len(qabls) != len(self.s.remote_qabls):
+            self.s.remote_qabls = qabls
+            self.s.remote_qabl_complete = {k for k in self.s.remote_qabl_complete if k[0] != fid}
+        gone = [(k, key) for k, key in self.s.remote_tokens.items() if k[0] == fid]
         for k, key in gone:
-            del self._remote_tokens[k]
+            del self.s.remote_tokens[k]
         for _, key in gone:
-            self._token_event(key, t.SampleKind.DELETE)
+            self.liveliness.token_event(key, t.SampleKind.DELETE)
         if f.routerish:
-            self._finalized.clear()  # the pub interests' finals came from there
-            if not any(g.routerish for g in self._faces.values()):
-                for lg in self._lgets.values():
-                    self.deliveries.append((lg.sink, END))
-                self._lgets.clear()
-        self._allow_changed()
-        self._update_matching()
-        self._update_querier_matching()
-        for qref, (inc, _) in list(self._incoming.items()):
+            self.s.finalized.clear()  # the pub interests' finals came from there
+            if not any(g.routerish for g in self.s.faces.values()):
+                for lg in self.s.lgets.values():
+                    self.s.deliveries.append((lg.sink, END))
+                self.s.lgets.clear()
+        self.matching.allow_changed()
+        self.matching.update_matching()
+        self.matching.update_querier_matching()
+        for qref, (inc, _) in list(self.s.incoming.items()):
             if inc.local_get is None and inc.fid == fid:
-                del self._incoming[qref]
-        for g in list(self._gets.values()):
+                del self.s.incoming[qref]
+        for g in list(self.s.gets.values()):
             if fid in g.remote_pending:
                 g.remote_pending.discard(fid)
-                self._maybe_finish(g)
-        for sink, make in list(self._info_listeners.values()):
+                self.queries.maybe_finish(g)
+        for sink, make in list(self.s.info_listeners.values()):
             item = None if make is None else make(t.SampleKind.DELETE, fid)
             if item is not None:
-                self.deliveries.append((sink, item))
+                self.s.deliveries.append((sink, item))
 
     def close(self) -> None:
         """End the session: every get, subscriber and queryable sink is closed."""
-        if self.closed:
+        if self.s.closed:
             return
-        for g in list(self._gets.values()):
-            self._finish_get(g, timed_out=False)
-        for lg in list(self._lgets.values()):
-            self.deliveries.append((lg.sink, END))
-        self._lgets.clear()
-        sinks: list[Any] = [s.sink for s in self._subs.values()]
-        sinks += [s.sink for s in self._local_only_subs.values()]
-        sinks += [q.sink for q in self._qabls.values()]
-        sinks += [ls.sink for ls in self._lsubs.values()]
-        for pub in self._pubs.values():
+        for g in list(self.s.gets.values()):
+            self.queries.finish_get(g, timed_out=False)
+        for lg in list(self.s.lgets.values()):
+            self.s.deliveries.append((lg.sink, END))
+        self.s.lgets.clear()
+        sinks: list[Any] = [s.sink for s in self.s.subs.values()]
+        sinks += [s.sink for s in self.s.local_only_subs.values()]
+        sinks += [q.sink for q in self.s.qabls.values()]
+        sinks += [ls.sink for ls in self.s.lsubs.values()]
+        for pub in self.s.pubs.values():
             sinks += pub.listeners
-        for qr in self._queriers.values():
+        for qr in self.s.queriers.values():
             sinks += qr.listeners
-        for sink, make in self._info_listeners.values():
-            for fid in self._faces:
+        for sink, make in self.s.info_listeners.values():
+            for fid in self.s.faces:
                 item = None if make is None else make(t.SampleKind.DELETE, fid)
                 if item is not None:
-                    self.deliveries.append((sink, item))
+                    self.s.deliveries.append((sink, item))
             sinks.append(sink)
         for sink in sinks:
-            self.deliveries.append((sink, END))
-        self._subs.clear()
-        self._local_only_subs.clear()
-        self._qabls.clear()
-        self._lsubs.clear()
-        self._pubs.clear()
-        self._queriers.clear()
-        self._info_listeners.clear()
-        self._incoming.clear()
-        self.closed = True
-        self.outbox.clear()
+            self.s.deliveries.append((sink, END))
+        self.s.subs.clear()
+        self.s.local_only_subs.clear()
+        self.s.qabls.clear()
+        self.s.lsubs.clear()
+        self.s.pubs.clear()
+        self.s.queriers.clear()
+        self.s.info_listeners.clear()
+        self.s.incoming.clear()
+        self.s.closed = True
+        self.s.outbox.clear()
 
     # --- session info listeners --------------------------------------------------------------
 
@@ -249,17 +256,17 @@ class Faces(Queries, Liveliness):
         of a face opening (PUT: the faces open now when ``history``, then every face that
         opens, reconnections included) or closing (DELETE); the end when it is removed
         or the session closes."""
-        self._check_open()
-        local = self._local_id()
-        self._info_listeners[local] = (sink, make)
+        self.s.check_open()
+        local = self.s.local_id()
+        self.s.info_listeners[local] = (sink, make)
         if history and make is not None:
-            for fid in self._faces:
+            for fid in self.s.faces:
                 item = make(t.SampleKind.PUT, fid)
                 if item is not None:
-                    self.deliveries.append((sink, item))
+                    self.s.deliveries.append((sink, item))
         return local
 
     def remove_info_listener(self, local: int) -> None:
-        entry = self._info_listeners.pop(local, None)
+        entry = self.s.info_listeners.pop(local, None)
         if entry is not None:
-            self.deliveries.append((entry[0], END))
+            self.s.deliveries.append((entry[0], END))

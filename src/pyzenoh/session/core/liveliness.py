@@ -34,85 +34,88 @@ from pyzenoh.session.core.state import (
 )
 
 
-class Liveliness(CoreState):
+class Liveliness:
     """Tokens, liveliness subscribers and liveliness gets."""
+
+    def __init__(self, s: CoreState) -> None:
+        self.s = s
 
     # --- tokens ------------------------------------------------------------------------------
 
     def declare_token(self, key: str) -> int:
-        self._check_open()
-        local = self._local_id()
-        self._tokens[local] = key
-        new = self._declare_entity(self._token_decls, key)
+        self.s.check_open()
+        local = self.s.local_id()
+        self.s.tokens[local] = key
+        new = self.s.declare_entity(self.s.token_decls, key)
         if new is not None:
-            self._declare(DeclareToken(new.wire_id, WireExpr(0, key, True)))
-            if self.mode is WhatAmI.PEER:
+            self.s.declare(DeclareToken(new.wire_id, WireExpr(0, key, True)))
+            if self.s.mode is WhatAmI.PEER:
                 # a router echoes a client's own tokens, not a peer's: peers deliver locally
-                self._token_event(key, t.SampleKind.PUT)
+                self.token_event(key, t.SampleKind.PUT)
         return local
 
     def undeclare_token(self, local: int) -> None:
-        key = self._tokens.pop(local, None)
+        key = self.s.tokens.pop(local, None)
         if key is None:
             return
-        last = self._release_entity(self._token_decls, key)
-        if last is not None and not self.closed:
-            self._declare(UndeclareToken(last.wire_id))
-            if self.mode is WhatAmI.PEER:
-                self._token_event(key, t.SampleKind.DELETE)
+        last = self.s.release_entity(self.s.token_decls, key)
+        if last is not None and not self.s.closed:
+            self.s.declare(UndeclareToken(last.wire_id))
+            if self.s.mode is WhatAmI.PEER:
+                self.token_event(key, t.SampleKind.DELETE)
 
     def _local_tokens(self, key: str) -> Iterable[str]:
         """Tokens a liveliness get or history gets without asking a router: a peer's
         own and those its peer faces declared."""
-        if self.mode is not WhatAmI.PEER:
+        if self.s.mode is not WhatAmI.PEER:
             return ()
-        out = [k for k in self._token_decls if intersects(key, k)]
-        if self._peer_faces:
-            peers = {f.fid for f in self._faces.values() if not f.routerish}
-            out += [k for tid, k in self._remote_tokens.items() if tid[0] in peers and intersects(key, k)]
+        out = [k for k in self.s.token_decls if intersects(key, k)]
+        if self.s.peer_faces:
+            peers = {f.fid for f in self.s.faces.values() if not f.routerish}
+            out += [k for tid, k in self.s.remote_tokens.items() if tid[0] in peers and intersects(key, k)]
         return out
 
     # --- liveliness subscribers and gets -----------------------------------------------------
 
     def declare_liveliness_subscriber(self, key: str, history: bool, sink: Any) -> int:
-        self._check_open()
-        iid = self._wire_id()
-        self._lsubs[iid] = LivelinessSub(key, sink)
+        self.s.check_open()
+        iid = self.s.wire_id()
+        self.s.lsubs[iid] = LivelinessSub(key, sink)
         mode = InterestMode.CURRENT_FUTURE if history else InterestMode.FUTURE
-        self._to_routers(
+        self.s.to_routers(
             Interest(
                 iid, mode, InterestOptions.KEYEXPRS | InterestOptions.TOKENS, WireExpr(0, key, True), qos=QOS_DECLARE
             )
         )
         if history:
             for k in self._local_tokens(key):
-                ke = self._ke(k)
+                ke = self.s.ke(k)
                 if ke is not None:
-                    self.deliveries.append((sink, t.Sample(ke, t.ZBytes(b""))))
+                    self.s.deliveries.append((sink, t.Sample(ke, t.ZBytes(b""))))
         return iid
 
     def undeclare_liveliness_subscriber(self, iid: int) -> None:
-        ls = self._lsubs.pop(iid, None)
+        ls = self.s.lsubs.pop(iid, None)
         if ls is None:
             return
-        self.deliveries.append((ls.sink, END))
-        if not self.closed:
-            self._to_routers(Interest(iid, InterestMode.FINAL, qos=QOS_DECLARE))
+        self.s.deliveries.append((ls.sink, END))
+        if not self.s.closed:
+            self.s.to_routers(Interest(iid, InterestMode.FINAL, qos=QOS_DECLARE))
 
     def liveliness_get(self, key: str, sink: Any, now: float, timeout_s: float | None = None) -> int:
-        self._check_open()
-        iid = self._wire_id()
-        timeout = self.query_timeout_s if timeout_s is None else timeout_s
+        self.s.check_open()
+        iid = self.s.wire_id()
+        timeout = self.s.query_timeout_s if timeout_s is None else timeout_s
         for k in self._local_tokens(key):
-            ke = self._ke(k)
+            ke = self.s.ke(k)
             if ke is not None:
-                self.deliveries.append((sink, t.Reply(t.Sample(ke, t.ZBytes(b"")))))
-        if not any(f.routerish for f in self._faces.values()):
+                self.s.deliveries.append((sink, t.Reply(t.Sample(ke, t.ZBytes(b"")))))
+        if not any(f.routerish for f in self.s.faces.values()):
             # no router to ask (link lost, or only peers: their tokens are known here)
-            self.deliveries.append((sink, END))
+            self.s.deliveries.append((sink, END))
             return iid
-        self._lgets[iid] = PendingLivelinessGet(key, sink, now + timeout)
-        self._to_routers(
+        self.s.lgets[iid] = PendingLivelinessGet(key, sink, now + timeout)
+        self.s.to_routers(
             Interest(
                 iid,
                 InterestMode.CURRENT,
@@ -124,50 +127,50 @@ class Liveliness(CoreState):
         return iid
 
     def cancel_liveliness_get(self, iid: int) -> None:
-        lg = self._lgets.pop(iid, None)
+        lg = self.s.lgets.pop(iid, None)
         if lg is not None:
-            self.deliveries.append((lg.sink, END))
+            self.s.deliveries.append((lg.sink, END))
 
     # --- received tokens ---------------------------------------------------------------------
 
-    def _on_token(self, interest_id: int | None, body: DeclareToken) -> None:
-        key = self._resolve(body.wire_expr)
+    def on_token(self, interest_id: int | None, body: DeclareToken) -> None:
+        key = self.s.resolve(body.wire_expr)
         if key is None:
             return
-        ke = self._ke(key)
+        ke = self.s.ke(key)
         if ke is None:
             return
         if interest_id is not None:
-            lg = self._lgets.get(interest_id)
+            lg = self.s.lgets.get(interest_id)
             if lg is not None:
-                self.deliveries.append((lg.sink, t.Reply(t.Sample(ke, t.ZBytes(b"")))))
+                self.s.deliveries.append((lg.sink, t.Reply(t.Sample(ke, t.ZBytes(b"")))))
                 return
-            ls = self._lsubs.get(interest_id)
+            ls = self.s.lsubs.get(interest_id)
             if ls is not None:
                 if body.entity_id:
-                    self._remote_tokens[(self._face_id, body.entity_id)] = key
+                    self.s.remote_tokens[(self.s.face_id, body.entity_id)] = key
                 if intersects(ls.key, key):
-                    self.deliveries.append((ls.sink, t.Sample(ke, t.ZBytes(b""))))
+                    self.s.deliveries.append((ls.sink, t.Sample(ke, t.ZBytes(b""))))
                 return
-        tid = (self._face_id, body.entity_id)
-        if body.entity_id and self._remote_tokens.get(tid) == key:
+        tid = (self.s.face_id, body.entity_id)
+        if body.entity_id and self.s.remote_tokens.get(tid) == key:
             return  # already known (announced for another interest)
         if body.entity_id:
-            self._remote_tokens[tid] = key
-        self._token_event(key, t.SampleKind.PUT)
+            self.s.remote_tokens[tid] = key
+        self.token_event(key, t.SampleKind.PUT)
 
-    def _on_untoken(self, body: UndeclareToken) -> None:
-        key = self._remote_tokens.pop((self._face_id, body.entity_id), None)
+    def on_untoken(self, body: UndeclareToken) -> None:
+        key = self.s.remote_tokens.pop((self.s.face_id, body.entity_id), None)
         if key is None and body.ext_wire_expr is not None and body.ext_wire_expr.suffix:
-            key = self._resolve(body.ext_wire_expr)
+            key = self.s.resolve(body.ext_wire_expr)
         if key is not None:
-            self._token_event(key, t.SampleKind.DELETE)
+            self.token_event(key, t.SampleKind.DELETE)
 
-    def _token_event(self, key: str, kind: t.SampleKind) -> None:
-        ke = self._ke(key)
+    def token_event(self, key: str, kind: t.SampleKind) -> None:
+        ke = self.s.ke(key)
         if ke is None:
             return
         sample = t.Sample(ke, t.ZBytes(b""), kind)
-        for ls in self._lsubs.values():
+        for ls in self.s.lsubs.values():
             if intersects(ls.key, key):
-                self.deliveries.append((ls.sink, sample))
+                self.s.deliveries.append((ls.sink, sample))

@@ -38,6 +38,7 @@ from pyzenoh.session.core.state import (
     LOCAL_AND_REMOTE,
     REMOTE_ONLY,
     SESSION_LOCAL,
+    CoreState,
     EncodedRun,
     LocalPublisher,
     LocalSubscriber,
@@ -46,65 +47,69 @@ from pyzenoh.session.core.state import (
 from pyzenoh.session.samples import PRIORITIES, local_sample, run_samples, wire_sample
 
 
-class PubSub(Matching):
+class PubSub:
     """Subscribers, publishers and publications."""
+
+    def __init__(self, s: CoreState, matching: Matching) -> None:
+        self.s = s
+        self.matching = matching
 
     # --- subscribers -------------------------------------------------------------------------
 
     def declare_subscriber(self, key: str, sink: Any, origin: int = LOCAL_AND_REMOTE) -> int:
         """A subscriber; ``origin`` (a Locality value) SESSION_LOCAL takes only this
         session's publications (nothing is declared to the router), REMOTE only others'."""
-        self._check_open()
-        local = self._local_id()
+        self.s.check_open()
+        local = self.s.local_id()
         if origin == SESSION_LOCAL:
-            self._local_only_subs[local] = LocalSubscriber(key, sink)
-            self._update_matching()
+            self.s.local_only_subs[local] = LocalSubscriber(key, sink)
+            self.matching.update_matching()
             return local
         if origin == REMOTE_ONLY:
-            self._remote_only_sinks.add(id(sink))
-        self._subs[local] = LocalSubscriber(key, sink)
-        new = self._declare_entity(self._sub_decls, key)
+            self.s.remote_only_sinks.add(id(sink))
+        self.s.subs[local] = LocalSubscriber(key, sink)
+        new = self.s.declare_entity(self.s.sub_decls, key)
         if new is not None:
-            self._declare(DeclareSubscriber(new.wire_id, WireExpr(0, key, True)))
-        self._invalidate()
-        self._update_matching()
+            self.s.declare(DeclareSubscriber(new.wire_id, WireExpr(0, key, True)))
+        self.matching.invalidate()
+        self.matching.update_matching()
         return local
 
     def subscriber_wire_id(self, local: int) -> int:
         """The id a subscriber is known by (its declaration's id; its own if local-only)."""
-        sub = self._subs.get(local)
-        d = None if sub is None else self._sub_decls.get(sub.key)
+        sub = self.s.subs.get(local)
+        d = None if sub is None else self.s.sub_decls.get(sub.key)
         return local if d is None else d.wire_id
 
     def undeclare_subscriber(self, local: int) -> None:
-        lsub = self._local_only_subs.pop(local, None)
+        lsub = self.s.local_only_subs.pop(local, None)
         if lsub is not None:
-            self.deliveries.append((lsub.sink, END))
-            self._update_matching()
+            self.s.deliveries.append((lsub.sink, END))
+            self.matching.update_matching()
             return
-        sub = self._subs.pop(local, None)
+        sub = self.s.subs.pop(local, None)
         if sub is None:
             return
-        self._remote_only_sinks.discard(id(sub.sink))
-        self.deliveries.append((sub.sink, END))
-        last = self._release_entity(self._sub_decls, sub.key)
-        if last is not None and not self.closed:
-            self._declare(UndeclareSubscriber(last.wire_id))
-        self._invalidate()
-        self._update_matching()
+        self.s.remote_only_sinks.discard(id(sub.sink))
+        self.s.deliveries.append((sub.sink, END))
+        last = self.s.release_entity(self.s.sub_decls, sub.key)
+        if last is not None and not self.s.closed:
+            self.s.declare(UndeclareSubscriber(last.wire_id))
+        self.matching.invalidate()
+        self.matching.update_matching()
 
     # --- publishers and publications ---------------------------------------------------------
 
     def declare_publisher(self, key: str) -> int:
         """A publisher: D_KEYEXPR for its key and a CurrentFuture K|S interest."""
-        self._check_open()
-        expr_id = self.declare_keyexpr(key)
-        iid = self._wire_id()
+        self.s.check_open()
+        expr_id = self.s.declare_keyexpr(key)
+        iid = self.s.wire_id()
         pub = LocalPublisher(key, iid, expr_id)
-        local = self._local_id()
-        self._pubs[local] = pub
-        self._pub_interests[iid] = pub
-        self._to_routers(
+        local = self.s.local_id()
+        self.s.pubs[local] = pub
+        self.s.pub_interests[iid] = pub
+        self.s.to_routers(
             Interest(
                 iid,
                 InterestMode.CURRENT_FUTURE,
@@ -113,20 +118,20 @@ class PubSub(Matching):
                 qos=QOS_DECLARE,
             ),
         )
-        pub.matching = self._pub_matching(pub)
+        pub.matching = self.matching.pub_matching(pub)
         return local
 
     def undeclare_publisher(self, local: int) -> None:
-        pub = self._pubs.pop(local, None)
+        pub = self.s.pubs.pop(local, None)
         if pub is None:
             return
-        self._pub_interests.pop(pub.interest_id, None)
-        self._finalized.discard(pub.interest_id)
-        self._allow_changed()
+        self.s.pub_interests.pop(pub.interest_id, None)
+        self.s.finalized.discard(pub.interest_id)
+        self.matching.allow_changed()
         for sink in pub.listeners:
-            self.deliveries.append((sink, END))
-        if not self.closed:
-            self._to_routers(Interest(pub.interest_id, InterestMode.FINAL, qos=QOS_DECLARE))
+            self.s.deliveries.append((sink, END))
+        if not self.s.closed:
+            self.s.to_routers(Interest(pub.interest_id, InterestMode.FINAL, qos=QOS_DECLARE))
 
     def put(
         self,
@@ -143,22 +148,22 @@ class PubSub(Matching):
         """Publish a PUT or DEL on ``key`` (a canonical key expression); ``destination``
         (a Locality value) limits it to this session's subscribers or to remote ones,
         ``ts_stack`` is the timestamp-stack extension to send (Send record included)."""
-        self._check_open()
+        self.s.check_open()
         if destination != REMOTE_ONLY:
-            sinks = self._local_sinks(key)
+            sinks = self.matching.local_sinks(key)
             if sinks:
                 sample = local_sample(KeyExpr._trusted(key), body, priority, block, express)
                 if ts_stack is not None:
-                    sample = dataclasses.replace(sample, timestamp_stack=ins.to_stack(self._received_stack(ts_stack)))
+                    sample = dataclasses.replace(sample, timestamp_stack=ins.to_stack(self.s.received_stack(ts_stack)))
                 for sink in sinks:
-                    self.deliveries.append((sink, sample))
-        if destination != SESSION_LOCAL and self._faces:
-            if not self._peer_faces:
-                if self._send_allowed(key):
-                    push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
-                    self.outbox.append((push, reliable, priority, not block, express, None))
+                    self.s.deliveries.append((sink, sample))
+        if destination != SESSION_LOCAL and self.s.faces:
+            if not self.s.peer_faces:
+                if self.matching.send_allowed(key):
+                    push = Push(self.s.key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
+                    self.s.outbox.append((push, reliable, priority, not block, express, None))
                 return
-            push = Push(self._key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
+            push = Push(self.s.key_wire(key), body, qos=qos_value(priority, block, express), ts_stack=ts_stack)
             self._send_data(push, key, priority, reliable, not block, express)
 
     def put_encoded_run(
@@ -180,20 +185,20 @@ class PubSub(Matching):
 
         ``payloads`` and ``encoding`` build the PUTs only if a local subscriber matches.
         """
-        self._check_open()
+        self.s.check_open()
         if destination != REMOTE_ONLY:
-            sinks = self._local_sinks(key)
+            sinks = self.matching.local_sinks(key)
             if sinks:
                 ke = KeyExpr._trusted(key)
                 batch = SampleBatch([local_sample(ke, Put(p, encoding), priority, block, express) for p in payloads])
                 for sink in sinks:
-                    self.deliveries.append((sink, batch))
-        if destination != SESSION_LOCAL and self._faces:
-            if not self._peer_faces:
-                if self._send_allowed(key):
+                    self.s.deliveries.append((sink, batch))
+        if destination != SESSION_LOCAL and self.s.faces:
+            if not self.s.peer_faces:
+                if self.matching.send_allowed(key):
                     ends = list(itertools.accumulate(map(len, raws)))
                     run = EncodedRun(b"".join(raws), ends)
-                    self.outbox.append((run, reliable, priority, not block, express, None))
+                    self.s.outbox.append((run, reliable, priority, not block, express, None))
                 return
             for raw in raws:  # per face, as each put would go
                 self._send_data(raw, key, priority, reliable, not block, express)
@@ -201,47 +206,47 @@ class PubSub(Matching):
     def _send_data(
         self, msg: NetworkMessage | bytes, key: str, priority: int, reliable: bool, droppable: bool, express: bool
     ) -> None:
-        if not self._peer_faces:
-            if self._send_allowed(key):
-                self._send(msg, priority, reliable=reliable, droppable=droppable, express=express)
+        if not self.s.peer_faces:
+            if self.matching.send_allowed(key):
+                self.s.send(msg, priority, reliable=reliable, droppable=droppable, express=express)
             return
-        for f in self._faces.values():
-            if self._face_wants(f, key):
-                self._send(msg, priority, reliable=reliable, droppable=droppable, express=express, face=f.fid)
+        for f in self.s.faces.values():
+            if self.matching.face_wants(f, key):
+                self.s.send(msg, priority, reliable=reliable, droppable=droppable, express=express, face=f.fid)
 
     # --- received publications ---------------------------------------------------------------
 
     def on_push_run(self, run: PushRun) -> None:
         """A run of PUSHes on one key (see :mod:`pyzenoh.session.samples`): each subscriber gets its
         samples as one batch."""
-        if self.closed:
+        if self.s.closed:
             return
-        key = self._resolve(run.first.wire_expr)
+        key = self.s.resolve(run.first.wire_expr)
         if key is None:
             return
-        sinks = self._matching_subs(key)
+        sinks = self.matching.matching_subs(key)
         if not sinks:
             return
-        ke = self._ke(key)
+        ke = self.s.ke(key)
         if ke is None:
             return
         batch = SampleBatch(run_samples(ke, run, PRIORITIES))
         for sink in sinks:
-            self.deliveries.append((sink, batch))
+            self.s.deliveries.append((sink, batch))
 
-    def _on_push(self, msg: Push) -> None:
-        key = self._resolve(msg.wire_expr)
+    def on_push(self, msg: Push) -> None:
+        key = self.s.resolve(msg.wire_expr)
         if key is None:
             return
-        sinks = self._matching_subs(key)
+        sinks = self.matching.matching_subs(key)
         if not sinks:
             return
-        ke = self._ke(key)
+        ke = self.s.ke(key)
         if ke is None:
             return
         sample = wire_sample(ke, msg.body, msg.qos)
         if msg.ts_stack is not None:  # timestamp instrumentation: the stack, with our Receive record
-            stack = self._received_stack(msg.ts_stack)
+            stack = self.s.received_stack(msg.ts_stack)
             sample = dataclasses.replace(sample, timestamp_stack=ins.to_stack(stack))
         for sink in sinks:
-            self.deliveries.append((sink, sample))
+            self.s.deliveries.append((sink, sample))

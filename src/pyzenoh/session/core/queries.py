@@ -48,6 +48,7 @@ from pyzenoh.session.core.state import (
     REMOTE_ONLY,
     SESSION_LOCAL,
     TIMEOUT_PAYLOAD,
+    CoreState,
     IncomingQuery,
     LocalQuerier,
     LocalQueryable,
@@ -63,62 +64,66 @@ def _ts_key(ts: t.Timestamp | None) -> tuple[int, int]:
     return (-1, -1) if ts is None else (ts.wire.time, ts.wire.id.value)
 
 
-class Queries(Matching):
+class Queries:
     """Queryables, queriers and gets."""
+
+    def __init__(self, s: CoreState, matching: Matching) -> None:
+        self.s = s
+        self.matching = matching
 
     # --- queryables --------------------------------------------------------------------------
 
     def declare_queryable(self, key: str, complete: bool, sink: Any, origin: int = LOCAL_AND_REMOTE) -> int:
         """A queryable; ``origin`` SESSION_LOCAL answers only this session's gets (and is
         not declared to the router), REMOTE only others'."""
-        self._check_open()
-        local = self._local_id()
+        self.s.check_open()
+        local = self.s.local_id()
         if origin == SESSION_LOCAL:
-            self._qabls[local] = LocalQueryable(key, complete, sink, local, origin)
-            self._update_querier_matching()
+            self.s.qabls[local] = LocalQueryable(key, complete, sink, local, origin)
+            self.matching.update_querier_matching()
             return local
-        new = self._declare_entity(self._qabl_decls, key)
-        d = self._qabl_decls[key]
-        self._qabls[local] = LocalQueryable(key, complete, sink, d.wire_id, origin)
+        new = self.s.declare_entity(self.s.qabl_decls, key)
+        d = self.s.qabl_decls[key]
+        self.s.qabls[local] = LocalQueryable(key, complete, sink, d.wire_id, origin)
         if new is not None or (complete and not d.complete):
             d.complete = d.complete or complete
             # a second declaration with the same id updates the "complete" info
-            self._declare(DeclareQueryable(d.wire_id, WireExpr(0, key, True), complete=d.complete))
-        self._update_querier_matching()
+            self.s.declare(DeclareQueryable(d.wire_id, WireExpr(0, key, True), complete=d.complete))
+        self.matching.update_querier_matching()
         return local
 
     def queryable_wire_id(self, local: int) -> int:
-        q = self._qabls.get(local)
+        q = self.s.qabls.get(local)
         return local if q is None else q.wire_id
 
     def undeclare_queryable(self, local: int) -> None:
-        q = self._qabls.pop(local, None)
+        q = self.s.qabls.pop(local, None)
         if q is None:
             return
-        self.deliveries.append((q.sink, END))
-        self._update_querier_matching()
+        self.s.deliveries.append((q.sink, END))
+        self.matching.update_querier_matching()
         if q.origin == SESSION_LOCAL:
             return
-        last = self._release_entity(self._qabl_decls, q.key)
-        if last is not None and not self.closed:
-            self._declare(UndeclareQueryable(last.wire_id))
+        last = self.s.release_entity(self.s.qabl_decls, q.key)
+        if last is not None and not self.s.closed:
+            self.s.declare(UndeclareQueryable(last.wire_id))
 
     # --- queries to this session's queryables ------------------------------------------------
 
-    def _on_request(self, msg: Request, now: float) -> None:
+    def on_request(self, msg: Request, now: float) -> None:
         prio = msg.qos & 0x07
-        key = self._resolve(msg.wire_expr)
-        matches = [] if key is None or self._ke(key) is None else self._local_queryables(key, msg.target)
+        key = self.s.resolve(msg.wire_expr)
+        matches = [] if key is None or self.s.ke(key) is None else self.matching.local_queryables(key, msg.target)
         if not matches or key is None:
-            self._send(ResponseFinal(msg.request_id, qos=QOS_REQUEST), prio, face=self._face_id)
+            self.s.send(ResponseFinal(msg.request_id, qos=QOS_REQUEST), prio, face=self.s.face_id)
             return
         inc = IncomingQuery(
-            msg.request_id, key, len(matches), prio, ts_stack=self._received_stack(msg.ts_stack), fid=self._face_id
+            msg.request_id, key, len(matches), prio, ts_stack=self.s.received_stack(msg.ts_stack), fid=self.s.face_id
         )
         self._deliver_query(inc, matches, msg.body)
 
     def _deliver_query(self, inc: IncomingQuery, matches: list[LocalQueryable], body: Query) -> None:
-        ke = self._ke(inc.key)
+        ke = self.s.ke(inc.key)
         assert ke is not None
         params = t.Parameters(body.parameters)
         payload = encoding = None
@@ -129,13 +134,13 @@ class Queries(Matching):
         source = None if body.source_info is None else t.SourceInfo.from_wire(body.source_info)
         stack = ins.to_stack(inc.ts_stack)
         for q in matches:
-            qref = self._next_qref
-            self._next_qref += 1
-            self._incoming[qref] = (inc, q.wire_id)
-            query = t.Query(self.responder, qref, ke, params, payload, encoding, attachment)
+            qref = self.s.next_qref
+            self.s.next_qref += 1
+            self.s.incoming[qref] = (inc, q.wire_id)
+            query = t.Query(self.s.responder, qref, ke, params, payload, encoding, attachment)
             query.source_info = source
             query.timestamp_stack = stack
-            self.deliveries.append((q.sink, query))
+            self.s.deliveries.append((q.sink, query))
 
     def query_reply(
         self,
@@ -146,18 +151,18 @@ class Queries(Matching):
         express: bool,
         block: bool,
     ) -> None:
-        entry = self._incoming.get(qref)
+        entry = self.s.incoming.get(qref)
         if entry is None:
             return
         inc, eid = entry
         ts_stack = ins.push_record(
-            inc.ts_stack, ins.InterceptionPoint.SEND, self.zid, self.clock_ns(), self.ts_callback, self.mode
+            inc.ts_stack, ins.InterceptionPoint.SEND, self.s.zid, self.s.clock_ns(), self.s.ts_callback, self.s.mode
         )
         if inc.local_get is not None:
-            g = self._gets.get(inc.local_get)
+            g = self.s.gets.get(inc.local_get)
             if g is not None:
                 self._get_reply(
-                    g, key or inc.key, body, t.EntityGlobalId(self.zid, eid), ts_stack=self._received_stack(ts_stack)
+                    g, key or inc.key, body, t.EntityGlobalId(self.s.zid, eid), ts_stack=self.s.received_stack(ts_stack)
                 )
             return
         prio = PRIORITY_DATA if priority is None else priority
@@ -167,14 +172,14 @@ class Queries(Matching):
             WireExpr(0, key or inc.key, True),
             rbody,
             qos=qos_value(prio, block, express),
-            responder=EntityGlobalId(self.zid, eid),
+            responder=EntityGlobalId(self.s.zid, eid),
             ts_stack=ts_stack,
         )
         # same frame priority as the RESPONSE_FINAL so the final cannot overtake a reply
-        self._send(resp, inc.priority, droppable=not block, express=express, face=inc.fid)
+        self.s.send(resp, inc.priority, droppable=not block, express=express, face=inc.fid)
 
     def query_finalize(self, qref: int) -> None:
-        entry = self._incoming.pop(qref, None)
+        entry = self.s.incoming.pop(qref, None)
         if entry is None:
             return
         inc = entry[0]
@@ -182,25 +187,25 @@ class Queries(Matching):
         if inc.pending > 0:
             return
         if inc.local_get is not None:
-            g = self._gets.get(inc.local_get)
+            g = self.s.gets.get(inc.local_get)
             if g is not None:
                 g.local_pending -= 1
-                self._maybe_finish(g)
+                self.maybe_finish(g)
         else:
-            self._send(ResponseFinal(inc.rid, qos=QOS_REQUEST), inc.priority, face=inc.fid)
+            self.s.send(ResponseFinal(inc.rid, qos=QOS_REQUEST), inc.priority, face=inc.fid)
 
     # --- queriers ----------------------------------------------------------------------------
 
     def declare_querier(self, key: str, target: int, destination: int = LOCAL_AND_REMOTE) -> int:
         """A querier: a CurrentFuture K|Q interest on its key tells it the matching
         queryables (its matching status), as a 1.10.2 client does."""
-        self._check_open()
-        iid = self._wire_id()
+        self.s.check_open()
+        iid = self.s.wire_id()
         qr = LocalQuerier(key, iid, target, destination=destination)
-        local = self._local_id()
-        self._queriers[local] = qr
-        self._querier_interests[iid] = qr
-        self._to_routers(
+        local = self.s.local_id()
+        self.s.queriers[local] = qr
+        self.s.querier_interests[iid] = qr
+        self.s.to_routers(
             Interest(
                 iid,
                 InterestMode.CURRENT_FUTURE,
@@ -209,18 +214,18 @@ class Queries(Matching):
                 qos=QOS_DECLARE,
             ),
         )
-        qr.matching = self._querier_matching(qr)
+        qr.matching = self.matching.querier_matches(qr)
         return local
 
     def undeclare_querier(self, local: int) -> None:
-        qr = self._queriers.pop(local, None)
+        qr = self.s.queriers.pop(local, None)
         if qr is None:
             return
-        self._querier_interests.pop(qr.interest_id, None)
+        self.s.querier_interests.pop(qr.interest_id, None)
         for sink in qr.listeners:
-            self.deliveries.append((sink, END))
-        if not self.closed:
-            self._to_routers(Interest(qr.interest_id, InterestMode.FINAL, qos=QOS_DECLARE))
+            self.s.deliveries.append((sink, END))
+        if not self.s.closed:
+            self.s.to_routers(Interest(qr.interest_id, InterestMode.FINAL, qos=QOS_DECLARE))
 
     # --- gets --------------------------------------------------------------------------------
 
@@ -250,18 +255,18 @@ class Queries(Matching):
         ``destination`` (a Locality value) limits it to this session's queryables or to
         remote ones; ``ts_stack`` is the timestamp-stack extension (Send record included).
         """
-        self._check_open()
+        self.s.check_open()
         params = t.Parameters(parameters)
         if accept_any and "_anyke" not in params:
             params.insert("_anyke", "")
         accept_any = "_anyke" in params
         if consolidation == t.ConsolidationMode.AUTO.value:
             consolidation = (t.ConsolidationMode.NONE if "_time" in params else t.ConsolidationMode.LATEST).value
-        timeout = self.query_timeout_s if timeout_s is None else timeout_s
-        rid = self._next_rid
-        self._next_rid += 1
+        timeout = self.s.query_timeout_s if timeout_s is None else timeout_s
+        rid = self.s.next_rid
+        self.s.next_rid += 1
         g = PendingGet(rid, key, sink, consolidation, accept_any, now + timeout, ts_stack=ts_stack)
-        self._gets[rid] = g
+        self.s.gets[rid] = g
         qbody = Query(
             consolidation=consolidation,
             parameters=str(params),
@@ -269,7 +274,7 @@ class Queries(Matching):
             attachment=attachment,
             source_info=source_info,
         )
-        if destination != SESSION_LOCAL and self._faces:
+        if destination != SESSION_LOCAL and self.s.faces:
             req = Request(
                 rid,
                 WireExpr(0, key, True),
@@ -281,36 +286,36 @@ class Queries(Matching):
             )
             # to every face, or (with peer faces) to routers and to the peers whose
             # queryables match; no face (link lost): the get ends at once, as zenoh's
-            for f in self._faces.values():
-                if f.routerish or not self._peer_faces or self._face_answers(f, key, target):
+            for f in self.s.faces.values():
+                if f.routerish or not self.s.peer_faces or self.matching.face_answers(f, key, target):
                     g.remote_pending.add(f.fid)
-            if len(g.remote_pending) == len(self._faces):
-                self._send(req, priority, droppable=not block, express=express)
+            if len(g.remote_pending) == len(self.s.faces):
+                self.s.send(req, priority, droppable=not block, express=express)
             else:
                 for fid in g.remote_pending:
-                    self._send(req, priority, droppable=not block, express=express, face=fid)
-        matches = [] if destination == REMOTE_ONLY else self._local_queryables(key, target, remote=False)
+                    self.s.send(req, priority, droppable=not block, express=express, face=fid)
+        matches = [] if destination == REMOTE_ONLY else self.matching.local_queryables(key, target, remote=False)
         if matches:
             g.local_pending = 1
             inc = IncomingQuery(
-                rid, key, len(matches), priority, local_get=rid, ts_stack=self._received_stack(ts_stack)
+                rid, key, len(matches), priority, local_get=rid, ts_stack=self.s.received_stack(ts_stack)
             )
             self._deliver_query(inc, matches, qbody)
-        self._maybe_finish(g)
+        self.maybe_finish(g)
         return rid
 
     def cancel_get(self, rid: int) -> None:
         """End a get now (a CancellationToken): no more replies, its sink is closed."""
-        g = self._gets.get(rid)
+        g = self.s.gets.get(rid)
         if g is not None:
             g.held.clear()
-            self._finish_get(g, timed_out=False)
+            self.finish_get(g, timed_out=False)
 
-    def _on_response(self, msg: Response) -> None:
-        g = self._gets.get(msg.request_id)
+    def on_response(self, msg: Response) -> None:
+        g = self.s.gets.get(msg.request_id)
         if g is None:
             return
-        key = self._resolve(msg.wire_expr)
+        key = self.s.resolve(msg.wire_expr)
         if key is None:
             return
         body = msg.body
@@ -318,7 +323,7 @@ class Queries(Matching):
         replier = None
         if msg.responder is not None:
             replier = t.EntityGlobalId(msg.responder.zid, msg.responder.eid)
-        ts_stack = None if msg.ts_stack is None else self._received_stack(msg.ts_stack)
+        ts_stack = None if msg.ts_stack is None else self.s.received_stack(msg.ts_stack)
         self._get_reply(g, key, inner, replier, msg.qos, ts_stack=ts_stack)
 
     def _get_reply(
@@ -334,12 +339,12 @@ class Queries(Matching):
         stack = None if ts_stack is None else ins.to_stack(ts_stack)
         if isinstance(body, Err):
             err = t.ReplyError(t.ZBytes(body.payload), t.Encoding.from_wire(body.encoding), stack)
-            self.deliveries.append((g.sink, t.Reply(err, replier)))
+            self.s.deliveries.append((g.sink, t.Reply(err, replier)))
             return
         if not g.accept_any and not intersects(g.key, key):
             log.debug("reply on %s does not intersect query %s: dropped", key, g.key)
             return
-        ke = self._ke(key)
+        ke = self.s.ke(key)
         if ke is None:
             return
         sample = wire_sample(ke, body, qos)
@@ -357,21 +362,21 @@ class Queries(Matching):
             if key in g.seen and _ts_key(sample.timestamp) <= _ts_key(g.seen[key]):
                 return
             g.seen[key] = sample.timestamp
-        self.deliveries.append((g.sink, reply))
+        self.s.deliveries.append((g.sink, reply))
 
-    def _maybe_finish(self, g: PendingGet) -> None:
+    def maybe_finish(self, g: PendingGet) -> None:
         if not g.remote_pending and g.local_pending <= 0:
-            self._finish_get(g, timed_out=False)
+            self.finish_get(g, timed_out=False)
 
-    def _finish_get(self, g: PendingGet, *, timed_out: bool) -> None:
-        self._gets.pop(g.rid, None)
+    def finish_get(self, g: PendingGet, *, timed_out: bool) -> None:
+        self.s.gets.pop(g.rid, None)
         for reply in g.held.values():
-            self.deliveries.append((g.sink, reply))
+            self.s.deliveries.append((g.sink, reply))
         g.held.clear()
         if timed_out:
-            self.deliveries.append((g.sink, t.Reply(t.ReplyError(t.ZBytes(TIMEOUT_PAYLOAD)))))
-        self.deliveries.append((g.sink, END))
+            self.s.deliveries.append((g.sink, t.Reply(t.ReplyError(t.ZBytes(TIMEOUT_PAYLOAD)))))
+        self.s.deliveries.append((g.sink, END))
         # local queryables still holding this query may keep replying: ignored from now on
-        for qref, (inc, _) in list(self._incoming.items()):
+        for qref, (inc, _) in list(self.s.incoming.items()):
             if inc.local_get == g.rid:
-                del self._incoming[qref]
+                del self.s.incoming[qref]

@@ -205,53 +205,53 @@ class CoreState:
         self.outbox: list[Outgoing] = []
         #: (sink, item); item END closes the sink
         self.deliveries: list[tuple[Any, Any]] = []
-        self._next_wire_id = 1  # one counter for subscriber/queryable/token/interest ids
-        self._next_expr_id = 1
-        self._next_rid = 1
-        self._next_local = 1
-        self._next_qref = 1
+        self.next_wire_id = 1  # one counter for subscriber/queryable/token/interest ids
+        self.next_expr_id = 1
+        self.next_rid = 1
+        self.next_local = 1
+        self.next_qref = 1
         # the links (faces), the one whose messages are being handled, its expression ids
-        self._faces: dict[int, Face] = {}
-        self._face_id = 0
+        self.faces: dict[int, Face] = {}
+        self.face_id = 0
         #: some face is a peer's (per-face routing of data and queries)
-        self._peer_faces = False
+        self.peer_faces = False
         # our declared expression ids and the current face's
-        self._local_exprs: dict[str, int] = {}
-        self._local_expr_keys: dict[int, str] = {}
-        self._remote_exprs: dict[int, str] = {}
+        self.local_exprs: dict[str, int] = {}
+        self.local_expr_keys: dict[int, str] = {}
+        self.remote_exprs: dict[int, str] = {}
         # local entities
-        self._subs: dict[int, LocalSubscriber] = {}
-        self._sub_decls: dict[str, Declared] = {}
-        self._qabls: dict[int, LocalQueryable] = {}
-        self._qabl_decls: dict[str, Declared] = {}
-        self._tokens: dict[int, str] = {}
-        self._token_decls: dict[str, Declared] = {}
-        self._pubs: dict[int, LocalPublisher] = {}
-        self._pub_interests: dict[int, LocalPublisher] = {}
-        self._queriers: dict[int, LocalQuerier] = {}
-        self._querier_interests: dict[int, LocalQuerier] = {}
+        self.subs: dict[int, LocalSubscriber] = {}
+        self.sub_decls: dict[str, Declared] = {}
+        self.qabls: dict[int, LocalQueryable] = {}
+        self.qabl_decls: dict[str, Declared] = {}
+        self.tokens: dict[int, str] = {}
+        self.token_decls: dict[str, Declared] = {}
+        self.pubs: dict[int, LocalPublisher] = {}
+        self.pub_interests: dict[int, LocalPublisher] = {}
+        self.queriers: dict[int, LocalQuerier] = {}
+        self.querier_interests: dict[int, LocalQuerier] = {}
         # subscribers fed only by this session's puts, and those never fed by them
-        self._local_only_subs: dict[int, LocalSubscriber] = {}
-        self._remote_only_sinks: set[int] = set()
+        self.local_only_subs: dict[int, LocalSubscriber] = {}
+        self.remote_only_sinks: set[int] = set()
         # info listeners: (sink, make(kind, face id) -> the event to deliver, or None)
-        self._info_listeners: dict[int, tuple[Any, Any]] = {}
+        self.info_listeners: dict[int, tuple[Any, Any]] = {}
         # key expressions declared by the user (Session.declare_keyexpr), with a count
-        self._user_exprs: dict[str, int] = {}
-        self._finalized: set[int] = set()
-        self._lsubs: dict[int, LivelinessSub] = {}
+        self.user_exprs: dict[str, int] = {}
+        self.finalized: set[int] = set()
+        self.lsubs: dict[int, LivelinessSub] = {}
         # what the faces told us, by (face id, entity id)
-        self._remote_subs: dict[tuple[int, int], str] = {}
-        self._remote_qabls: dict[tuple[int, int], str] = {}
-        self._remote_qabl_complete: set[tuple[int, int]] = set()
-        self._remote_tokens: dict[tuple[int, int], str] = {}
+        self.remote_subs: dict[tuple[int, int], str] = {}
+        self.remote_qabls: dict[tuple[int, int], str] = {}
+        self.remote_qabl_complete: set[tuple[int, int]] = set()
+        self.remote_tokens: dict[tuple[int, int], str] = {}
         # queries
-        self._gets: dict[int, PendingGet] = {}
-        self._lgets: dict[int, PendingLivelinessGet] = {}
-        self._incoming: dict[int, tuple[IncomingQuery, int]] = {}
+        self.gets: dict[int, PendingGet] = {}
+        self.lgets: dict[int, PendingLivelinessGet] = {}
+        self.incoming: dict[int, tuple[IncomingQuery, int]] = {}
         # caches
-        self._sub_cache: dict[str, list[Any]] = {}
-        self._allow_cache: dict[str, bool] = {}
-        self._ke_cache: dict[str, KeyExpr | None] = {}
+        self.sub_cache: dict[str, list[Any]] = {}
+        self.allow_cache: dict[str, bool] = {}
+        self.ke_cache: dict[str, KeyExpr | None] = {}
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -265,7 +265,7 @@ class CoreState:
         self.deliveries = []
         return out
 
-    def _send(
+    def send(
         self,
         msg: NetworkMessage | bytes,
         priority: int,
@@ -277,35 +277,35 @@ class CoreState:
     ) -> None:
         # without a face (link lost, not yet connected) nothing is sent: a face that
         # opens gets the session's state then (on_established)
-        if not self.closed and self._faces:
+        if not self.closed and self.faces:
             self.outbox.append((msg, reliable, priority, droppable, express, face))
 
-    def _declare(self, body: Any, interest_id: int | None = None, face: int | None = None) -> None:
-        self._send(Declare(body, interest_id, qos=QOS_DECLARE), PRIORITY_CONTROL, face=face)
+    def declare(self, body: Any, interest_id: int | None = None, face: int | None = None) -> None:
+        self.send(Declare(body, interest_id, qos=QOS_DECLARE), PRIORITY_CONTROL, face=face)
 
-    def _to_routers(self, msg: NetworkMessage) -> None:
+    def to_routers(self, msg: NetworkMessage) -> None:
         """An interest (or its final): to the faces that answer interests."""
-        for f in self._faces.values():
+        for f in self.faces.values():
             if f.routerish:
-                self._send(msg, PRIORITY_CONTROL, face=f.fid)
+                self.send(msg, PRIORITY_CONTROL, face=f.fid)
 
-    def _wire_id(self) -> int:
-        n = self._next_wire_id
-        self._next_wire_id += 1
+    def wire_id(self) -> int:
+        n = self.next_wire_id
+        self.next_wire_id += 1
         return n
 
-    def _local_id(self) -> int:
-        n = self._next_local
-        self._next_local += 1
+    def local_id(self) -> int:
+        n = self.next_local
+        self.next_local += 1
         return n
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self.closed:
             raise UsageError("the session is closed")
 
-    def _ke(self, key: str) -> KeyExpr | None:
+    def ke(self, key: str) -> KeyExpr | None:
         """A validated KeyExpr for a key from the wire (None if invalid), cached."""
-        cache = self._ke_cache
+        cache = self.ke_cache
         ke = cache.get(key, False)
         if ke is False:
             try:
@@ -317,10 +317,10 @@ class CoreState:
             cache[key] = ke
         return ke  # type: ignore[return-value]
 
-    def _resolve(self, we: WireExpr) -> str | None:
+    def resolve(self, we: WireExpr) -> str | None:
         if we.scope == 0:
             return we.suffix
-        table = self._remote_exprs if we.mapping_sender else self._local_expr_keys
+        table = self.remote_exprs if we.mapping_sender else self.local_expr_keys
         prefix = table.get(we.scope)
         if prefix is None:
             log.warning(
@@ -331,23 +331,23 @@ class CoreState:
             return None
         return prefix + we.suffix
 
-    def _key_wire(self, key: str) -> WireExpr:
-        expr_id = self._local_exprs.get(key)
+    def key_wire(self, key: str) -> WireExpr:
+        expr_id = self.local_exprs.get(key)
         return WireExpr(0, key, True) if expr_id is None else WireExpr(expr_id, "", True)
 
     def declare_keyexpr(self, key: str) -> int:
         """Bind ``key`` to one of our expression ids (D_KEYEXPR), once per key."""
-        self._check_open()
-        expr_id = self._local_exprs.get(key)
+        self.check_open()
+        expr_id = self.local_exprs.get(key)
         if expr_id is None:
-            expr_id = self._next_expr_id
-            self._next_expr_id += 1
-            self._local_exprs[key] = expr_id
-            self._local_expr_keys[expr_id] = key
-            self._declare(DeclareKeyExpr(expr_id, WireExpr(0, key, True)))
+            expr_id = self.next_expr_id
+            self.next_expr_id += 1
+            self.local_exprs[key] = expr_id
+            self.local_expr_keys[expr_id] = key
+            self.declare(DeclareKeyExpr(expr_id, WireExpr(0, key, True)))
         return expr_id
 
-    def _received_stack(self, raw: bytes | None) -> bytes | None:
+    def received_stack(self, raw: bytes | None) -> bytes | None:
         """``raw`` with this session's Receive record (when that point is instrumented)."""
         return ins.push_record(
             raw, ins.InterceptionPoint.RECEIVE, self.zid, self.clock_ns(), self.ts_callback, self.mode
@@ -357,40 +357,40 @@ class CoreState:
 
     def declare_user_keyexpr(self, key: str) -> int:
         expr_id = self.declare_keyexpr(key)
-        self._user_exprs[key] = self._user_exprs.get(key, 0) + 1
+        self.user_exprs[key] = self.user_exprs.get(key, 0) + 1
         return expr_id
 
     def undeclare_user_keyexpr(self, key: str) -> None:
         """Undeclare a key expression of :meth:`declare_user_keyexpr` (U_KEYEXPR once the
         last user declaration goes, unless a publisher of this session still uses it)."""
-        n = self._user_exprs.get(key, 0)
+        n = self.user_exprs.get(key, 0)
         if n == 0:
             raise UsageError(f"key expression {key!r} was not declared by this session")
         if n > 1:
-            self._user_exprs[key] = n - 1
+            self.user_exprs[key] = n - 1
             return
-        del self._user_exprs[key]
-        if any(pub.key == key for pub in self._pubs.values()):
+        del self.user_exprs[key]
+        if any(pub.key == key for pub in self.pubs.values()):
             return
-        expr_id = self._local_exprs.pop(key, None)
+        expr_id = self.local_exprs.pop(key, None)
         if expr_id is not None:
-            self._local_expr_keys.pop(expr_id, None)
+            self.local_expr_keys.pop(expr_id, None)
             if not self.closed:
-                self._declare(UndeclareKeyExpr(expr_id))
+                self.declare(UndeclareKeyExpr(expr_id))
 
     # --- local entities counted per declared key ------------------------------------------------
 
-    def _declare_entity(self, decls: dict[str, Declared], key: str) -> Declared | None:
+    def declare_entity(self, decls: dict[str, Declared], key: str) -> Declared | None:
         """Count one more local entity on ``key``; returns the record if it is new."""
         d = decls.get(key)
         if d is not None:
             d.count += 1
             return None
-        d = Declared(self._wire_id())
+        d = Declared(self.wire_id())
         decls[key] = d
         return d
 
-    def _release_entity(self, decls: dict[str, Declared], key: str) -> Declared | None:
+    def release_entity(self, decls: dict[str, Declared], key: str) -> Declared | None:
         """One local entity less on ``key``; returns the record when it was the last."""
         d = decls.get(key)
         if d is None:
