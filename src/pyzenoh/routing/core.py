@@ -10,9 +10,11 @@ behaviour it reproduces. The rules live in one module each:
 * :mod:`.queries` -- queryables, REQUEST routing, replies and finals, timeouts;
 * :mod:`.tokens` -- liveliness tokens;
 * :mod:`.interests` -- interests and their current answers;
-* :mod:`.routers` -- the router region: router neighbours, the link-state graph
+* :mod:`.routers` -- the router mesh: router neighbours, the link-state graph
   (:mod:`.network`), declarations pushed along routing trees, NodeId;
-* :mod:`.peers` -- the peer region: gossip of peers' locators.
+* :mod:`.regions` -- what differs between clients, peers and routers, one module per
+  region (:mod:`.regions.clients`, :mod:`.regions.peers` with the peers' gossip,
+  :mod:`.regions.routers`); each face holds its region.
 
 Key expressions are handled as canonical strings. Entities are indexed in
 :class:`~pyzenoh.keyexpr.KeyExprTree` instances holding one ``(key, face id)`` pair per
@@ -64,13 +66,16 @@ from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face, FaceView
 from pyzenoh.routing.hlc import Hlc
 from pyzenoh.routing.interests import Interests
 from pyzenoh.routing.lanes import PushLanes
-from pyzenoh.routing.peers import PeerRegion
 from pyzenoh.routing.queries import (
     EMPTY_WIRE_EXPR,
     MIN_TIMER_COMPACTION,
     TIMEOUT_PAYLOAD,
     Queries,
 )
+from pyzenoh.routing.regions import Region
+from pyzenoh.routing.regions.clients import Clients
+from pyzenoh.routing.regions.peers import Peers
+from pyzenoh.routing.regions.routers import Routers
 from pyzenoh.routing.routers import RouterRegion
 from pyzenoh.routing.tokens import Tokens
 from pyzenoh.routing.types import (
@@ -84,7 +89,7 @@ from pyzenoh.routing.types import (
 DEFAULT_CONFIG = RoutingConfig()
 
 
-class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interests):
+class RoutingCore(RouterRegion, PushLanes, Queries, Tokens, Interests):
     """Routing tables and decisions of a Zenoh router, with no I/O and no clock."""
 
     def __init__(
@@ -134,7 +139,26 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         self._closing: Face | None = None  # the face remove_face is tearing down
         self._acl = access_control
         self._init_routers(locators)
-        self._init_peers(locators)
+        self._clients = Clients(self._on_declare)
+        self._peers = Peers(zid, config, locators, self._can_send, self._emit, self._on_declare)
+        self._routers = Routers(
+            zid,
+            self._net,
+            self._router_face_added,
+            self._router_face_removed,
+            self._on_router_linkstate,
+            self._on_router_declare,
+        )
+        self._init_north(self._routers)
+
+    def _region_of(self, whatami: WhatAmI) -> Region:
+        match whatami:
+            case WhatAmI.ROUTER:
+                return self._routers
+            case WhatAmI.PEER:
+                return self._peers
+            case _:
+                return self._clients
 
     def add_face(
         self, face: int, zid: ZenohId, whatami: WhatAmI, now: float, subject: FaceSubject | None = None
@@ -148,19 +172,17 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         """
         if face in self._faces or face == NORTH:
             raise UsageError(f"face {face} already exists")
-        f = self._faces[face] = Face(face, zid, whatami)
+        f = self._faces[face] = Face(face, zid, whatami, self._region_of(whatami))
         if self._acl is not None and subject is not None:
             f.acl = self._acl.face(subject)
         self._invalidate_routes()
         self._now = now
         out = self._out = []
-        if f.is_router:
-            if zid == self.zid:
-                del self._faces[face]
-                raise UnsupportedFace("a router with our own zid")
-            self._router_face_added(f)
-        elif f.is_peer:
-            self._peer_face_added(f)
+        try:
+            f.region.face_added(f)
+        except UnsupportedFace:
+            del self._faces[face]
+            raise
         self._out = []
         return out
 
@@ -200,10 +222,7 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
             for it in f.interests.values():
                 if it.key is not None:
                     self._unref(it.key)
-            if f.is_router:
-                self._router_face_removed(f)
-            elif f.is_peer:
-                self._peer_face_removed(f)
+            f.region.face_removed(f)
         finally:
             self._closing = None
         del self._faces[face]
@@ -239,10 +258,7 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
             case Push():
                 self._on_push(f, msg, raw, reliable)
             case Declare():
-                if f.is_router:
-                    self._on_router_declare(f, msg)
-                else:
-                    self._on_declare(f, msg)
+                f.region.on_declare(f, msg)
             case Interest():
                 self._on_interest(f, msg)
             case Request():
@@ -444,13 +460,7 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         assert refs == self._resource_refs, "resource references out of sync"
 
     def _on_oam(self, f: Face, msg: NetworkOam) -> None:
-        if msg.oam_id != OAM_LINKSTATE or not isinstance(msg.body, bytes):
-            self._drop(f.fid, "unexpected OAM", msg)
-        elif f.is_router:
-            self._on_router_linkstate(f, msg.body)
-        elif f.is_peer:
-            self._on_peer_linkstate(f, msg.body)
-        else:
+        if msg.oam_id != OAM_LINKSTATE or not isinstance(msg.body, bytes) or not f.region.on_linkstate(f, msg.body):
             self._drop(f.fid, "unexpected OAM", msg)
 
     @override

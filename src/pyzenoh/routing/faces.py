@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pyzenoh.codec import (
     Declare,
@@ -57,6 +57,9 @@ from pyzenoh.routing.types import (
     Send,
     make_send,
 )
+
+if TYPE_CHECKING:
+    from pyzenoh.routing.regions import Region
 
 #: Longest full key (prefix chain + suffix) accepted from a face, in characters.
 MAX_KEY_LEN = 65_535
@@ -129,8 +132,6 @@ class Face:
         "acl",
         "fid",
         "interests",
-        "is_peer",
-        "is_router",
         "key_interests",
         "limits_logged",
         "local_id_of",
@@ -143,6 +144,7 @@ class Face:
         "outgoing",
         "pending",
         "qabls",
+        "region",
         "remote_id_of",
         "remote_ids",
         "subs",
@@ -151,14 +153,13 @@ class Face:
         "zid",
     )
 
-    def __init__(self, fid: int, zid: ZenohId, whatami: WhatAmI) -> None:
+    def __init__(self, fid: int, zid: ZenohId, whatami: WhatAmI, region: Region) -> None:
         self.fid = fid
         self.zid = zid
         self.whatami = whatami
-        self.is_peer = whatami == WhatAmI.PEER
-        # A router neighbour: its entities live in the router region (:mod:`.routers`),
-        # keyed by the router that owns them, not in this face's tables.
-        self.is_router = whatami == WhatAmI.ROUTER
+        #: What the face's kind changes in the rules (:mod:`.regions`): a router
+        #: neighbour's entities, for one, live in the router region (:mod:`.routers`).
+        self.region = region
         self.remote_ids: dict[int, str] = {}  # ids the face declared -> full key
         self.remote_id_of: dict[str, int] = {}
         self.local_ids: dict[int, str] = {}  # ids we declared to the face -> full key
@@ -181,11 +182,6 @@ class Face:
 
     def declaration_count(self) -> int:
         return len(self.subs) + len(self.qabls) + len(self.tokens) + len(self.interests)
-
-    def echoes_own_tokens(self) -> bool:
-        # Real routers echo a client's own tokens (the API counts session-local tokens);
-        # a peer is not told about its own.
-        return not self.is_peer
 
 
 def nonwild_split(key: str) -> tuple[str, str]:
@@ -241,10 +237,6 @@ class RoutingTables:
 
     def _south_qabls_changed(self, key: str) -> None:
         pass
-
-    def _source_index(self, f: Face, node_id: int | None) -> int | None:
-        """Index of the router where a message from ``f`` entered the mesh (0: here)."""
-        return 0
 
     def _north_hops(self, source: int, owners: list[ZenohId], src: Face) -> dict[int, ZenohId]:
         return {}
@@ -310,6 +302,10 @@ class RoutingTables:
         if self.observer is not None:
             self.observer(Dropped(face, reason, msg))
 
+    def _can_send(self, link: int) -> bool:
+        """Is ``link`` an open face, not the one being removed?"""
+        return link in self._faces and self._faces[link] is not self._closing
+
     def _live_faces(self) -> list[Face]:
         """Faces that can be sent to (not the one being removed)."""
         return [d for d in self._faces.values() if d is not self._closing]
@@ -339,10 +335,7 @@ class RoutingTables:
 
     def _sees(self, d: Face, src: Face) -> bool:
         """Does face ``d`` get to know about what face ``src`` declares or sends?"""
-        if d is src:
-            return False
-        # Like zenohd, never between two peers: they meet directly through gossip.
-        return not (d.is_peer and src.is_peer)
+        return d is not src and d.region.sees(src.region)
 
     def _resolve(self, f: Face, we: WireExpr) -> str | None:
         """The full key of a wire expression received from ``f`` (None: unknown id)."""
@@ -369,7 +362,7 @@ class RoutingTables:
         key = self._resolve(f, we)
         if key is None:
             return "unknown key id"
-        source = self._source_index(f, node_id)
+        source = f.region.source_index(f, node_id)
         if source is None:
             return "unknown node id"
         if len(key) > MAX_KEY_LEN or not is_canonical(key):
@@ -430,8 +423,8 @@ class RoutingTables:
         return WireExpr(0, key, True)
 
     def _wants_keyexpr(self, d: Face, prefix: str) -> bool:
-        if d.is_router:
-            return True  # routers declare every prefix to each other (checked on the wire)
+        if d.region.wants_every_keyexpr():
+            return True
         known: bool | None = None
         for restriction in d.key_interests.values():
             if restriction is None:

@@ -49,7 +49,7 @@ class Interests(RoutingTables):
             # As zenohd: not registered, and answered with D_FINAL so nothing waits.
             self._declare(f, DeclareFinal(), iid)
             return
-        aggregate = msg.aggregate and not f.is_peer and not options & _T
+        aggregate = msg.aggregate and f.region.aggregates_interests() and not options & _T
         current = mode in (InterestMode.CURRENT, InterestMode.CURRENT_FUTURE)
         future = mode in (InterestMode.FUTURE, InterestMode.CURRENT_FUTURE)
         if mode == InterestMode.CURRENT and (options & (_S | _Q) or not options & _T):
@@ -100,9 +100,8 @@ class Interests(RoutingTables):
             return
         if it.key is not None:
             self._unref(it.key)
-        if f.is_peer:
-            # For peers real routers forget what the interest alone had declared; clients
-            # keep those declarations (and get their undeclarations later).
+        if not f.region.keeps_interest_declarations():
+            # Real routers forget what the interest alone had declared to a peer.
             for declared, option in ((f.local_subs, _S), (f.local_qabls, _Q)):
                 if it.options & option:
                     if it.aggregate and it.key is not None:
@@ -176,7 +175,7 @@ class Interests(RoutingTables):
         seen: dict[str, None] = {}
         for fid in sorted(self._faces):
             h = self._faces[fid]
-            if h is f and not f.echoes_own_tokens():
+            if h is f and not f.region.echoes_own_tokens():
                 continue
             if h is not f and not self._sees(f, h):
                 continue

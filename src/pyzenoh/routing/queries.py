@@ -38,6 +38,7 @@ from pyzenoh.routing.faces import (
     PendingQuery,
     RoutingTables,
 )
+from pyzenoh.routing.regions import REGION_CLIENTS, REGION_PEERS, REGION_ROUTERS
 from pyzenoh.routing.types import QueryRouted
 
 #: Seconds added to a REQUEST's own Timeout before the router gives up on a destination.
@@ -53,8 +54,6 @@ EMPTY_WIRE_EXPR = WireExpr(0, "", True)
 
 _Q = InterestOptions.QUERYABLES
 
-#: The regions BestMatching chooses in separately (a queryable's face's kind).
-REGION_CLIENTS, REGION_PEERS, REGION_ROUTERS = 0, 1, 2
 
 TimerEntry = tuple[float, int, int, int, int]  # deadline, seq, face, rid, qid
 
@@ -111,10 +110,8 @@ class Queries(RoutingTables):
                     south.append((fid, qkey, info.complete and includes(qkey, key)))
             south.sort()
             north.sort()
-            cands = [
-                (fid, complete, REGION_PEERS if self._faces[fid].is_peer else REGION_CLIENTS)
-                for fid, _, complete in south
-            ]
+            faces = self._faces
+            cands = [(fid, complete, faces[fid].region.group) for fid, _, complete in south]
             cands += [(hop, complete, REGION_ROUTERS) for _, _, hop, complete in north]
             route = QueryRoute(key, tuple(cands), node=source or None)
         if len(self._query_routes) >= MAX_ROUTE_CACHE:
@@ -199,7 +196,7 @@ class Queries(RoutingTables):
             heapq.heappush(self._timers, (deadline, next(self._seq), fid, rid, q.qid))
             if len(self._timers) > self._timers_compact_at:
                 self._compact_timers()
-            node = route.node if d.is_router else None
+            node = d.region.request_node(route.node)
             out = replace(msg, request_id=rid, wire_expr=self._best_key(d, route.key), node_id=node)
             self._emit(fid, out, msg.qos)
 
@@ -348,9 +345,11 @@ class Queries(RoutingTables):
                 if d is not f:
                     self._unpropagate_qabl(d, key)
             return
-        regions = {self._faces[h].is_peer for h in holders}
+        regions = {self._faces[h].region.group for h in holders}
         if cause == "undeclare":
-            same_region = [i for h, i in holders.items() if h != f.fid and self._faces[h].is_peer == f.is_peer]
+            same_region = [
+                i for h, i in holders.items() if h != f.fid and self._faces[h].region.group == f.region.group
+            ]
             others = merge_all(same_region)
             new_total = merge_all([i for i in (others, info) if i is not None])
             if new_total is None:  # no holder left in f's region: the others' region decides
@@ -360,7 +359,7 @@ class Queries(RoutingTables):
                 self._propagate_qabl_everywhere(key, holders)
             return
         # cause == "close"
-        if regions != {f.is_peer}:
+        if regions != {f.region.group}:
             if len(holders) == 1:
                 (last,) = holders
                 self._unpropagate_qabl(self._faces[last], key)

@@ -50,6 +50,7 @@ from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
 from pyzenoh.routing.network import Network
 from pyzenoh.routing.pubsub import PubSub
 from pyzenoh.routing.queries import Queries, merge_all
+from pyzenoh.routing.regions import Region
 from pyzenoh.routing.tokens import Tokens
 
 log = logging.getLogger(__name__)
@@ -85,12 +86,15 @@ class RouterRegion(PubSub, Queries, Tokens):
             locators=locators,
             max_nodes=self.config.max_routers,
         )
-        self._north = Face(NORTH, self.zid, WhatAmI.ROUTER)
-        self._faces[NORTH] = self._north
         self._router_subs = {}
         self._router_qabls = {}
         self._router_tokens = {}
         self._north_ids = {}
+
+    def _init_north(self, region: Region) -> None:
+        """The pseudo-face standing for remote routers' entities, in the router region."""
+        self._north = Face(NORTH, self.zid, WhatAmI.ROUTER, region)
+        self._faces[NORTH] = self._north
 
     @property
     def network(self) -> Network:
@@ -128,7 +132,7 @@ class RouterRegion(PubSub, Queries, Tokens):
         self._recompute_trees()
 
     def _send_linkstate(self, link: int, body: bytes) -> None:
-        if link in self._faces and self._faces[link] is not self._closing:
+        if self._can_send(link):
             self._emit(link, NetworkOam(OAM_LINKSTATE, body, QOS_DECLARE), QOS_DECLARE)
 
     def _router_face(self, index: int | None) -> Face | None:
@@ -138,7 +142,7 @@ class RouterRegion(PubSub, Queries, Tokens):
         zid = self._net.zid_of(index)
         link = None if zid is None else self._net.link_of(zid)
         f = None if link is None else self._faces.get(link)
-        return f if f is not None and f.is_router and f is not self._closing else None
+        return f if f is not None and f.region.links_routers() and f is not self._closing else None
 
     def _compact_routers(self) -> None:
         self._router_subs = dict(self._router_subs)
@@ -391,14 +395,6 @@ class RouterRegion(PubSub, Queries, Tokens):
             self._set_router_qabl(key, owner, None, f)
 
     # -- routing data and queries north ---------------------------------------------------------
-
-    @override
-    def _source_index(self, f: Face, node_id: int | None) -> int | None:
-        """The index of the router where a message entered the mesh: us for the south, the
-        NodeId (mapped to our numbering) for a router neighbour; None: unknown NodeId."""
-        if not f.is_router:
-            return 0
-        return self._net.local_index_of_psid(f.fid, node_id or 0)
 
     @override
     def _north_hops(self, source: int, owners: list[ZenohId], src: Face) -> dict[int, ZenohId]:

@@ -24,7 +24,7 @@ class Tokens(RoutingTables):
     def _token_visible(self, d: Face, holders: dict[int, int]) -> bool:
         for h in holders:
             if h == d.fid:
-                if d.echoes_own_tokens():
+                if d.region.echoes_own_tokens():
                     return True
             elif h in self._faces and self._sees(d, self._faces[h]):
                 return True
@@ -58,7 +58,7 @@ class Tokens(RoutingTables):
             if (
                 h is not self._closing
                 and self._token_visible(h, holders)
-                and (f is self._closing or f.is_peer != h.is_peer)
+                and (f is self._closing or f.region.group != h.region.group)
             ):
                 self._unpropagate_token(h, key)
 
