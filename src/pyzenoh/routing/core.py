@@ -4,9 +4,13 @@ See the package docstring (:mod:`pyzenoh.routing`) for the API contract and the
 behaviour it reproduces. The rules live in one module each:
 
 * :mod:`.faces` -- per-face state (key-expression ids, entities, what the face was
-  told) and how keys are resolved and written;
-* :mod:`.pubsub` -- subscribers and PUSH routing; :mod:`.runs` a run of same-shape
-  PUSHes as one unit, :mod:`.lone` a lone PUSH from its bytes;
+  told); :mod:`.tables` -- the state every rule shares (faces, entity holders, route
+  caches, the output, the clock readings, HLC, stats, config, access control) and how
+  keys are resolved and written. Each rule below is an object built with the tables and
+  the rules it calls;
+* :mod:`.declarations` -- the DECLARE dispatch and key-expression ids;
+* :mod:`.pubsub` -- subscribers and PUSH routing; :mod:`.lanes` a run of same-shape
+  PUSHes as one unit, and a lone PUSH from its bytes;
 * :mod:`.queries` -- queryables, REQUEST routing, replies and finals, timeouts;
 * :mod:`.tokens` -- liveliness tokens;
 * :mod:`.interests` -- interests and their current answers;
@@ -133,8 +137,7 @@ class RoutingCore:
         """A session is open on ``face`` (an id >= 0).
 
         Real routers send nothing to a client then; a peer gets the router's gossip
-        LINKSTATE, a router its link state (the region rules in :mod:`.peers`,
-        :mod:`.routers`). ``subject`` (the remote's zid and link properties) puts the
+        LINKSTATE, a router its link state (the region rules in :mod:`.regions`). ``subject`` (the remote's zid and link properties) puts the
         face under access control; local faces have none, as zenohd's own sessions.
         """
         t = self._tables

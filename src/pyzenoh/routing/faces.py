@@ -1,10 +1,8 @@
-"""Per-face state and the tables every routing rule reads: key-expression ids, entity
-holders, resources, and how a key is written to a face.
+"""Per-face state: key-expression ids, entities, interests, what the face was told, the
+queries it waits on; and the limits on what a face may make the tables hold.
 
-A *face* is one open session (client, peer or router neighbour) or a local session.
-:class:`RoutingTables` is the base of the core's rule modules (:mod:`.pubsub`,
-:mod:`.queries`, :mod:`.tokens`, :mod:`.interests`, :mod:`.routers`): it holds the state
-they share and the helpers they all use.
+A *face* is one open session (client, peer or router neighbour) or a local session; it
+holds its region (:mod:`.regions`). The tables every rule shares are :mod:`.tables`.
 """
 
 from __future__ import annotations

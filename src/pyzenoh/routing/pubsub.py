@@ -1,7 +1,7 @@
 """Publish/subscribe: subscriber declarations (who hears of them) and PUSH routing.
 
 A PUSH goes to every face holding an intersecting subscriber that may see the source
-(:meth:`RoutingTables._sees`), written with the key each destination knows best. That
+(:meth:`Tables.sees <pyzenoh.routing.tables.Tables.sees>`), written with the key each destination knows best. That
 decision is made once per (face, key representation, NodeId) as a :class:`DataRoute`,
 cached until key tables or subscribers change: its destinations, what restricts it
 (access control, an observer), whether the fast lanes may execute it, and the head each
