@@ -382,30 +382,32 @@ class RouterMesh:
             # Our own entity came back around a cycle of a stale tree: ignore it.
             self.tables.drop(f.fid, "own entity from a router", msg)
             return
-        if isinstance(body, DeclareSubscriber | DeclareToken | DeclareQueryable):
-            key = self._router_key(f, body.wire_expr)
-        elif isinstance(body, UndeclareSubscriber | UndeclareToken | UndeclareQueryable):
-            key = self._router_key(f, body.ext_wire_expr)
-        else:
-            self._declarations.on_declare(f, msg)  # U_KEYEXPR, D_FINAL: the south rules handle them
-            return
+        match body:
+            case DeclareSubscriber() | DeclareToken() | DeclareQueryable():
+                key = self._router_key(f, body.wire_expr)
+            case UndeclareSubscriber() | UndeclareToken() | UndeclareQueryable():
+                key = self._router_key(f, body.ext_wire_expr)
+            case _:
+                self._declarations.on_declare(f, msg)  # U_KEYEXPR, D_FINAL: the south rules handle them
+                return
         if key is None:
             self.tables.drop(f.fid, "unknown key in router declaration", msg)
             return
         if f.acl is not None and self.tables.declaration_denied(f, INGRESS, body, key):
             return  # not registered (an undeclaration: nothing was), as zenohd
-        if isinstance(body, DeclareSubscriber):
-            self._set_router_sub(key, owner, True, f)
-        elif isinstance(body, UndeclareSubscriber):
-            self._set_router_sub(key, owner, False, f)
-        elif isinstance(body, DeclareToken):
-            self._set_router_token(key, owner, True, f)
-        elif isinstance(body, UndeclareToken):
-            self._set_router_token(key, owner, False, f)
-        elif isinstance(body, DeclareQueryable):
-            self._set_router_qabl(key, owner, QueryableInfo(body.complete, body.distance), f)
-        else:
-            self._set_router_qabl(key, owner, None, f)
+        match body:
+            case DeclareSubscriber():
+                self._set_router_sub(key, owner, True, f)
+            case UndeclareSubscriber():
+                self._set_router_sub(key, owner, False, f)
+            case DeclareToken():
+                self._set_router_token(key, owner, True, f)
+            case UndeclareToken():
+                self._set_router_token(key, owner, False, f)
+            case DeclareQueryable():
+                self._set_router_qabl(key, owner, QueryableInfo(body.complete, body.distance), f)
+            case _:  # UndeclareQueryable
+                self._set_router_qabl(key, owner, None, f)
 
     # -- routing data and queries north ---------------------------------------------------------
 
