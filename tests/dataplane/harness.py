@@ -228,6 +228,6 @@ class Pair:
             assert self._received == decoded
         assert lanes.routed.per_face == ref.routed.per_face
         assert lanes.stats() == ref.stats()
-        assert lanes.core._hlc.last == ref.core._hlc.last
+        assert lanes.core._tables.hlc.last == ref.core._tables.hlc.last
         assert lanes.routed.closed == ref.routed.closed
         assert lanes.routed.errors == ref.routed.errors

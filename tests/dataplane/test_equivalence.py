@@ -304,7 +304,7 @@ def test_regression_router_stamps_keep_the_codecs_nine_byte_vle(t0: int) -> None
     codec's VLE (at most nine bytes) is the only rule (runs once allowed ten)."""
     pair = Pair(RoutingConfig(), clients)
     for side in (pair.reference, pair.lanes):
-        side.core._hlc._last = t0
+        side.core._tables.hlc._last = t0
     wall = 0.0  # behind the clock: consecutive stamps from t0 + 1
     pair.feed(pair.batch([Push(we("k/a"), Put(b"p%d" % i)) for i in range(8)]), 1.0, wall)
     pair.feed(pair.batch([Push(we("k/a"), Put(b"q"))]), 1.0, wall)

@@ -599,7 +599,7 @@ def test_push_ingress_and_egress() -> None:
     r.send(2, interest(1, CF, S, "demo/**"), d_sub(1, "demo/**"))
     out = r.send(1, put("demo/x"))
     assert [type(m) for m in to(out, 2)] == [Push]
-    route = next(iter(r.core._data_routes.values()))
+    route = next(iter(r.core._tables.data_routes.values()))
     # delete is denied on the way in: the route keeps that; a put pays nothing for it
     assert route.acl is not None and route.acl.put is None and route.acl.delete is not None
     # delete: denied at ingress (no rule allows alice to delete), silently
@@ -619,7 +619,7 @@ def test_an_allowed_route_carries_no_access_control() -> None:
     r.send(2, d_sub(1, "demo/**"))
     for _ in range(3):
         assert [type(m) for m in to(r.send(1, put("demo/x")), 2)] == [Push]
-    assert [r.acl is None for r in r.core._data_routes.values()] == [True]
+    assert [r.acl is None for r in r.core._tables.data_routes.values()] == [True]
     assert to(r.send(1, delete("demo/x")), 2)[0].body == Del()
     assert r.acl.denied_by_rule == {}
 
@@ -762,7 +762,7 @@ def test_router_errors_without_a_key_are_denied_on_a_filtered_flow() -> None:
     r.send(1, request(2, "q/b"))
     fwd = r.core.face_state(2)["pending_queries"]
     assert fwd == 1
-    rid = max(r.core._faces[2].pending)
+    rid = max(r.core._tables.faces[2].pending)
     err = Response(rid, we("q/b"), Err(b"no"), responder=EntityGlobalId(Z2, 1))
     assert [type(m.body) for m in to(r.send(2, err), 1)] == [Err]
 

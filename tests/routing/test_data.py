@@ -227,7 +227,7 @@ def test_route_cache_is_bounded() -> None:
     h = subscribed((1, "**"))
     for n in range(MAX_ROUTE_CACHE + 10):
         h.send(0, delete(f"k/{n}"))
-    assert len(h.core._data_routes) <= MAX_ROUTE_CACHE
+    assert len(h.core._tables.data_routes) <= MAX_ROUTE_CACHE
     # A route is looked up once, then cached (wildcard keys too); bad keys are cached as
     # drops: a flood of either does no repeated work.
     before = h.core.stats.sub_index_lookups

@@ -224,7 +224,7 @@ def test_wildcard_queries_and_observer() -> None:
 
 def test_request_ids_wrap() -> None:
     h = queryables((1, "q", False))
-    h.core._faces[1].next_rid = 0xFFFF_FFFF
+    h.core._tables.faces[1].next_rid = 0xFFFF_FFFF
     (req,) = requests(h.send(0, request(1, "q"))).values()
     assert req.request_id == 0
     (req,) = requests(h.send(0, request(2, "q"))).values()
@@ -236,7 +236,7 @@ def test_answered_queries_do_not_pile_up_timers() -> None:
     for n in range(5_000):
         (req,) = requests(h.send(0, request(n, "q", timeout_ms=10**12))).values()
         h.send(1, final(req.request_id))
-    assert len(h.core._timers) <= 2_048
+    assert len(h.core._queries.timers) <= 2_048
     assert h.core.next_deadline() is None
 
 

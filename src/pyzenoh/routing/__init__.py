@@ -25,7 +25,7 @@ API
   Outputs are in the order they must be sent, per destination face.
 * ``raw`` passed to :meth:`RoutingCore.handle` is the received encoding of ``msg``;
   ``reliable`` is the channel it arrived on (a routed PUSH keeps it).
-* ``forward_lone`` routes a lone PUSH from its received bytes (:mod:`.lone`): each
+* ``forward_lone`` routes a lone PUSH from its received bytes (:mod:`.lanes`): each
   destination face and the bytes of its copy, or None when the lane does not cover the
   message (then nothing was done: call ``handle``). Priority, express and block come
   from the PUSH's QoS, as for a :class:`Send`.
@@ -55,7 +55,7 @@ Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
 
 * Clients and peers are served alike ("broker" mode): nothing is sent after a face
   opens; declarations reach a face only as answers to its interests. Differences for
-  peers: ``add_face`` returns the router's gossip LINKSTATE (:mod:`.peers`), their own
+  peers: ``add_face`` returns the router's gossip LINKSTATE (:mod:`.regions.peers`), their own
   liveliness tokens are not echoed back, the aggregate option is ignored, an INTEREST
   Final forgets what that interest alone had declared, and nothing is routed between two
   peers (they meet directly through gossip, as with zenohd).

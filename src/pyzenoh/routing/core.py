@@ -4,15 +4,21 @@ See the package docstring (:mod:`pyzenoh.routing`) for the API contract and the
 behaviour it reproduces. The rules live in one module each:
 
 * :mod:`.faces` -- per-face state (key-expression ids, entities, what the face was
-  told) and how keys are resolved and written;
-* :mod:`.pubsub` -- subscribers and PUSH routing; :mod:`.runs` a run of same-shape
-  PUSHes as one unit, :mod:`.lone` a lone PUSH from its bytes;
+  told); :mod:`.tables` -- the state every rule shares (faces, entity holders, route
+  caches, the output, the clock readings, HLC, stats, config, access control) and how
+  keys are resolved and written. Each rule below is an object built with the tables and
+  the rules it calls;
+* :mod:`.declarations` -- the DECLARE dispatch and key-expression ids;
+* :mod:`.pubsub` -- subscribers and PUSH routing; :mod:`.lanes` a run of same-shape
+  PUSHes as one unit, and a lone PUSH from its bytes;
 * :mod:`.queries` -- queryables, REQUEST routing, replies and finals, timeouts;
 * :mod:`.tokens` -- liveliness tokens;
 * :mod:`.interests` -- interests and their current answers;
-* :mod:`.routers` -- the router region: router neighbours, the link-state graph
+* :mod:`.routers` -- the router mesh: router neighbours, the link-state graph
   (:mod:`.network`), declarations pushed along routing trees, NodeId;
-* :mod:`.peers` -- the peer region: gossip of peers' locators.
+* :mod:`.regions` -- what differs between clients, peers and routers, one module per
+  region (:mod:`.regions.clients`, :mod:`.regions.peers` with the peers' gossip,
+  :mod:`.regions.routers`); each face holds its region.
 
 Key expressions are handled as canonical strings. Entities are indexed in
 :class:`~pyzenoh.keyexpr.KeyExprTree` instances holding one ``(key, face id)`` pair per
@@ -23,22 +29,14 @@ difference (never back to a face about its own subscribers or queryables).
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
-from typing_extensions import override
-
 from pyzenoh.codec import (
     Declare,
     DeclareKeyExpr,
-    DeclareQueryable,
-    DeclareSubscriber,
-    DeclareToken,
-    EntityGlobalId,
-    Err,
     Interest,
     NetworkMessage,
     NetworkOam,
@@ -46,10 +44,6 @@ from pyzenoh.codec import (
     Request,
     Response,
     ResponseFinal,
-    UndeclareKeyExpr,
-    UndeclareQueryable,
-    UndeclareSubscriber,
-    UndeclareToken,
     WhatAmI,
     WireExpr,
     ZenohId,
@@ -57,21 +51,23 @@ from pyzenoh.codec import (
 from pyzenoh.codec.network import OAM_LINKSTATE
 from pyzenoh.dataplane.runs import PushRun
 from pyzenoh.errors import UsageError
-from pyzenoh.keyexpr import KeyExprTree
-from pyzenoh.routing.access_control import INGRESS, AccessControl, FaceAcl, FaceSubject
+from pyzenoh.routing.access_control import AccessControl, FaceAcl, FaceSubject
+from pyzenoh.routing.declarations import Declarations
 from pyzenoh.routing.declared import QueryableInfo
-from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face, FaceView
-from pyzenoh.routing.hlc import Hlc
+from pyzenoh.routing.faces import NORTH, Face, FaceView
 from pyzenoh.routing.interests import Interests
 from pyzenoh.routing.lanes import PushLanes
-from pyzenoh.routing.peers import PeerRegion
+from pyzenoh.routing.network import Network
+from pyzenoh.routing.pubsub import PubSub
 from pyzenoh.routing.queries import (
-    EMPTY_WIRE_EXPR,
-    MIN_TIMER_COMPACTION,
-    TIMEOUT_PAYLOAD,
     Queries,
 )
-from pyzenoh.routing.routers import RouterRegion
+from pyzenoh.routing.regions import Region
+from pyzenoh.routing.regions.clients import Clients
+from pyzenoh.routing.regions.peers import Peers
+from pyzenoh.routing.regions.routers import Routers
+from pyzenoh.routing.routers import RouterMesh
+from pyzenoh.routing.tables import Tables
 from pyzenoh.routing.tokens import Tokens
 from pyzenoh.routing.types import (
     RoutingConfig,
@@ -84,7 +80,7 @@ from pyzenoh.routing.types import (
 DEFAULT_CONFIG = RoutingConfig()
 
 
-class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interests):
+class RoutingCore:
     """Routing tables and decisions of a Zenoh router, with no I/O and no clock."""
 
     def __init__(
@@ -101,40 +97,39 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         link state to routers and, with gossip, to peers). ``access_control`` filters
         what faces given a subject (:meth:`add_face`) send and receive; without it
         nothing is filtered and routing pays nothing for it."""
-        self.zid = zid
-        self.whatami = whatami
-        self.config = config
-        self.observer = observer
-        self.stats = RoutingStats()
-        self._hlc = Hlc(config.hlc_id or zid, config.hlc_max_delta)
-        self._faces: dict[int, Face] = {}
-        self._sub_tree: KeyExprTree[int] = KeyExprTree()
-        self._sub_holders: dict[str, dict[int, int]] = {}  # key -> face -> subscriber count
-        self._qabl_tree: KeyExprTree[int] = KeyExprTree()
-        self._qabl_holders: dict[str, dict[int, QueryableInfo]] = {}  # key -> face -> info
-        self._token_tree: KeyExprTree[int] = KeyExprTree()
-        self._token_holders: dict[str, dict[int, int]] = {}
-        # Keys that exist as "resources" for real routers (declared entities, D_KEYEXPR
-        # keys, interest keys): only those get a D_KEYEXPR of their own (decl_key).
-        self._resource_refs: dict[str, int] = {}
-        self._data_routes = {}
-        self._push_heads = {}
-        self._query_routes = {}
-        self._route_caches = (self._data_routes, self._query_routes)  # type: ignore[assignment]
-        self._timers = []
-        self._timers_compact_at = MIN_TIMER_COMPACTION
-        self._seq = itertools.count()
-        self._qids = itertools.count(1)
-        self._queries_in_flight = 0  # queries asked by some face and not finished
-        self._declarations_counted = 0  # every face's declarations, at the last count
-        self._declarations_since_count = 0
-        self._out: list[Send] = []
-        self._now = 0.0  # monotonic: deadlines
-        self._wall = 0.0  # wall clock: HLC timestamps only
-        self._closing: Face | None = None  # the face remove_face is tearing down
-        self._acl = access_control
-        self._init_routers(locators)
-        self._init_peers(locators)
+        t = self._tables = Tables(zid, whatami, config, observer, access_control)
+        # The rules, each given the tables and the rules it calls. The mesh's south (the
+        # rules that change the NORTH face's holders) is connected once they exist.
+        self._mesh = RouterMesh(t, locators)
+        self._pubsub = PubSub(t, self._mesh)
+        self._lanes = PushLanes(t, self._pubsub)
+        self._queries = Queries(t, self._mesh)
+        self._tokens = Tokens(t, self._mesh)
+        self._interests = Interests(t)
+        self._declarations = Declarations(t, self._pubsub, self._queries, self._tokens)
+        self._mesh.connect(self._pubsub, self._queries, self._tokens, self._declarations)
+        self._clients = Clients(self._declarations.on_declare)
+        self._peers = Peers(zid, config, locators, t.can_send, t.emit, self._declarations.on_declare)
+        self._routers = Routers(
+            zid,
+            self._mesh.network,
+            self._mesh.router_face_added,
+            self._mesh.router_face_removed,
+            self._mesh.on_router_linkstate,
+            self._mesh.on_router_declare,
+        )
+        self._mesh.init_north(self._routers)
+        #: The lone lane's entry, bound here: no call in between on the hot path.
+        self.forward_lone = self._lanes.forward_lone
+
+    def _region_of(self, whatami: WhatAmI) -> Region:
+        match whatami:
+            case WhatAmI.ROUTER:
+                return self._routers
+            case WhatAmI.PEER:
+                return self._peers
+            case _:
+                return self._clients
 
     def add_face(
         self, face: int, zid: ZenohId, whatami: WhatAmI, now: float, subject: FaceSubject | None = None
@@ -142,26 +137,24 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         """A session is open on ``face`` (an id >= 0).
 
         Real routers send nothing to a client then; a peer gets the router's gossip
-        LINKSTATE, a router its link state (the region rules in :mod:`.peers`,
-        :mod:`.routers`). ``subject`` (the remote's zid and link properties) puts the
+        LINKSTATE, a router its link state (the region rules in :mod:`.regions`). ``subject`` (the remote's zid and link properties) puts the
         face under access control; local faces have none, as zenohd's own sessions.
         """
-        if face in self._faces or face == NORTH:
+        t = self._tables
+        if face in t.faces or face == NORTH:
             raise UsageError(f"face {face} already exists")
-        f = self._faces[face] = Face(face, zid, whatami)
-        if self._acl is not None and subject is not None:
-            f.acl = self._acl.face(subject)
-        self._invalidate_routes()
-        self._now = now
-        out = self._out = []
-        if f.is_router:
-            if zid == self.zid:
-                del self._faces[face]
-                raise UnsupportedFace("a router with our own zid")
-            self._router_face_added(f)
-        elif f.is_peer:
-            self._peer_face_added(f)
-        self._out = []
+        f = t.faces[face] = Face(face, zid, whatami, self._region_of(whatami))
+        if t.acl is not None and subject is not None:
+            f.acl = t.acl.face(subject)
+        t.invalidate_routes()
+        t.now = now
+        out = t.out = []
+        try:
+            f.region.face_added(f)
+        except UnsupportedFace:
+            del t.faces[face]
+            raise
+        t.out = []
         return out
 
     def remove_face(self, face: int, now: float) -> list[Send]:
@@ -170,45 +163,32 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         Other faces get the undeclarations this implies, and queriers waiting on this
         face get their RESPONSE_FINAL when it was the last one they waited for.
         """
-        f = self._faces.get(face)
+        t = self._tables
+        f = t.faces.get(face)
         if f is None or face == NORTH:
             raise UsageError(f"unknown face {face}")
-        self._now = now
-        out = self._out = []
-        self._closing = f
+        t.now = now
+        out = t.out = []
+        t.closing = f
         try:
-            # Queries waiting on this face end for it, without an error reply.
-            for q in list(f.pending.values()):
-                self._finish_destination(q, face)
-            f.pending.clear()
-            # Queries this face asked: forget them at their destinations.
-            for q in f.outgoing.values():
-                for dest, rid in q.remaining.items():
-                    d = self._faces.get(dest)
-                    if d is not None and d.pending.get(rid) is q:
-                        del d.pending[rid]
-            self._queries_in_flight -= len(f.outgoing)
-            f.outgoing.clear()
+            self._queries.face_closing(f)
             for key, n in Counter(f.subs.values()).items():
-                self._change_sub_holder(f, key, -n)
+                self._pubsub.change_sub_holder(f, key, -n)
             for key in dict.fromkeys(k for k, _ in f.qabls.values()):
-                self._set_qabl_holder(f, key, None, "close")
+                self._queries.set_qabl_holder(f, key, None, "close")
             for key, n in Counter(f.tokens.values()).items():
-                self._change_token_holder(f, key, -n)
+                self._tokens.change_token_holder(f, key, -n)
             for key in itertools.chain(f.remote_ids.values(), f.local_ids.values()):
-                self._unref(key)
+                t.unref(key)
             for it in f.interests.values():
                 if it.key is not None:
-                    self._unref(it.key)
-            if f.is_router:
-                self._router_face_removed(f)
-            elif f.is_peer:
-                self._peer_face_removed(f)
+                    t.unref(it.key)
+            f.region.face_removed(f)
         finally:
-            self._closing = None
-        del self._faces[face]
-        self._invalidate_routes()
-        self._out = []
+            t.closing = None
+        del t.faces[face]
+        t.invalidate_routes()
+        t.out = []
         return out
 
     def handle(
@@ -229,33 +209,31 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         dropped (see :class:`Dropped`) or refused by a named limit; a neighbour's bad
         link state raises a :class:`~pyzenoh.errors.PeerError`.
         """
-        f = self._faces.get(face)
+        t = self._tables
+        f = t.faces.get(face)
         if f is None or face == NORTH:
             raise UsageError(f"unknown face {face}")
-        self._now = now
-        self._wall = now if wall is None else wall
-        out = self._out = []
+        t.now = now
+        t.wall = now if wall is None else wall
+        out = t.out = []
         match msg:
             case Push():
-                self._on_push(f, msg, raw, reliable)
+                self._pubsub.on_push(f, msg, raw, reliable)
             case Declare():
-                if f.is_router:
-                    self._on_router_declare(f, msg)
-                else:
-                    self._on_declare(f, msg)
+                f.region.on_declare(f, msg)
             case Interest():
-                self._on_interest(f, msg)
+                self._interests.on_interest(f, msg)
             case Request():
-                self._on_request(f, msg)
+                self._queries.on_request(f, msg)
             case Response():
-                self._on_response(f, msg, raw)
+                self._queries.on_response(f, msg, raw)
             case ResponseFinal():
-                self._on_response_final(f, msg)
+                self._queries.on_response_final(f, msg)
             case NetworkOam():
                 self._on_oam(f, msg)
             case _:
                 raise UsageError(f"not a network message: {type(msg).__name__}")
-        self._out = []
+        t.out = []
         return out
 
     def handle_push_run(
@@ -264,62 +242,46 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         """Route a run of same-shape PUSHes received on ``face`` as one unit (see
         :mod:`.runs`): the same outputs as :meth:`handle` on each message in turn, except
         that each destination gets one :class:`Send` holding all of its copies."""
-        f = self._faces.get(face)
+        t = self._tables
+        f = t.faces.get(face)
         if f is None or face == NORTH:
             raise UsageError(f"unknown face {face}")
-        self._now = now
-        self._wall = now if wall is None else wall
-        out = self._out = []
-        self._on_push_run(f, run, reliable)
-        self._out = []
+        t.now = now
+        t.wall = now if wall is None else wall
+        out = t.out = []
+        self._lanes.on_push_run(f, run, reliable)
+        t.out = []
         return out
 
     def next_deadline(self) -> float | None:
         """When :meth:`handle_timer` next has something to do (None: nothing pending)."""
-        timers = self._timers
-        while timers and not self._timer_live(timers[0]):
-            heapq.heappop(timers)
-        return timers[0][0] if timers else None
+        return self._queries.next_deadline()
 
     def handle_timer(self, now: float) -> list[Send]:
         """Expire the queries whose deadline is <= ``now``."""
-        self._now = now
-        out = self._out = []
-        timers = self._timers
-        while timers and timers[0][0] <= now:
-            entry = heapq.heappop(timers)
-            if not self._timer_live(entry):
-                continue
-            _, _, dest, rid, _ = entry
-            d = self._faces[dest]
-            q = d.pending.pop(rid)
-            self.stats.query_timeouts += 1
-            # Like real routers: an ERR "Timeout" naming the silent face, then the final.
-            src = self._faces.get(q.src)
-            if src is not None:
-                err = Response(
-                    q.src_rid, EMPTY_WIRE_EXPR, Err(TIMEOUT_PAYLOAD), qos=q.qos, responder=EntityGlobalId(d.zid, 0)
-                )
-                self._emit_reply(src, err, None)
-            self._finish_destination(q, dest)
-        self._out = []
+        t = self._tables
+        t.now = now
+        out = t.out = []
+        self._queries.expire(now)
+        t.out = []
         return out
 
     def entity_count(self, face: int) -> int:
         """What ``face`` holds in the tables: declarations, key ids, queries it asked."""
-        f = self._faces.get(face)
+        f = self._tables.faces.get(face)
         return 0 if f is None else f.declaration_count() + len(f.remote_ids) + len(f.outgoing)
 
     def compact(self) -> None:
         """Shrink the tables a flood grew (a dict keeps its largest size when emptied)
         and empty the route caches; for the daemon to call before giving memory back."""
-        self._sub_holders = dict(self._sub_holders)
-        self._qabl_holders = dict(self._qabl_holders)
-        self._token_holders = dict(self._token_holders)
-        self._resource_refs = dict(self._resource_refs)
-        self._compact_routers()
-        self._invalidate_routes()
-        self._push_heads.clear()
+        t = self._tables
+        t.sub_holders = dict(t.sub_holders)
+        t.qabl_holders = dict(t.qabl_holders)
+        t.token_holders = dict(t.token_holders)
+        t.resource_refs = dict(t.resource_refs)
+        self._mesh.compact()
+        t.invalidate_routes()
+        t.push_heads.clear()
 
     def key_of(self, face: int, msg: NetworkMessage, *, incoming: bool) -> str | None:
         """The full key a message received from (``incoming``) or sent to ``face`` names.
@@ -329,7 +291,7 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         hold. For recorders and logs; call it before :meth:`handle` for an incoming
         message and after for the outputs.
         """
-        f = self._faces.get(face)
+        f = self._tables.faces.get(face)
         if f is None:
             return None
         body = msg.body if isinstance(msg, Declare) else msg
@@ -348,26 +310,60 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
         return None if prefix is None else prefix + we.suffix
 
     def faces(self) -> list[int]:
-        return sorted(self._faces.keys() - {NORTH})
+        return sorted(self._tables.faces.keys() - {NORTH})
 
     def faces_view(self) -> Mapping[int, FaceView]:
         """Every face, read only (for the admin space): who it is, what it declared."""
-        return MappingProxyType(self._faces)
+        return MappingProxyType(self._tables.faces)
+
+    @property
+    def zid(self) -> ZenohId:
+        return self._tables.zid
+
+    @property
+    def whatami(self) -> WhatAmI:
+        return self._tables.whatami
+
+    @property
+    def config(self) -> RoutingConfig:
+        return self._tables.config
+
+    @property
+    def stats(self) -> RoutingStats:
+        return self._tables.stats
+
+    @property
+    def observer(self) -> Callable[[RoutingEvent], None] | None:
+        """Called with every routing event (None: none are made)."""
+        return self._tables.observer
+
+    @observer.setter
+    def observer(self, observer: Callable[[RoutingEvent], None] | None) -> None:
+        self._tables.observer = observer
+
+    @property
+    def network(self) -> Network:
+        """The router graph (for the admin space and diagnostics)."""
+        return self._mesh.network
+
+    def router_entities(self, kind: str) -> dict[str, list[ZenohId]]:
+        """key -> routers owning a ``kind`` ("subscriber", "queryable", "token") there."""
+        return self._mesh.router_entities(kind)
 
     @property
     def access_control(self) -> AccessControl | None:
         """The access control in force (None: off), with its deny counters."""
-        return self._acl
+        return self._tables.acl
 
     def face_acl(self, face: int) -> FaceAcl | None:
         """The access control of ``face``: its subject, the config subjects it matched
         (None: nothing it sends or receives is filtered)."""
-        f = self._faces.get(face)
+        f = self._tables.faces.get(face)
         return None if f is None else f.acl
 
     def face_state(self, face: int) -> dict[str, object]:
         """A snapshot of what the core holds for ``face`` (for tests and diagnostics)."""
-        f = self._faces[face]
+        f = self._tables.faces[face]
         return {
             "zid": f.zid,
             "whatami": f.whatami,
@@ -386,21 +382,23 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
 
     def is_empty(self) -> bool:
         """True when no face, entity, query or timer is left (after removing every face)."""
+        t = self._tables
         return not (
-            self._faces.keys() - {NORTH}
-            or self._sub_holders
-            or self._qabl_holders
-            or self._token_holders
-            or self._resource_refs
-            or len(self._sub_tree)
-            or len(self._qabl_tree)
-            or len(self._token_tree)
+            t.faces.keys() - {NORTH}
+            or t.sub_holders
+            or t.qabl_holders
+            or t.token_holders
+            or t.resource_refs
+            or len(t.sub_tree)
+            or len(t.qabl_tree)
+            or len(t.token_tree)
             or self.next_deadline() is not None
         )
 
     def check_invariants(self) -> None:
         """Raise AssertionError if the tables are inconsistent (for tests; O(state))."""
-        faces = self._faces
+        t = self._tables
+        faces = t.faces
         subs: dict[str, dict[int, int]] = {}
         tokens: dict[str, dict[int, int]] = {}
         qabls: dict[str, dict[int, QueryableInfo]] = {}
@@ -413,7 +411,7 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
             for key, info in f.qabls.values():
                 # A face's info on a key is one of its queryables' there (the latest
                 # declared) or, after undeclarations, a merge of those left.
-                held = self._qabl_holders.get(key, {}).get(fid)
+                held = t.qabl_holders.get(key, {}).get(fid)
                 assert held is not None, "queryable holder missing"
                 qabls.setdefault(key, {})[fid] = held
             for key, ident in f.remote_id_of.items():
@@ -428,11 +426,11 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
                 for dest, rid in q.remaining.items():
                     assert faces[dest].pending.get(rid) is q, "query lost at a destination"
             assert set(f.key_interests) <= set(f.interests)
-        assert self._queries_in_flight == sum(len(f.outgoing) for f in faces.values()), "query count"
-        assert subs == self._sub_holders, "subscriber holders out of sync"
-        assert tokens == self._token_holders, "token holders out of sync"
-        assert qabls == self._qabl_holders, "queryable holders out of sync"
-        for tree, holders in ((self._sub_tree, subs), (self._token_tree, tokens), (self._qabl_tree, qabls)):
+        assert t.queries_in_flight == sum(len(f.outgoing) for f in faces.values()), "query count"
+        assert subs == t.sub_holders, "subscriber holders out of sync"
+        assert tokens == t.token_holders, "token holders out of sync"
+        assert qabls == t.qabl_holders, "queryable holders out of sync"
+        for tree, holders in ((t.sub_tree, subs), (t.token_tree, tokens), (t.qabl_tree, qabls)):
             pairs = sorted(tree.items())
             assert pairs == sorted((k, fid) for k, hs in holders.items() for fid in hs)
         refs: dict[str, int] = {}
@@ -441,91 +439,8 @@ class RoutingCore(RouterRegion, PeerRegion, PushLanes, Queries, Tokens, Interest
                 f.remote_ids.values(), f.local_ids.values(), (it.key for it in f.interests.values() if it.key)
             ):
                 refs[key] = refs.get(key, 0) + 1
-        assert refs == self._resource_refs, "resource references out of sync"
+        assert refs == t.resource_refs, "resource references out of sync"
 
     def _on_oam(self, f: Face, msg: NetworkOam) -> None:
-        if msg.oam_id != OAM_LINKSTATE or not isinstance(msg.body, bytes):
-            self._drop(f.fid, "unexpected OAM", msg)
-        elif f.is_router:
-            self._on_router_linkstate(f, msg.body)
-        elif f.is_peer:
-            self._on_peer_linkstate(f, msg.body)
-        else:
-            self._drop(f.fid, "unexpected OAM", msg)
-
-    @override
-    def _on_declare(self, f: Face, msg: Declare) -> None:
-        body = msg.body
-        if isinstance(body, DeclareKeyExpr):
-            self._on_declare_keyexpr(f, body, msg)
-        elif isinstance(body, UndeclareKeyExpr):
-            key = f.remote_ids.pop(body.expr_id, None)
-            if key is None:
-                self._drop(f.fid, "unknown key id", msg)
-                return
-            if f.remote_id_of.get(key) == body.expr_id:
-                del f.remote_id_of[key]
-            self._unref(key)
-            self._invalidate_routes()
-        elif isinstance(body, DeclareSubscriber):
-            self._on_declare_subscriber(f, body, msg)
-        elif (
-            f.acl is not None
-            and isinstance(body, UndeclareSubscriber | UndeclareQueryable | UndeclareToken)
-            and self._declaration_denied(f, INGRESS, body, self._undeclared_key(f, body))
-        ):
-            return  # an undeclaration naming a key its subject may not (un)declare
-        elif isinstance(body, UndeclareSubscriber):
-            key = f.subs.pop(body.entity_id, None)
-            if key is None:
-                self._drop(f.fid, "unknown subscriber id", msg)
-                return
-            self._change_sub_holder(f, key, -1)
-        elif isinstance(body, DeclareQueryable):
-            self._on_declare_queryable(f, body, msg)
-        elif isinstance(body, UndeclareQueryable):
-            entry = f.qabls.pop(body.entity_id, None)
-            if entry is None:
-                self._drop(f.fid, "unknown queryable id", msg)
-                return
-            self._on_undeclare_queryable(f, entry[0], entry[1])
-        elif isinstance(body, DeclareToken):
-            if msg.interest_id is not None:
-                # Tokens answering an interest flow only north-to-south.
-                self._drop(f.fid, "token with interest id", msg)
-                return
-            self._on_declare_token(f, body, msg)
-        elif isinstance(body, UndeclareToken):
-            key = f.tokens.pop(body.entity_id, None)
-            if key is None:
-                self._drop(f.fid, "unknown token id", msg)
-                return
-            self._change_token_holder(f, key, -1)
-        else:  # DeclareFinal: only meaningful from north of us
-            self._drop(f.fid, "unexpected declare final", msg)
-
-    @override
-    def _on_declare_keyexpr(self, f: Face, body: DeclareKeyExpr, msg: Declare) -> None:
-        we = body.wire_expr
-        # Real routers read the D_KEYEXPR scope with the receiver mapping (the ids *we*
-        # declared to this face), whatever the codec's default flag says.
-        prefix = "" if we.scope == 0 else f.local_ids.get(we.scope)
-        if prefix is None:
-            self._drop(f.fid, "unknown key id", msg)
-            return
-        key = prefix + we.suffix
-        if len(key) > MAX_KEY_LEN:
-            self._drop(f.fid, "invalid key expression", msg)
-            return
-        old = f.remote_ids.get(body.expr_id)
-        if old is not None:
-            if old != key:
-                self._drop(f.fid, "key id remapped", msg)
-            return
-        if len(f.remote_ids) >= self.config.max_keyexpr_ids_per_face:
-            self._limit_hit(f, "max_keyexpr_ids_per_face", msg)
-            return
-        f.remote_ids[body.expr_id] = key
-        f.remote_id_of[key] = body.expr_id
-        self._ref(key)
-        self._invalidate_routes()
+        if msg.oam_id != OAM_LINKSTATE or not isinstance(msg.body, bytes) or not f.region.on_linkstate(f, msg.body):
+            self._tables.drop(f.fid, "unexpected OAM", msg)

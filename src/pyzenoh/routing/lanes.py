@@ -25,13 +25,26 @@ from pyzenoh.dataplane.scan import ID_PUT, PushFields
 from pyzenoh.dataplane.splice import U8, splice_run, stamp_body, timestamp_columns
 from pyzenoh.routing.faces import Face
 from pyzenoh.routing.pubsub import Lane, PubSub, Stamping
+from pyzenoh.routing.tables import Tables
 from pyzenoh.routing.types import make_send
 
 
-class PushLanes(PubSub):
+class PushLanes:
     """The run and lone lanes (the rule and the message lane live in :mod:`.pubsub`)."""
 
-    def _on_push_run(self, f: Face, run: PushRun, reliable: bool) -> None:
+    def __init__(self, tables: Tables, pubsub: PubSub) -> None:
+        """``pubsub`` decides the routes, stamps, counts, and routes what the lanes do not."""
+        self.tables = tables
+        self._hlc = tables.hlc
+        # The rule's steps, bound once: the lone lane is the hot path.
+        self._data_route = pubsub.data_route
+        self._route_of = pubsub.route_of
+        self._stamping = pubsub.stamping
+        self._count_routed = pubsub.count_routed
+        self._lane_heads = pubsub.lane_heads
+        self._on_push = pubsub.on_push
+
+    def on_push_run(self, f: Face, run: PushRun, reliable: bool) -> None:
         msg = run.first
         route = self._data_route(f, msg.wire_expr, msg.node_id)
         if not route.lanes:
@@ -47,13 +60,13 @@ class PushLanes(PubSub):
                 return
             if stamping is Stamping.STAMP:
                 hlc = self._hlc
-                ts = timestamp_columns(hlc.peek(self._wall), run.count, hlc.hlc_id)
+                ts = timestamp_columns(hlc.peek(self.tables.wall), run.count, hlc.hlc_id)
                 if ts is None:  # the times' width changes within the run (nothing issued)
                     self._push_run_one_by_one(f, run, reliable)
                     return
-                hlc.reserve(self._wall, run.count)  # the times of the columns
+                hlc.reserve(self.tables.wall, run.count)  # the times of the columns
         self._count_routed(Lane.RUN, run.count)
-        out = self._out
+        out = self.tables.out
         # one copy per distinct head, however many faces it goes to
         copies: dict[bytes | None, tuple[Push, bytes, Sequence[int]]] = {}
         for fid, head, we, node in self._lane_heads(route, msg.wire_expr, msg.node_id, msg.qos):
@@ -80,7 +93,7 @@ class PushLanes(PubSub):
         if not dests:
             self._count_routed(Lane.LONE)
             return []
-        self._wall = wall
+        self.tables.wall = wall
         off = at + fields.body_offset  # the PUT/DEL header
         stamping = self._stamping(fields.kind == ID_PUT, fields.timestamp)
         if stamping is Stamping.STAMP:

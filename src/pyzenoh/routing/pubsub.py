@@ -1,13 +1,13 @@
 """Publish/subscribe: subscriber declarations (who hears of them) and PUSH routing.
 
 A PUSH goes to every face holding an intersecting subscriber that may see the source
-(:meth:`RoutingTables._sees`), written with the key each destination knows best. That
+(:meth:`Tables.sees <pyzenoh.routing.tables.Tables.sees>`), written with the key each destination knows best. That
 decision is made once per (face, key representation, NodeId) as a :class:`DataRoute`,
 cached until key tables or subscribers change: its destinations, what restricts it
 (access control, an observer), whether the fast lanes may execute it, and the head each
-destination gets. The timestamp policy (:meth:`PubSub._stamping`) and the counting
-(:meth:`PubSub._count_routed`) are defined here once too. Three lanes execute a route:
-the message lane here (:meth:`PubSub._on_push`: every case, the reference), and the run
+destination gets. The timestamp policy (:meth:`PubSub.stamping`) and the counting
+(:meth:`PubSub.count_routed`) are defined here once too. Three lanes execute a route:
+the message lane here (:meth:`PubSub.on_push`: every case, the reference), and the run
 and lone lanes of :mod:`.lanes`, which cover the unrestricted routes and hand anything
 else to the message lane. Bytes are forwarded unchanged when nothing about them
 changes; a router timestamp is spliced into the received bytes rather than re-encoding
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from pyzenoh.codec import (
     Declare,
@@ -32,13 +33,12 @@ from pyzenoh.codec import (
 )
 from pyzenoh.dataplane.splice import encode_timestamp, stamp_body
 from pyzenoh.routing.access_control import DELETE, EGRESS, INGRESS, PUT, Denial, FaceAcl
-from pyzenoh.routing.faces import (
-    MAX_ROUTE_CACHE,
-    NORTH,
-    Face,
-    RoutingTables,
-)
+from pyzenoh.routing.faces import MAX_ROUTE_CACHE, NORTH, Face
+from pyzenoh.routing.tables import Tables
 from pyzenoh.routing.types import PushRouted, make_send
+
+if TYPE_CHECKING:
+    from pyzenoh.routing.routers import RouterMesh
 
 _S = InterestOptions.SUBSCRIBERS
 
@@ -91,7 +91,7 @@ class DataRoute:
 
 
 class Stamping(IntEnum):
-    """What the timestamp policy does to a routed message (:meth:`PubSub._stamping`)."""
+    """What the timestamp policy does to a routed message (:meth:`PubSub.stamping`)."""
 
     AS_IS = 0  # not a PUT forwarded with timestamping on: the body goes as it came
     STAMP = 1  # no timestamp: the router's HLC gives it one
@@ -100,49 +100,60 @@ class Stamping(IntEnum):
 
 
 class Lane(IntEnum):
-    """The lane that routed PUSHes, for :meth:`PubSub._count_routed`."""
+    """The lane that routed PUSHes, for :meth:`PubSub.count_routed`."""
 
     MESSAGE = 0
     RUN = 1
     LONE = 2
 
 
-class PubSub(RoutingTables):
+class PubSub:
     """Subscriber tables and data routing."""
 
-    _data_routes: dict[tuple[int, int, str, bool, int | None], DataRoute]
-    _push_heads: dict[tuple[int, str, bool, int], bytes]  # encoded PUSH heads
+    def __init__(self, tables: Tables, mesh: RouterMesh) -> None:
+        """``mesh``: where routers' subscribers are, and what is told when the south
+        starts or stops holding one."""
+        self.tables = tables
+        self.mesh = mesh
+        # The hot path's lookups, bound once (the tables never replace these objects).
+        self._routes = tables.data_routes
+        self._push_heads = tables.push_heads
+        self._stats = tables.stats
+        self._hlc = tables.hlc
+        self._config = tables.config
 
-    def _data_route(self, f: Face, we: WireExpr, node_id: int | None) -> DataRoute:
+    def data_route(self, f: Face, we: WireExpr, node_id: int | None) -> DataRoute:
         cache_key = (f.fid, we.scope, we.suffix, we.mapping_sender, node_id)
-        route = self._data_routes.get(cache_key)
+        route = self._routes.get(cache_key)
         if route is not None:
-            self.stats.data_route_hits += 1
+            self._stats.data_route_hits += 1
             return route
-        checked = self._routable(f, we, node_id)
+        checked = self.tables.routable(f, we, node_id)
         if isinstance(checked, str):
             route = DataRoute(None, reason=checked)
         else:  # a wildcard key too: zenohd routes a put on a/* to a subscriber on a/b
             key, source = checked
-            self.stats.sub_index_lookups += 1
+            self._stats.sub_index_lookups += 1
             dests: dict[int, tuple[WireExpr, int | None]] = {}
-            for sub_key, fid in self._sub_tree.intersecting(key):
+            for sub_key, fid in self.tables.sub_tree.intersecting(key):
                 if fid == NORTH:
                     # Remote routers: along the entry router's tree, one copy per hop.
                     node = source or None
-                    for hop in self._north_hops(source, self._north_sub_owners(sub_key), f):
+                    for hop in self.mesh.north_hops(source, self.mesh.north_sub_owners(sub_key), f):
                         if hop not in dests:
-                            dests[hop] = (self._best_key(self._faces[hop], key), node)
+                            dests[hop] = (self.tables.best_key(self.tables.faces[hop], key), node)
                     continue
-                d = self._faces[fid]
-                if fid not in dests and self._sees(d, f):
-                    dests[fid] = (self._best_key(d, key), None)
+                d = self.tables.faces[fid]
+                if fid not in dests and self.tables.sees(d, f):
+                    dests[fid] = (self.tables.best_key(d, key), None)
             routed = tuple((fid, we, node) for fid, (we, node) in sorted(dests.items()))
-            acl = None if self._acl is None else self._acl_push(f, key, routed)
-            route = DataRoute(key, routed, faces=frozenset(dests), acl=acl, lanes=acl is None and self.observer is None)
-        if len(self._data_routes) >= MAX_ROUTE_CACHE:
-            self._data_routes.clear()
-        self._data_routes[cache_key] = route
+            acl = None if self.tables.acl is None else self._acl_push(f, key, routed)
+            route = DataRoute(
+                key, routed, faces=frozenset(dests), acl=acl, lanes=acl is None and self.tables.observer is None
+            )
+        if len(self._routes) >= MAX_ROUTE_CACHE:
+            self._routes.clear()
+        self._routes[cache_key] = route
         return route
 
     def _acl_push(self, f: Face, key: str, dests: Dests) -> AclPush | None:
@@ -156,7 +167,7 @@ class PubSub(RoutingTables):
         ingress = None if f.acl is None else f.acl.check(INGRESS, message, key)
         kept, denied = [], []
         for dest in dests:
-            acl = self._faces[dest[0]].acl
+            acl = self.tables.faces[dest[0]].acl
             denial = None if acl is None else acl.check(EGRESS, message, key)
             if acl is None or denial is None:
                 kept.append(dest)
@@ -179,10 +190,10 @@ class PubSub(RoutingTables):
             face_acl.record(EGRESS, acl.message, key, denial)
         return acl.dests
 
-    def _on_push(self, f: Face, msg: Push, raw: bytes | None, reliable: bool) -> None:
-        route = self._data_route(f, msg.wire_expr, msg.node_id)
+    def on_push(self, f: Face, msg: Push, raw: bytes | None, reliable: bool) -> None:
+        route = self.data_route(f, msg.wire_expr, msg.node_id)
         if route.key is None:
-            self._drop(f.fid, route.reason, msg)
+            self.tables.drop(f.fid, route.reason, msg)
             return
         dests = route.dests
         acl = route.acl
@@ -196,15 +207,15 @@ class PubSub(RoutingTables):
         body = msg.body
         stamped = False
         if dests:
-            stamping = self._stamping(body.__class__ is Put, body.timestamp)
-            if stamping is Stamping.FUTURE and self.config.drop_future_timestamp:
-                self._drop(f.fid, "timestamp too far in the future", msg)
+            stamping = self.stamping(body.__class__ is Put, body.timestamp)
+            if stamping is Stamping.FUTURE and self._config.drop_future_timestamp:
+                self.tables.drop(f.fid, "timestamp too far in the future", msg)
                 return
             if stamping is Stamping.STAMP or stamping is Stamping.FUTURE:
                 assert isinstance(body, Put)
-                body = body.with_timestamp(self._hlc.new_timestamp(self._wall))
+                body = body.with_timestamp(self._hlc.new_timestamp(self.tables.wall))
                 stamped = True
-        self._count_routed(Lane.MESSAGE)
+        self.count_routed(Lane.MESSAGE)
         if dests:
             # Real routers drop the network-level timestamp when fanning out.
             net_ts = msg.timestamp if len(dests) == 1 else None
@@ -219,31 +230,31 @@ class PubSub(RoutingTables):
                 shared: dict[tuple[WireExpr, int | None], Push] = {}
                 for fid, we, node in dests:
                     if unchanged and we == msg.wire_expr and node == msg.node_id:
-                        self._emit(fid, msg, msg.qos, raw, reliable)
+                        self.tables.emit(fid, msg, msg.qos, raw, reliable)
                         continue
                     out = shared.get((we, node))
                     if out is None:
                         out = shared[(we, node)] = msg.routed(we, body, net_ts, node)
-                    self._emit(fid, out, msg.qos, None, reliable)
-        if self.observer is not None:
+                    self.tables.emit(fid, out, msg.qos, None, reliable)
+        if self.tables.observer is not None:
             faces = route.faces if dests is route.dests else frozenset(d[0] for d in dests)
-            self.observer(PushRouted(f.fid, route.key, faces, msg, stamped))
+            self.tables.observer(PushRouted(f.fid, route.key, faces, msg, stamped))
 
-    def _stamping(self, put: bool, ts: Timestamp | None) -> Stamping:
+    def stamping(self, put: bool, ts: Timestamp | None) -> Stamping:
         """The timestamp policy of a message that goes somewhere, one rule for every lane:
         with timestamping on, a PUT without a timestamp gets the router's; one with a
         timestamp is noted by the clock, unless it is too far ahead (FUTURE: the message
         lane re-stamps or drops it as ``drop_future_timestamp`` says; the other lanes
         hand such messages to it). For a run, ``ts`` is its latest timestamp."""
-        if not put or not self.config.timestamping:
+        if not put or not self._config.timestamping:
             return Stamping.AS_IS
         if ts is None:
             return Stamping.STAMP
-        return Stamping.KEEP if self._hlc.update(ts, self._wall) else Stamping.FUTURE
+        return Stamping.KEEP if self._hlc.update(ts, self.tables.wall) else Stamping.FUTURE
 
-    def _count_routed(self, lane: Lane, n: int = 1) -> None:
+    def count_routed(self, lane: Lane, n: int = 1) -> None:
         """Count ``n`` PUSHes routed by ``lane``: the stats every lane keeps alike."""
-        stats = self.stats
+        stats = self._stats
         stats.pushes_routed += n
         if lane is Lane.RUN:
             stats.push_runs_routed += 1
@@ -251,19 +262,19 @@ class PubSub(RoutingTables):
         elif lane is Lane.LONE:
             stats.lone_pushes_routed += 1
 
-    def _route_of(self, fid: int, scope: int, suffix: str, mapping: bool, node_id: int | None) -> DataRoute | None:
+    def route_of(self, fid: int, scope: int, suffix: str, mapping: bool, node_id: int | None) -> DataRoute | None:
         """The data route for a key representation as scanned (no WireExpr built on a
         warm route); None for an unknown face or the north face (handle() says so)."""
-        route = self._data_routes.get((fid, scope, suffix, mapping, node_id))
+        route = self._routes.get((fid, scope, suffix, mapping, node_id))
         if route is not None:
-            self.stats.data_route_hits += 1
+            self._stats.data_route_hits += 1
             return route
-        f = self._faces.get(fid)
+        f = self.tables.faces.get(fid)
         if f is None or fid == NORTH:
             return None
-        return self._data_route(f, WireExpr(scope, suffix, mapping), node_id)
+        return self.data_route(f, WireExpr(scope, suffix, mapping), node_id)
 
-    def _lane_heads(self, route: DataRoute, rx: WireExpr, rx_node: int | None, qos: int) -> tuple[LaneDest, ...]:
+    def lane_heads(self, route: DataRoute, rx: WireExpr, rx_node: int | None, qos: int) -> tuple[LaneDest, ...]:
         """The route's destinations with the head each gets for ``qos`` (None: the received
         head, ``rx`` with ``rx_node``), made once per route and QoS."""
         heads = route.heads.get(qos)
@@ -338,7 +349,7 @@ class PubSub(RoutingTables):
         if len(dests) == 1:  # the common case (one subscriber, a ping-pong): no memo
             fid, we, node = dests[0]
             out_msg, data = self._routed_push(msg, raw, body, body_raw, we, node, net_ts, head_unchanged)
-            self._out.append(make_send(fid, out_msg, msg.qos, data, reliable))  # = self._emit(...)
+            self.tables.out.append(make_send(fid, out_msg, msg.qos, data, reliable))  # = self.tables.emit(...)
             return
         heads: dict[tuple[WireExpr, int | None], tuple[Push, bytes]] = {}
         for fid, we, node in dests:
@@ -347,7 +358,7 @@ class PubSub(RoutingTables):
                 entry = heads[(we, node)] = self._routed_push(
                     msg, raw, body, body_raw, we, node, net_ts, head_unchanged
                 )
-            self._emit(fid, entry[0], msg.qos, entry[1], reliable)
+            self.tables.emit(fid, entry[0], msg.qos, entry[1], reliable)
 
     def _routed_push(
         self,
@@ -372,40 +383,40 @@ class PubSub(RoutingTables):
             return out_msg, raw[: msg.body_offset] + body_raw
         return out_msg, self._push_head(out_msg) + body_raw
 
-    def _on_declare_subscriber(self, f: Face, body: DeclareSubscriber, msg: Declare) -> None:
-        key = self._new_entity(f, f.subs, body, msg, "subscriber")
+    def on_declare_subscriber(self, f: Face, body: DeclareSubscriber, msg: Declare) -> None:
+        key = self.tables.new_entity(f, f.subs, body, msg, "subscriber")
         if key is not None:
-            self._change_sub_holder(f, key, +1)
+            self.change_sub_holder(f, key, +1)
 
     def _sub_visible(self, d: Face, holders: dict[int, int]) -> bool:
-        return any(self._sees(d, self._faces[h]) for h in holders if h in self._faces)
+        return any(self.tables.sees(d, self.tables.faces[h]) for h in holders if h in self.tables.faces)
 
-    def _change_sub_holder(self, f: Face, key: str, delta: int) -> None:
-        counted = self._count_holder(self._sub_holders, self._sub_tree, f, key, delta)
+    def change_sub_holder(self, f: Face, key: str, delta: int) -> None:
+        counted = self.tables.count_holder(self.tables.sub_holders, self.tables.sub_tree, f, key, delta)
         if counted is None:
             return
         before, holders = counted
-        self._invalidate_routes()
+        self.tables.invalidate_routes()
         if f.fid != NORTH:
             south = any(h != NORTH for h in holders)
             if south != any(h != NORTH for h in before):
-                self._south_subs_changed(key, south)
-        for d in self._live_faces():
+                self.mesh.south_subs_changed(key, south)
+        for d in self.tables.live_faces():
             was = self._sub_visible(d, before)
             now = self._sub_visible(d, holders)
             if now and not was:
                 self._propagate_sub(d, key)
             elif was and not now:
                 for change in d.local_subs.remove_simple(key):
-                    self._declare(d, UndeclareSubscriber(change.id), key=change.key)
+                    self.tables.declare(d, UndeclareSubscriber(change.id), key=change.key)
 
     def _propagate_sub(self, d: Face, key: str) -> None:
         if d.local_subs.contains_simple(key):
             return
-        matching = self._matching_interests(d, _S, key)
+        matching = self.tables.matching_interests(d, _S, key)
         if not matching:
             return
         simple = [iid for iid, it in matching if not it.aggregate]
-        _, changes = d.local_subs.insert_simple(key, True, lambda: self._new_id(d), simple)
+        _, changes = d.local_subs.insert_simple(key, True, lambda: self.tables.new_id(d), simple)
         for change in changes:
-            self._declare(d, DeclareSubscriber(change.id, self._decl_key(d, change.key)), key=change.key)
+            self.tables.declare(d, DeclareSubscriber(change.id, self.tables.decl_key(d, change.key)), key=change.key)

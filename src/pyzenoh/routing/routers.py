@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-
-from typing_extensions import override
+from typing import TYPE_CHECKING
 
 from pyzenoh.codec import (
     Declare,
@@ -48,9 +47,15 @@ from pyzenoh.routing.access_control import EGRESS, INGRESS
 from pyzenoh.routing.declared import QueryableInfo
 from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH, Face
 from pyzenoh.routing.network import Network
-from pyzenoh.routing.pubsub import PubSub
-from pyzenoh.routing.queries import Queries, merge_all
-from pyzenoh.routing.tokens import Tokens
+from pyzenoh.routing.queries import merge_all
+from pyzenoh.routing.regions import Region
+from pyzenoh.routing.tables import Tables
+
+if TYPE_CHECKING:
+    from pyzenoh.routing.declarations import Declarations
+    from pyzenoh.routing.pubsub import PubSub
+    from pyzenoh.routing.queries import Queries
+    from pyzenoh.routing.tokens import Tokens
 
 log = logging.getLogger(__name__)
 
@@ -62,35 +67,45 @@ class RouterInputError(PeerError):
     close_reason = CloseReason.INVALID
 
 
-class RouterRegion(PubSub, Queries, Tokens):
+class RouterMesh:
     """Router neighbours, the router graph and the entities of remote routers."""
 
-    _net: Network
-    _north: Face
-    # key -> routers owning an entity there (this router included when the south does)
-    _router_subs: dict[str, set[ZenohId]]
-    _router_qabls: dict[str, dict[ZenohId, QueryableInfo]]
-    _router_tokens: dict[str, set[ZenohId]]
-    _north_ids: dict[tuple[str, str], int]  # (kind, key) -> the NORTH face's entity id
-    # The south's declaration rules (in :mod:`.core`), for what routers send alike.
-    _on_declare: Callable[[Face, Declare], None]
-    _on_declare_keyexpr: Callable[[Face, DeclareKeyExpr, Declare], None]
+    _pubsub: PubSub
+    _queries: Queries
+    _tokens: Tokens
+    _declarations: Declarations
 
-    def _init_routers(self, locators: Callable[[], Sequence[str]]) -> None:
+    def __init__(self, tables: Tables, locators: Callable[[], Sequence[str]]) -> None:
+        """The south's rules the mesh changes (the NORTH face's holders) are given by
+        :meth:`connect`: they are built with the mesh."""
+        self.tables = tables
         self._net = Network(
-            self.zid,
+            self.tables.zid,
             WhatAmI.ROUTER,
             full_linkstate=True,
-            gossip=self.config.gossip,
+            gossip=self.tables.config.gossip,
             locators=locators,
-            max_nodes=self.config.max_routers,
+            max_nodes=self.tables.config.max_routers,
         )
-        self._north = Face(NORTH, self.zid, WhatAmI.ROUTER)
-        self._faces[NORTH] = self._north
-        self._router_subs = {}
-        self._router_qabls = {}
-        self._router_tokens = {}
-        self._north_ids = {}
+        # key -> routers owning an entity there (this router included when the south does)
+        self._router_subs: dict[str, set[ZenohId]] = {}
+        self._router_qabls: dict[str, dict[ZenohId, QueryableInfo]] = {}
+        self._router_tokens: dict[str, set[ZenohId]] = {}
+        self._north_ids: dict[tuple[str, str], int] = {}  # (kind, key) -> the NORTH face's entity id
+
+    def connect(self, pubsub: PubSub, queries: Queries, tokens: Tokens, declarations: Declarations) -> None:
+        """The south's rules: holders of the NORTH face change through them, and router
+        neighbours' D_KEYEXPR, U_KEYEXPR and D_FINAL are the south's declaration rules."""
+        self._pubsub = pubsub
+        self._queries = queries
+        self._tokens = tokens
+        self._declarations = declarations
+
+    def init_north(self, region: Region) -> None:
+        """The pseudo-face standing for remote routers' entities (in the router region,
+        which is built with :attr:`network`)."""
+        self._north = Face(NORTH, self.tables.zid, WhatAmI.ROUTER, region)
+        self.tables.faces[NORTH] = self._north
 
     @property
     def network(self) -> Network:
@@ -106,12 +121,12 @@ class RouterRegion(PubSub, Queries, Tokens):
 
     # -- links ----------------------------------------------------------------------------
 
-    def _router_face_added(self, f: Face) -> None:
+    def router_face_added(self, f: Face) -> None:
         for link, body in self._net.add_link(f.fid, f.zid, f.whatami):
             self._send_linkstate(link, body)
         self._recompute_trees()
 
-    def _router_face_removed(self, f: Face) -> None:
+    def router_face_removed(self, f: Face) -> None:
         removed, sends = self._net.remove_link(f.fid)
         for link, body in sends:
             if link != f.fid:
@@ -119,8 +134,8 @@ class RouterRegion(PubSub, Queries, Tokens):
         self._forget_routers(removed)
         self._recompute_trees()
 
-    def _on_router_linkstate(self, f: Face, body: bytes) -> None:
-        self.stats.linkstates_received += 1
+    def on_router_linkstate(self, f: Face, body: bytes) -> None:
+        self.tables.stats.linkstates_received += 1
         removed, sends = self._net.link_states(f.fid, body)
         for link, out in sends:
             self._send_linkstate(link, out)
@@ -128,8 +143,8 @@ class RouterRegion(PubSub, Queries, Tokens):
         self._recompute_trees()
 
     def _send_linkstate(self, link: int, body: bytes) -> None:
-        if link in self._faces and self._faces[link] is not self._closing:
-            self._emit(link, NetworkOam(OAM_LINKSTATE, body, QOS_DECLARE), QOS_DECLARE)
+        if self.tables.can_send(link):
+            self.tables.emit(link, NetworkOam(OAM_LINKSTATE, body, QOS_DECLARE), QOS_DECLARE)
 
     def _router_face(self, index: int | None) -> Face | None:
         """Our face to the neighbour with node index ``index``."""
@@ -137,18 +152,18 @@ class RouterRegion(PubSub, Queries, Tokens):
             return None
         zid = self._net.zid_of(index)
         link = None if zid is None else self._net.link_of(zid)
-        f = None if link is None else self._faces.get(link)
-        return f if f is not None and f.is_router and f is not self._closing else None
+        f = None if link is None else self.tables.faces.get(link)
+        return f if f is not None and f.region.links_routers() and f is not self.tables.closing else None
 
-    def _compact_routers(self) -> None:
+    def compact(self) -> None:
         self._router_subs = dict(self._router_subs)
         self._router_qabls = dict(self._router_qabls)
         self._router_tokens = dict(self._router_tokens)
 
     def _recompute_trees(self) -> None:
-        self.stats.tree_computations += 1
+        self.tables.stats.tree_computations += 1
         new_children = self._net.compute_trees()
-        self._invalidate_routes()
+        self.tables.invalidate_routes()
         trees: list[tuple[int, ZenohId, list[Face]]] = []
         for root, children in new_children.items():
             owner = self._net.zid_of(root)
@@ -160,20 +175,23 @@ class RouterRegion(PubSub, Queries, Tokens):
             for key, subs in self._router_subs.items():
                 if owner in subs:
                     for d in faces:
-                        self._send_north(d, DeclareSubscriber(0, self._decl_key(d, key)), root, key)
+                        self._send_north(d, DeclareSubscriber(0, self.tables.decl_key(d, key)), root, key)
         for root, owner, faces in trees:
             for key, qabls in self._router_qabls.items():
                 info = qabls.get(owner)
                 if info is not None:
                     for d in faces:
                         self._send_north(
-                            d, DeclareQueryable(0, self._decl_key(d, key), info.complete, info.distance), root, key
+                            d,
+                            DeclareQueryable(0, self.tables.decl_key(d, key), info.complete, info.distance),
+                            root,
+                            key,
                         )
         for root, owner, faces in trees:
             for key, tokens in self._router_tokens.items():
                 if owner in tokens:
                     for d in faces:
-                        self._send_north(d, DeclareToken(0, self._decl_key(d, key)), root, key)
+                        self._send_north(d, DeclareToken(0, self.tables.decl_key(d, key)), root, key)
 
     def _forget_routers(self, removed: Sequence[ZenohId]) -> None:
         """Routers that became unreachable: every entity they owned goes. So do those of
@@ -199,9 +217,9 @@ class RouterRegion(PubSub, Queries, Tokens):
     # -- sending along trees ----------------------------------------------------------------
 
     def _send_north(self, d: Face, body: DeclarationBody, node: int, key: str) -> None:
-        if d.acl is not None and self._declaration_denied(d, EGRESS, body, key):
+        if d.acl is not None and self.tables.declaration_denied(d, EGRESS, body, key):
             return  # access control applies to router links too, as in zenohd
-        self._emit(d.fid, Declare(body, None, QOS_DECLARE, node_id=node or None), QOS_DECLARE)
+        self.tables.emit(d.fid, Declare(body, None, QOS_DECLARE, node_id=node or None), QOS_DECLARE)
 
     def _tree_children(self, owner: ZenohId, exclude: Face | None) -> tuple[int, list[Face]]:
         root = self._net.index_of(owner)
@@ -227,19 +245,21 @@ class RouterRegion(PubSub, Queries, Tokens):
             body: DeclarationBody
             if kind == "subscriber":
                 body = (
-                    DeclareSubscriber(0, self._decl_key(d, key))
+                    DeclareSubscriber(0, self.tables.decl_key(d, key))
                     if declared
-                    else UndeclareSubscriber(0, self._decl_key(d, key))
+                    else UndeclareSubscriber(0, self.tables.decl_key(d, key))
                 )
             elif kind == "queryable":
                 if declared:
                     assert info is not None
-                    body = DeclareQueryable(0, self._decl_key(d, key), info.complete, info.distance)
+                    body = DeclareQueryable(0, self.tables.decl_key(d, key), info.complete, info.distance)
                 else:
-                    body = UndeclareQueryable(0, self._decl_key(d, key))
+                    body = UndeclareQueryable(0, self.tables.decl_key(d, key))
             else:
                 body = (
-                    DeclareToken(0, self._decl_key(d, key)) if declared else UndeclareToken(0, self._decl_key(d, key))
+                    DeclareToken(0, self.tables.decl_key(d, key))
+                    if declared
+                    else UndeclareToken(0, self.tables.decl_key(d, key))
                 )
             self._send_north(d, body, root, key)
 
@@ -250,7 +270,7 @@ class RouterRegion(PubSub, Queries, Tokens):
         otherwise. Returns the id (None when there was none to release)."""
         ident = self._north_ids.get((kind, key))
         if present and ident is None:
-            ident = self._north_ids[(kind, key)] = self._new_id(self._north)
+            ident = self._north_ids[(kind, key)] = self.tables.new_id(self._north)
         elif not present and ident is not None:
             del self._north_ids[(kind, key)]
         return ident
@@ -271,15 +291,15 @@ class RouterRegion(PubSub, Queries, Tokens):
             if not owners:
                 del table[key]
             return
-        remote_before = bool(owners - {self.zid})
+        remote_before = bool(owners - {self.tables.zid})
         if present:
             owners.add(owner)
         else:
             owners.discard(owner)
-        remote_after = bool(owners - {self.zid})
+        remote_after = bool(owners - {self.tables.zid})
         if not owners:
             del table[key]
-        self._invalidate_routes()
+        self.tables.invalidate_routes()
         self._propagate_north(kind, key, owner, present, exclude=exclude)
         if remote_before != remote_after:
             ident = self._north_entity(kind, key, remote_after)
@@ -289,7 +309,7 @@ class RouterRegion(PubSub, Queries, Tokens):
                 entities[ident] = key
             else:
                 del entities[ident]
-            change = self._change_sub_holder if kind == "subscriber" else self._change_token_holder
+            change = self._pubsub.change_sub_holder if kind == "subscriber" else self._tokens.change_token_holder
             change(self._north, key, +1 if remote_after else -1)
 
     def _set_router_qabl(
@@ -301,15 +321,15 @@ class RouterRegion(PubSub, Queries, Tokens):
             if not owners:
                 del self._router_qabls[key]
             return
-        remote_before = merge_all(i for r, i in owners.items() if r != self.zid)
+        remote_before = merge_all(i for r, i in owners.items() if r != self.tables.zid)
         if info is None:
             del owners[owner]
         else:
             owners[owner] = info
-        remote_after = merge_all(i for r, i in owners.items() if r != self.zid)
+        remote_after = merge_all(i for r, i in owners.items() if r != self.tables.zid)
         if not owners:
             del self._router_qabls[key]
-        self._invalidate_routes()
+        self.tables.invalidate_routes()
         self._propagate_north("queryable", key, owner, info is not None, info, exclude)
         if remote_before != remote_after:
             ident = self._north_entity("queryable", key, remote_after is not None)
@@ -317,27 +337,24 @@ class RouterRegion(PubSub, Queries, Tokens):
             if remote_after is None:
                 del self._north.qabls[ident]
                 # The last remote owner went (remote_before is set here): like a face closing.
-                self._set_qabl_holder(self._north, key, None, "close")
+                self._queries.set_qabl_holder(self._north, key, None, "close")
             else:
                 self._north.qabls[ident] = (key, remote_after)
-                self._set_qabl_holder(self._north, key, remote_after, "declare")
+                self._queries.set_qabl_holder(self._north, key, remote_after, "declare")
 
     # -- hooks from the south rules -----------------------------------------------------------
 
-    @override
-    def _south_subs_changed(self, key: str, held: bool) -> None:
+    def south_subs_changed(self, key: str, held: bool) -> None:
         """Something south of us started (or stopped) holding a subscriber on ``key``."""
-        self._set_router_sub(key, self.zid, held)
+        self._set_router_sub(key, self.tables.zid, held)
 
-    @override
-    def _south_tokens_changed(self, key: str, held: bool) -> None:
-        self._set_router_token(key, self.zid, held)
+    def south_tokens_changed(self, key: str, held: bool) -> None:
+        self._set_router_token(key, self.tables.zid, held)
 
-    @override
-    def _south_qabls_changed(self, key: str) -> None:
-        holders = self._qabl_holders.get(key, {})
+    def south_qabls_changed(self, key: str) -> None:
+        holders = self.tables.qabl_holders.get(key, {})
         info = merge_all(i for fid, i in holders.items() if fid != NORTH)
-        self._set_router_qabl(key, self.zid, info)
+        self._set_router_qabl(key, self.tables.zid, info)
 
     # -- declarations from router neighbours ----------------------------------------------------
 
@@ -350,63 +367,56 @@ class RouterRegion(PubSub, Queries, Tokens):
     def _router_key(self, f: Face, we: WireExpr | None) -> str | None:
         if we is None:
             return None
-        key = self._resolve(f, we)
+        key = self.tables.resolve(f, we)
         if key is None or len(key) > MAX_KEY_LEN or not is_canonical(key):
             return None
         return key
 
-    def _on_router_declare(self, f: Face, msg: Declare) -> None:
+    def on_router_declare(self, f: Face, msg: Declare) -> None:
         body = msg.body
         if isinstance(body, DeclareKeyExpr):
-            self._on_declare_keyexpr(f, body, msg)
+            self._declarations.on_declare_keyexpr(f, body, msg)
             return
         owner = self._router_owner(f, msg.node_id)
-        if owner == self.zid:
+        if owner == self.tables.zid:
             # Our own entity came back around a cycle of a stale tree: ignore it.
-            self._drop(f.fid, "own entity from a router", msg)
+            self.tables.drop(f.fid, "own entity from a router", msg)
             return
-        if isinstance(body, DeclareSubscriber | DeclareToken | DeclareQueryable):
-            key = self._router_key(f, body.wire_expr)
-        elif isinstance(body, UndeclareSubscriber | UndeclareToken | UndeclareQueryable):
-            key = self._router_key(f, body.ext_wire_expr)
-        else:
-            self._on_declare(f, msg)  # U_KEYEXPR, D_FINAL: the south rules handle them
-            return
+        match body:
+            case DeclareSubscriber() | DeclareToken() | DeclareQueryable():
+                key = self._router_key(f, body.wire_expr)
+            case UndeclareSubscriber() | UndeclareToken() | UndeclareQueryable():
+                key = self._router_key(f, body.ext_wire_expr)
+            case _:
+                self._declarations.on_declare(f, msg)  # U_KEYEXPR, D_FINAL: the south rules handle them
+                return
         if key is None:
-            self._drop(f.fid, "unknown key in router declaration", msg)
+            self.tables.drop(f.fid, "unknown key in router declaration", msg)
             return
-        if f.acl is not None and self._declaration_denied(f, INGRESS, body, key):
+        if f.acl is not None and self.tables.declaration_denied(f, INGRESS, body, key):
             return  # not registered (an undeclaration: nothing was), as zenohd
-        if isinstance(body, DeclareSubscriber):
-            self._set_router_sub(key, owner, True, f)
-        elif isinstance(body, UndeclareSubscriber):
-            self._set_router_sub(key, owner, False, f)
-        elif isinstance(body, DeclareToken):
-            self._set_router_token(key, owner, True, f)
-        elif isinstance(body, UndeclareToken):
-            self._set_router_token(key, owner, False, f)
-        elif isinstance(body, DeclareQueryable):
-            self._set_router_qabl(key, owner, QueryableInfo(body.complete, body.distance), f)
-        else:
-            self._set_router_qabl(key, owner, None, f)
+        match body:
+            case DeclareSubscriber():
+                self._set_router_sub(key, owner, True, f)
+            case UndeclareSubscriber():
+                self._set_router_sub(key, owner, False, f)
+            case DeclareToken():
+                self._set_router_token(key, owner, True, f)
+            case UndeclareToken():
+                self._set_router_token(key, owner, False, f)
+            case DeclareQueryable():
+                self._set_router_qabl(key, owner, QueryableInfo(body.complete, body.distance), f)
+            case _:  # UndeclareQueryable
+                self._set_router_qabl(key, owner, None, f)
 
     # -- routing data and queries north ---------------------------------------------------------
 
-    @override
-    def _source_index(self, f: Face, node_id: int | None) -> int | None:
-        """The index of the router where a message entered the mesh: us for the south, the
-        NodeId (mapped to our numbering) for a router neighbour; None: unknown NodeId."""
-        if not f.is_router:
-            return 0
-        return self._net.local_index_of_psid(f.fid, node_id or 0)
-
-    @override
-    def _north_hops(self, source: int, owners: list[ZenohId], src: Face) -> dict[int, ZenohId]:
+    def north_hops(self, source: int, owners: list[ZenohId], src: Face) -> dict[int, ZenohId]:
         """The neighbour faces a message from tree ``source`` goes to, to reach ``owners``
         (face id -> the first owner it serves), never back to ``src``."""
         hops: dict[int, ZenohId] = {}
         for owner in owners:
-            if owner == self.zid:
+            if owner == self.tables.zid:
                 continue
             dest = self._net.index_of(owner)
             if dest is None:
@@ -416,15 +426,12 @@ class RouterRegion(PubSub, Queries, Tokens):
                 hops[d.fid] = owner
         return hops
 
-    @override
-    def _north_sub_owners(self, key: str) -> list[ZenohId]:
+    def north_sub_owners(self, key: str) -> list[ZenohId]:
         return sorted(self._router_subs.get(key, ()), key=str)
 
-    @override
-    def _north_qabl_owners(self, key: str) -> dict[ZenohId, QueryableInfo]:
+    def north_qabl_owners(self, key: str) -> dict[ZenohId, QueryableInfo]:
         return self._router_qabls.get(key, {})
 
-    @override
-    def _router_distance(self, owner: ZenohId) -> float:
+    def router_distance(self, owner: ZenohId) -> float:
         index = self._net.index_of(owner)
         return self._net.distance(index) if index is not None else float("inf")

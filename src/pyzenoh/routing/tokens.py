@@ -7,31 +7,42 @@ went when the leaving holder closed or was in the other region.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyzenoh.codec import Declare, DeclareToken, InterestOptions, UndeclareToken
-from pyzenoh.routing.faces import NORTH, Face, RoutingTables
+from pyzenoh.routing.faces import NORTH, Face
+from pyzenoh.routing.tables import Tables
+
+if TYPE_CHECKING:
+    from pyzenoh.routing.routers import RouterMesh
 
 _T = InterestOptions.TOKENS
 
 
-class Tokens(RoutingTables):
+class Tokens:
     """Token tables and their propagation."""
 
-    def _on_declare_token(self, f: Face, body: DeclareToken, msg: Declare) -> None:
-        key = self._new_entity(f, f.tokens, body, msg, "token")
+    def __init__(self, tables: Tables, mesh: RouterMesh) -> None:
+        """``mesh``: what is told when the south starts or stops holding a token."""
+        self.tables = tables
+        self.mesh = mesh
+
+    def on_declare_token(self, f: Face, body: DeclareToken, msg: Declare) -> None:
+        key = self.tables.new_entity(f, f.tokens, body, msg, "token")
         if key is not None:
-            self._change_token_holder(f, key, +1)
+            self.change_token_holder(f, key, +1)
 
     def _token_visible(self, d: Face, holders: dict[int, int]) -> bool:
         for h in holders:
             if h == d.fid:
-                if d.echoes_own_tokens():
+                if d.region.echoes_own_tokens():
                     return True
-            elif h in self._faces and self._sees(d, self._faces[h]):
+            elif h in self.tables.faces and self.tables.sees(d, self.tables.faces[h]):
                 return True
         return False
 
-    def _change_token_holder(self, f: Face, key: str, delta: int) -> None:
-        counted = self._count_holder(self._token_holders, self._token_tree, f, key, delta)
+    def change_token_holder(self, f: Face, key: str, delta: int) -> None:
+        counted = self.tables.count_holder(self.tables.token_holders, self.tables.token_tree, f, key, delta)
         if counted is None:
             return
         before, holders = counted
@@ -39,8 +50,8 @@ class Tokens(RoutingTables):
         if f.fid != NORTH:
             south = any(h != NORTH for h in holders)
             if south != any(h != NORTH for h in before):
-                self._south_tokens_changed(key, south)
-        for d in self._live_faces():
+                self.mesh.south_tokens_changed(key, south)
+        for d in self.tables.live_faces():
             now = self._token_visible(d, holders)
             if declared:
                 # Every face that should see it and was not told (or was told it went,
@@ -54,26 +65,26 @@ class Tokens(RoutingTables):
             # closed, or was in the other region (clients / peers) -- even a client that
             # still holds it itself and so still "sees" it (checked on the wire).
             (last,) = holders
-            h = self._faces[last]
+            h = self.tables.faces[last]
             if (
-                h is not self._closing
+                h is not self.tables.closing
                 and self._token_visible(h, holders)
-                and (f is self._closing or f.is_peer != h.is_peer)
+                and (f is self.tables.closing or f.region.group != h.region.group)
             ):
                 self._unpropagate_token(h, key)
 
     def _propagate_token(self, d: Face, key: str) -> None:
-        if key in d.local_tokens or not self._matching_interests(d, _T, key):
+        if key in d.local_tokens or not self.tables.matching_interests(d, _T, key):
             return
-        ident = self._new_id(d)
+        ident = self.tables.new_id(d)
         d.local_tokens[key] = ident
-        self._declare(d, DeclareToken(ident, self._decl_key(d, key)), key=key)
+        self.tables.declare(d, DeclareToken(ident, self.tables.decl_key(d, key)), key=key)
 
     def _unpropagate_token(self, d: Face, key: str) -> None:
         ident = d.local_tokens.pop(key, None)
         if ident is not None:
-            self._declare(d, UndeclareToken(ident), key=key)
-        elif self._matching_interests(d, _T, key):
+            self.tables.declare(d, UndeclareToken(ident), key=key)
+        elif self.tables.matching_interests(d, _T, key):
             # A token d never heard of (it predates a no-history liveliness subscriber):
             # real routers undeclare it with id 0 and its key in the WireExpr extension.
-            self._declare(d, UndeclareToken(0, self._best_key(d, key)), key=key)
+            self.tables.declare(d, UndeclareToken(0, self.tables.best_key(d, key)), key=key)
