@@ -9,7 +9,7 @@ when compressing does not make the batch smaller.
 
 from __future__ import annotations
 
-import lz4.block
+import lz4.block  # type: ignore[import-untyped]  # lz4 ships no stubs
 
 from pyzenoh.errors import DecodeError
 
@@ -22,7 +22,7 @@ BATCH_HEADER_LEN = 1
 def compress_batch(payload: bytes | bytearray | memoryview) -> bytes:
     """Header byte + lz4 block of ``payload``, or header 0 + ``payload`` when that is not smaller."""
     raw = bytes(payload)
-    packed = lz4.block.compress(raw, store_size=False)
+    packed: bytes = lz4.block.compress(raw, store_size=False)
     if len(packed) < len(raw):
         return bytes((BATCH_HEADER_COMPRESSION,)) + packed
     return b"\x00" + raw
@@ -41,7 +41,7 @@ def decompress_batch(data: bytes | bytearray | memoryview, max_payload: int) -> 
     if not header & BATCH_HEADER_COMPRESSION:
         return body
     try:
-        out = lz4.block.decompress(body, uncompressed_size=max_payload)
+        out: bytes = lz4.block.decompress(body, uncompressed_size=max_payload)
     except lz4.block.LZ4BlockError as e:
         raise DecodeError(f"compressed batch does not decompress within {max_payload} bytes: {e}", 1) from e
     if not out:
