@@ -47,3 +47,21 @@ def decompress_batch(data: bytes | bytearray | memoryview, max_payload: int) -> 
     if not out:
         raise DecodeError("compressed batch decompresses to nothing", 1)
     return out
+
+
+def compress_stream(stream: bytes | bytearray, start: int) -> bytes:
+    """``stream`` (u16-length-prefixed batches) with every batch from offset ``start`` on
+    given its header byte and compressed; the bytes before ``start`` are kept as they are
+    (the handshake's last message precedes compression). The length prefixes cover the
+    header and the compressed payload, as zenoh's stream links write them."""
+    out = bytearray(stream[:start])
+    pos = start
+    n = len(stream)
+    with memoryview(stream) as view:
+        while pos < n:
+            length = view[pos] | (view[pos + 1] << 8)
+            body = compress_batch(view[pos + 2 : pos + 2 + length])
+            out += len(body).to_bytes(2, "little")
+            out += body
+            pos += 2 + length
+    return bytes(out)
