@@ -84,9 +84,12 @@ def exchange(client: Any, other: Any) -> None:
     # declarations are not acknowledged: probe until both routes carry a message
     assert until(lambda: (client.put("compress/up", b"probe"), not up.empty())[1], WAIT), "client -> other"
     assert until(lambda: (other.put("compress/down", b"probe"), not down.empty())[1], WAIT), "other -> client"
+    # block: with the default (drop) a router may drop a fragmented 100 kB put when its
+    # queue to the subscriber is full (seen once in 5 runs through zenohd, uncompressed)
+    cc = pz.CongestionControl.BLOCK if isinstance(client, pz.Session) else zenoh.CongestionControl.BLOCK
     for p in PAYLOADS:
-        client.put("compress/up", p)
-        other.put("compress/down", p)
+        client.put("compress/up", p, congestion_control=cc)
+        other.put("compress/down", p, congestion_control=zenoh.CongestionControl.BLOCK)
     assert received(up) == list(PAYLOADS)
     assert received(down) == list(PAYLOADS)
 
