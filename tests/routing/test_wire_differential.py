@@ -50,6 +50,8 @@ class RecordingProxy:
         self.port = free_port()
         self.target = target_port
         self.received = bytearray()
+        #: What the client side sent on (recorded too: compression tests measure both ways).
+        self.sent = bytearray()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -66,11 +68,10 @@ class RecordingProxy:
         self.tasks.add(task)
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
 
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, record: bool) -> None:
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, record: bytearray) -> None:
             try:
                 while data := await src.read(65_536):
-                    if record:
-                        self.received += data
+                    record += data
                     dst.write(data)
                     await dst.drain()
             except (ConnectionError, asyncio.CancelledError):
@@ -79,7 +80,7 @@ class RecordingProxy:
                 dst.close()
 
         try:
-            await asyncio.gather(pipe(reader, up_writer, False), pipe(up_reader, writer, True))
+            await asyncio.gather(pipe(reader, up_writer, self.sent), pipe(up_reader, writer, self.received))
         except asyncio.CancelledError:
             pass  # the proxy is closing
         finally:

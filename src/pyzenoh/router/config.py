@@ -114,6 +114,8 @@ class RouterConfig:
     #: Connections from one IP address, in handshake or open (pyzenoh's own limit).
     max_links_per_address: int = 1_000
     qos: bool = True
+    #: lz4 batch compression offered and accepted (transport/unicast/compression/enabled).
+    compression: bool = False
     queries_default_timeout_ms: int = 10_000
     interests_timeout_ms: int = 10_000
     timestamping: bool = True
@@ -246,6 +248,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         timestamping = timestamping.get("router")
         timestamping = True if timestamping is None else timestamping
     qos = _get(tree, "transport/unicast/qos/enabled", True)
+    compression = _get(tree, "transport/unicast/compression/enabled", False)
     rec = _get(tree, "pyzenoh/record", {})
     record = RecordSettings(
         dir=rec.get("dir"),
@@ -266,6 +269,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         connect=connect,
         timestamping=bool(timestamping),
         qos=bool(qos),
+        compression=bool(compression),
         record=record,
         msgq=msgq,
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),

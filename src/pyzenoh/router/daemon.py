@@ -108,6 +108,7 @@ class RouterDaemon:
             keepalives_per_lease=config.keep_alive,
             batch_size=config.batch_size,
             qos=config.qos,
+            compression=config.compression,
             handshake_timeout_s=config.accept_timeout_ms / 1000.0,
             max_message_size=config.max_fragmented_message,
             # Runs of PUSHes are routed as units, stamped ones too (a router neighbour's,

@@ -239,6 +239,10 @@ class Config:
         return _RESOLUTIONS[value] | 0x08  # request ids stay 32-bit
 
     @property
+    def compression(self) -> bool:
+        return bool(self.get("transport/unicast/compression/enabled", False))
+
+    @property
     def open_timeout_s(self) -> float:
         return self._int("transport/unicast/open_timeout", 10_000, 1) / 1000.0
 

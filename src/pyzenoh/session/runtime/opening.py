@@ -38,6 +38,7 @@ class Opening(Dialling):
             batch_size=cfg.batch_size,
             resolution=cfg.resolution,
             qos=cfg.qos,
+            compression=cfg.compression,
             handshake_timeout_s=cfg.open_timeout_s,
             usrpwd=cfg.usrpwd,  # a bad usrpwd section (or dictionary) fails open() here
             push_runs=True,

@@ -71,6 +71,9 @@ class LinkConfig:
     #: Hand a batch that is one FRAME of one common-shape PUSH on undecoded, as a
     #: :class:`ReceivedPush` (a router forwards it from its bytes: every ping-pong message).
     lone_pushes: bool = False
+    #: Offer (opener) or accept (acceptor) lz4 batch compression (codec/compression.py);
+    #: on only when both sides ask for it (zenoh's transport/unicast/compression/enabled).
+    compression: bool = False
 
     def __post_init__(self) -> None:
         if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:

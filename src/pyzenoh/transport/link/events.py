@@ -25,6 +25,8 @@ class Established:
     own_initial_sn: int
     #: The user name the peer authenticated with (usrpwd), None without authentication.
     username: str | None = None
+    #: Batches are lz4-compressed (both sides asked for it).
+    compression: bool = False
 
 
 # Not frozen: built for every message routed, and a frozen dataclass's __init__ costs

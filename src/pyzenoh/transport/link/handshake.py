@@ -12,6 +12,7 @@ import hmac
 
 from pyzenoh.codec import InitAck, InitSyn, OpenAck, OpenSyn, WhatAmI, ZenohId
 from pyzenoh.codec.batch import LENGTH_PREFIX
+from pyzenoh.codec.compression import BATCH_HEADER_LEN
 from pyzenoh.codec.transport import PROTOCOL_VERSION
 from pyzenoh.errors import CloseReason, DecodeError
 from pyzenoh.security.usrpwd import NONCE_LEN, AcceptorAuth
@@ -68,7 +69,8 @@ class Handshake(LinkBase):
         nonce = int.from_bytes(self._random_bytes(NONCE_LEN), "little") if cfg.usrpwd is not None else 0
         self._acceptor_auth = AcceptorAuth(cfg.usrpwd, nonce)
         self._acceptor_auth.on_init_syn(msg.auth)
-        # never ack Shm, LowLatency or Compression: we implement none of them
+        self._compression = cfg.compression and msg.compression
+        # never ack Shm or LowLatency: we implement neither
         self._emit(
             InitAck(
                 zid=cfg.zid,
@@ -77,6 +79,7 @@ class Handshake(LinkBase):
                 batch_size=self._batch_size,
                 qos=self._qos,
                 patch=self._patch if msg.patch is not None else None,
+                compression=self._compression,
                 cookie=self._cookie,
                 auth=self._acceptor_auth.init_ack(),
             )
@@ -92,10 +95,11 @@ class Handshake(LinkBase):
         for shift in (0, 2):
             if (msg.resolution >> shift) & 3 > (cfg.resolution >> shift) & 3:
                 raise DecodeError(f"InitAck resolution 0x{msg.resolution:02x} exceeds ours")
-        if msg.lowlatency or msg.compression:
+        if msg.lowlatency or (msg.compression and not cfg.compression):
             raise DecodeError(
                 "InitAck enables LowLatency/Compression, which we did not offer", -1, CloseReason.UNSUPPORTED
             )
+        self._compression = msg.compression
         self._resolution = msg.resolution
         self._mask = sn_mask(msg.resolution)
         self._set_batch_size(min(cfg.batch_size, msg.batch_size))
@@ -154,6 +158,12 @@ class Handshake(LinkBase):
         self._keepalive_deadline = now + self._keepalive_interval
         self._sent_since_keepalive = False
         self.state = State.ESTABLISHED
+        if self._compression:
+            # every batch after the handshake has the header byte (zenoh reconfigures the
+            # link's batches once Open is done); it takes a byte of each batch's room
+            self._rx_compress = self._tx_compress = True
+            self._raw_until = len(self._out)
+            self._max_payload -= BATCH_HEADER_LEN
         self.peer = Established(
             zid=self._peer_zid,
             whatami=self._peer_whatami,
@@ -165,6 +175,7 @@ class Handshake(LinkBase):
             initial_sn=peer_isn,
             own_initial_sn=self._own_isn,
             username=username,
+            compression=self._compression,
         )
         events.append(self.peer)
 

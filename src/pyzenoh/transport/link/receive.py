@@ -22,6 +22,7 @@ from pyzenoh.codec import (
     OpenSyn,
     decode_network_message,
 )
+from pyzenoh.codec.compression import decompress_batch
 from pyzenoh.codec.transport import FLAG_R, PRIORITY_DATA
 from pyzenoh.dataplane import PushRun, push_of, scan_lone
 from pyzenoh.dataplane.batch import decode_batch as fast_decode_batch
@@ -49,7 +50,13 @@ class Receiving(Handshake):
             n = len(batches)
             i = 0
             one_by_one = 0  # batches before this index are not joined again
+            plain = 0  # batches before this index are decompressed (or precede compression)
             while i < n:
+                if self._rx_compress and i >= plain:
+                    # everything after the handshake is compressed: no lane sees a header byte
+                    limit = self._reader.max_payload
+                    batches[i:] = [decompress_batch(b, limit) for b in batches[i:]]
+                    plain = n
                 if n - i >= MIN_JOIN and i >= one_by_one and self.config.push_runs and self.state is State.ESTABLISHED:
                     joined = join(batches, i, self._mask, self._reader.max_payload)
                     if joined is not None:

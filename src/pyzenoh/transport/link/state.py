@@ -127,6 +127,12 @@ class LinkBase:
         self._mask = sn_mask(config.resolution)
         self._qos = config.qos
         self._patch = config.patch
+        # compression, negotiated in Init; batches carry the header once ESTABLISHED
+        self._compression = False
+        self._rx_compress = False
+        self._tx_compress = False
+        #: Bytes at the head of _out written before compression started (the OpenAck).
+        self._raw_until = 0
         self._cookie = b""
         self._peer_zid: ZenohId | None = None
         self._peer_whatami: WhatAmI | None = None
@@ -157,6 +163,7 @@ class LinkBase:
                     batch_size=config.batch_size,
                     qos=config.qos,
                     patch=config.patch if config.patch else None,
+                    compression=config.compression,
                     auth=self._opener_auth.init_syn(),
                 )
             )

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pyzenoh.codec import Fragment, Frame, NetworkMessage, encode_network_message
 from pyzenoh.codec.batch import LENGTH_PREFIX
+from pyzenoh.codec.compression import compress_stream
 from pyzenoh.codec.transport import PRIORITY_DATA
 from pyzenoh.errors import UsageError
 from pyzenoh.transport.link.config import (
@@ -135,6 +136,8 @@ class Transmitting(LinkBase):
         out[1] = n >> 8
         self._tx_sn[ch] = (sn + 1) & self._mask
         self._sent_since_keepalive = True
+        if self._tx_compress:
+            return compress_stream(out, 0)
         return bytes(out)
 
     def data_to_send(self) -> bytes:
@@ -143,7 +146,11 @@ class Transmitting(LinkBase):
             self._pack()
         if not self._out:
             return b""
-        data = bytes(self._out)
+        if self._tx_compress:
+            data = compress_stream(self._out, self._raw_until)
+            self._raw_until = 0
+        else:
+            data = bytes(self._out)
         self._out.clear()
         self._sent_since_keepalive = True
         return data

@@ -1,0 +1,29 @@
+"""``low_pass_filter``: a message of a listed kind on a listed key is dropped when its
+payload plus attachment exceed ``size_limit`` (measured on zenohd 1.10.2 with limit 100:
+100+0, 50+50, 0+100 kept; 101+0, 50+51, 0+101 dropped; kinds not listed pass)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyzenoh.interceptors.subjects import Drop, Kind, Message, Subjects
+from pyzenoh.keyexpr.relations import includes, intersects
+
+
+@dataclass(frozen=True, slots=True)
+class LowPassItem:
+    id: str
+    subjects: Subjects
+    messages: frozenset[Kind]
+    key_exprs: tuple[str, ...]
+    size_limit: int
+
+    def restricts(self, key: str) -> bool:
+        return any(intersects(k, key) for k in self.key_exprs)
+
+    def apply(self, msg: Message) -> Drop | None:
+        if msg.kind not in self.messages or msg.payload_size + msg.attachment_size <= self.size_limit:
+            return None
+        if not any(includes(k, msg.key) for k in self.key_exprs):
+            return None
+        return Drop("low_pass_filter", self.id)
