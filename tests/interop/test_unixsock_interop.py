@@ -207,3 +207,68 @@ def test_zenoh_router_connects_to_pyzenoh_router(pz_router: PyRouter) -> None:
         with opened(near, far):
             zenoh_crosses(far, near, "z2p/in")
             zenoh_crosses(near, far, "z2p/out")
+
+
+ACL = {
+    "enabled": True,
+    "default_permission": "allow",
+    "rules": [
+        {"id": "no-put", "messages": ["put"], "key_exprs": ["ux/acl/**"], "flows": ["ingress"], "permission": "deny"}
+    ],
+    "subjects": [{"id": "unix", "link_protocols": ["unixsock-stream"]}],
+    "policies": [{"rules": ["no-put"], "subjects": ["unix"]}],
+}
+
+
+def acl_outcome(unix_ep: str, tcp_ep: str) -> tuple[list[str], list[str]]:
+    """What a tcp/ subscriber gets of a unix client's and a tcp client's puts on ux/acl/*
+    (then ux/ok/* markers: once a marker arrived, anything the router let through did)."""
+    got: queue.Queue[str] = queue.Queue()
+    u, t, sub = zopen(unix_ep), zopen(tcp_ep), zopen(tcp_ep)
+    with opened(u, t, sub):
+        s = sub.declare_subscriber("ux/**", lambda sample: got.put(str(sample.key_expr)))
+        seen: list[str] = []
+        deadline = time.monotonic() + WAIT
+        while "ux/ok/t" not in seen or "ux/ok/u" not in seen:
+            assert time.monotonic() < deadline, seen
+            for who, session in (("u", u), ("t", t)):
+                session.put(f"ux/acl/{who}", b"x")
+                session.put(f"ux/ok/{who}", b"x")
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    seen.append(got.get(timeout=0.2))
+        s.undeclare()
+    return sorted({k for k in seen if k.startswith("ux/acl/")}), sorted(set(seen))
+
+
+def test_access_control_link_protocols_differential(tmp_path: Path) -> None:
+    """The same ACL (deny puts from unixsock-stream links) on zenohd and pyzenoh router."""
+    zpath, ppath = sock_path(tmp_path, "acl-z"), sock_path(tmp_path, "acl-p")
+    port = free_port()
+    extra = {"listen/endpoints": [f"tcp/127.0.0.1:{port}", f"unixsock-stream/{zpath}"], "access_control": ACL}
+    proc = start_router(extra=extra)
+    try:
+        assert until(lambda: os.path.exists(zpath), WAIT)
+        real = acl_outcome(f"unixsock-stream/{zpath}", f"tcp/127.0.0.1:{port}")
+    finally:
+        proc.stop()
+    pport = free_port()
+    config = {
+        "mode": "router",
+        "listen": {"endpoints": [f"tcp/127.0.0.1:{pport}", f"unixsock-stream/{ppath}"]},
+        "scouting": {"multicast": {"enabled": False}},
+        "access_control": ACL,
+    }
+    with pyzenoh_router_process(config, tmp_path / "acl.json5", [pport]):
+        assert until(lambda: os.path.exists(ppath), WAIT)
+        ours = acl_outcome(f"unixsock-stream/{ppath}", f"tcp/127.0.0.1:{pport}")
+    assert real[0] == ["ux/acl/t"], real
+    assert ours == real
+
+
+def test_admin_space_lists_the_unix_locator(pz_router: PyRouter) -> None:
+    a = zopen(pz_router.unix)
+    with opened(a):
+        info = [json.loads(r.ok.payload.to_bytes()) for r in a.get("@/*/router", timeout=5.0) if r.ok is not None]
+        assert len(info) == 1 and pz_router.unix in info[0]["locators"], info
+        assert pz_router.tcp in info[0]["locators"]
