@@ -21,12 +21,13 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 7447
 #: The link protocols of ``Endpoint.parse``.
-PROTOCOLS = ("tcp", "tls")
+PROTOCOLS = ("tcp", "tls", "unixsock-stream")
 
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """A parsed ``tcp/HOST:PORT`` or ``tls/HOST:PORT`` endpoint.
+    """A parsed ``tcp/HOST:PORT``, ``tls/HOST:PORT`` or ``unixsock-stream/PATH`` endpoint
+    (the path is kept in ``host``, ``port`` is 0).
 
     Metadata after ``?`` is ignored; the configuration after ``#`` (zenoh's
     ``key=value;key=value``) is kept in ``params`` (TLS reads it, see security/tls.py)
@@ -42,10 +43,18 @@ class Endpoint:
     def parse(cls, text: str) -> Endpoint:
         proto, sep, rest = text.partition("/")
         if not sep or proto not in PROTOCOLS:
-            raise UsageError(f"unsupported endpoint {text!r}: only tcp/HOST:PORT and tls/HOST:PORT are implemented")
+            raise UsageError(
+                f"unsupported endpoint {text!r}: only tcp/HOST:PORT, tls/HOST:PORT and unixsock-stream/PATH"
+                " are implemented"
+            )
         rest, _, config = rest.partition("#")
         rest = rest.split("?", 1)[0]
         params = tuple((k, v) for k, _, v in (p.partition("=") for p in config.split(";")) if k)
+        if proto == "unixsock-stream":
+            # the path is the whole address (kept in host; no port)
+            if not rest:
+                raise UsageError(f"endpoint {text!r} has no socket path")
+            return cls(rest, 0, proto, params)
         if rest.startswith("["):
             host, bracket, tail = rest[1:].partition("]")
             if not bracket or not tail.startswith(":"):
@@ -67,6 +76,8 @@ class Endpoint:
 
     @override
     def __str__(self) -> str:
+        if self.protocol == "unixsock-stream":
+            return f"{self.protocol}/{self.host}"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.protocol}/{host}:{self.port}"
 

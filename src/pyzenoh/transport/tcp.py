@@ -49,6 +49,7 @@ from pyzenoh.transport.link import (
     Role,
     State,
 )
+from pyzenoh.transport.unixsock import UNIXSOCK, remove_socket_file, replace_stale_socket
 
 __all__ = [
     "DEFAULT_MAX_QUEUE_BYTES",
@@ -163,8 +164,13 @@ class TcpLink(asyncio.BufferedProtocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
-        self.local_address = transport.get_extra_info("sockname")
-        self.remote_address = transport.get_extra_info("peername")
+        if sock is not None and sock.family == getattr(socket, "AF_UNIX", None):
+            # unixsock-stream: framed as TCP; a path is no (host, port) address
+            self.protocol = "unixsock-stream"
+            self.local_address = self.remote_address = None
+        else:
+            self.local_address = transport.get_extra_info("sockname")
+            self.remote_address = transport.get_extra_info("peername")
         if self.admit is not None and not self.admit(self):
             transport.abort()
             return
@@ -648,7 +654,9 @@ async def connect(
             tls=link_tls,
         )
 
-    if link_tls is None:
+    if ep.protocol == UNIXSOCK:
+        opening = loop.create_unix_connection(factory, ep.host)
+    elif link_tls is None:
         opening = loop.create_connection(factory, ep.host, ep.port)
     else:
         # server_hostname: the name checked (verify_name_on_connect) and sent as SNI
@@ -685,6 +693,8 @@ class TcpListener:
         TLS locators do: a client reaching it by that locator can verify the name.
         """
         ep = self.endpoint
+        if ep is not None and ep.protocol == UNIXSOCK:
+            return [ep]
         if ep is not None and ep.protocol == "tls":
             ports = dict.fromkeys(s.getsockname()[1] for s in self.server.sockets)
             return [Endpoint(ep.host, port, "tls") for port in ports]
@@ -696,6 +706,8 @@ class TcpListener:
             for link in list(self.links):
                 await link.aclose()
         await self.server.wait_closed()
+        if self.endpoint is not None and self.endpoint.protocol == UNIXSOCK:
+            remove_socket_file(self.endpoint.host)
 
 
 async def listen(
@@ -741,7 +753,10 @@ async def listen(
             on_accept(link)
         return link
 
-    if _ipv6_unspecified(ep.host) and socket.has_dualstack_ipv6():
+    if ep.protocol == UNIXSOCK:
+        await replace_stale_socket(ep.host)
+        server = await loop.create_unix_server(factory, ep.host, backlog=LISTEN_BACKLOG)
+    elif _ipv6_unspecified(ep.host) and socket.has_dualstack_ipv6():
         # As zenohd: a listener on [::] takes IPv4 connections too (asyncio's would be
         # IPv6 only). Their local address is then IPv4-mapped (::ffff:a.b.c.d).
         sock = socket.create_server(
