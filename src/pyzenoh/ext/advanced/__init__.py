@@ -50,7 +50,8 @@ from pyzenoh.ext.advanced.config import (
     RecoveryConfig,
     RepliesConfig,
 )
-from pyzenoh.ext.advanced.miss_detection import Miss, SampleMissListener
+from pyzenoh.ext.advanced.listeners import SampleMissListener
+from pyzenoh.ext.advanced.miss_detection import Miss
 from pyzenoh.ext.advanced.protocol import QUERY_TIMEOUT_S as QUERY_TIMEOUT_S
 from pyzenoh.ext.advanced.publisher import AdvancedPublisher, declare_advanced_publisher
 from pyzenoh.ext.advanced.subscriber import (
