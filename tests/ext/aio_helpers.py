@@ -26,9 +26,10 @@ async def aexpect(cond: Callable[[], object], what: str, timeout: float = WAIT) 
         await asyncio.sleep(0.02)
 
 
-async def arouted(s: AsyncSession, key: str) -> None:
-    """Wait (bounded) until the asyncio session ``s`` knows a subscriber elsewhere for ``key``."""
-    probe = await s.declare_publisher(key)
+async def arouted(s: AsyncSession, key: str, *, query: bool = False) -> None:
+    """Wait (bounded) until the asyncio session ``s`` knows a subscriber (with ``query``, a
+    queryable) elsewhere for ``key``."""
+    probe: Any = await s.declare_querier(key) if query else await s.declare_publisher(key)
     try:
         await aexpect(lambda: probe.matching_status.matching, f"{key}: a route")
     finally:

@@ -44,6 +44,96 @@ async def absent(what: Callable[[], object], secs: float) -> None:
     assert not what()
 
 
+# --- the queries an asyncio subscriber sends ---------------------------------------------------------
+
+
+def test_aio_subscriber_queries_like_the_real_one(zenohd: Proc, zs: zenoh.Session, key: str) -> None:
+    """What an asyncio and a real AdvancedSubscriber ask a publisher's cache, seen by a real
+    queryable: the history query, the late publisher's query on its token key and the
+    periodic queries; then a heartbeat announcing sequence number 4 from an unknown
+    publisher: both ask its cache for ``_sn=..4`` on the heartbeat's key."""
+    seen: list[tuple[str, str]] = []
+    spy = zs.declare_queryable(f"{key}/@adv/**", lambda q: seen.append((str(q.key_expr), str(q.parameters))))
+    token = zs.liveliness().declare_token(f"{key}/@adv/pub/{zs.zid()}/77/_")
+    beat = f"{key}/@adv/pub/{zs.zid()}/78/_"
+    history = {"detect_late_publishers": True, "max_samples": 5, "max_age": 1.5}
+    period = datetime.timedelta(seconds=0.2)
+
+    async def queries_of(
+        declare: Callable[[], Awaitable[Any]], undeclare: Callable[[Any], Awaitable[None]]
+    ) -> set[tuple[str, str]]:
+        seen.clear()
+        sub = await declare()
+        await aexpect(lambda: len(seen) >= 3, "history, token and periodic queries")
+        await undeclare(sub)
+        await asyncio.sleep(0.1)  # the queries in flight land before the next round clears ``seen``
+        return set(seen)
+
+    async def beat_queries_of(
+        declare: Callable[[], Awaitable[Any]], undeclare: Callable[[Any], Awaitable[None]]
+    ) -> set[tuple[str, str]]:
+        seen.clear()
+        sub = await declare()
+        await asyncio.to_thread(routed, zs, beat)  # zs knows the heartbeat subscription (the real one's is local)
+        zs.put(beat, zx.z_serialize(zx.UInt32(4)))
+        await aexpect(lambda: len(seen) >= 1, "the heartbeat's query")
+        await undeclare(sub)
+        return set(seen)
+
+    async def real_undeclare(sub: Any) -> None:
+        sub.undeclare()
+
+    async def mine_undeclare(sub: Any) -> None:
+        await sub.undeclare()
+
+    async def main(s: aio.AsyncSession) -> None:
+        await arouted(s, f"{key}/@adv/x", query=True)  # s knows the spy
+        replies = await s.liveliness().get(f"{key}/@adv/pub/**")
+        assert [r async for r in replies if r.ok is not None]  # s's router knows the token
+
+        async def real() -> Any:
+            return zx.declare_advanced_subscriber(
+                zs,
+                key,
+                lambda x: None,
+                history=zx.HistoryConfig(**history),
+                recovery=zx.RecoveryConfig(periodic_queries=period),
+            )
+
+        async def mine() -> Any:
+            return await pxa.declare_advanced_subscriber(
+                s,
+                key,
+                lambda x: None,
+                history=pxa.HistoryConfig(**history),
+                recovery=pxa.RecoveryConfig(periodic_queries=period),
+            )
+
+        real_queries = await queries_of(real, real_undeclare)
+        my_queries = await queries_of(mine, mine_undeclare)
+        assert my_queries == real_queries
+        assert (f"{key}/@adv/**", "_max=5;_time=[now(-1.5s)..];_anyke") in my_queries
+        assert (f"{key}/@adv/*/{zs.zid()}/77/**", "_sn=..;_anyke") in my_queries
+
+        async def real_hb() -> Any:
+            return zx.declare_advanced_subscriber(zs, key, lambda x: None, recovery=zx.RecoveryConfig(heartbeat=True))
+
+        async def mine_hb() -> Any:
+            return await pxa.declare_advanced_subscriber(
+                s, key, lambda x: None, recovery=pxa.RecoveryConfig(heartbeat=True)
+            )
+
+        real_beat = await beat_queries_of(real_hb, real_undeclare)
+        my_beat = await beat_queries_of(mine_hb, mine_undeclare)
+        assert my_beat == real_beat == {(beat, "_sn=..4;_anyke")}
+
+    try:
+        run(zenohd, main)
+    finally:
+        token.undeclare()
+        spy.undeclare()
+
+
 # --- real publisher -> asyncio subscriber ------------------------------------------------------------
 
 
@@ -365,3 +455,32 @@ def test_aio_to_aio(zenohd: Proc, key: str) -> None:
                     await absent(sub.try_recv, 0.2)
 
     run(zenohd, main)
+
+
+def test_closing_the_session_ends_the_channels_timers_and_heartbeats(zenohd: Proc, key: str) -> None:
+    """A session closed under a declared asyncio subscriber (periodic queries) and publisher
+    (heartbeat): the channels end, and no timer or heartbeat task outlives the loop's use."""
+
+    async def main() -> None:
+        s = await aio.open(pyzenoh_config(zenohd.endpoint))
+        pub = await pxa.declare_advanced_publisher(
+            s, key, cache=pxa.CacheConfig(), sample_miss_detection=pxa.MissDetectionConfig(heartbeat=0.05)
+        )
+        sub = await pxa.declare_advanced_subscriber(
+            s, key, recovery=pxa.RecoveryConfig(periodic_queries=0.05), history=pxa.HistoryConfig()
+        )
+        misses = await sub.sample_miss_listener()
+        await pub.put("x")
+        assert texts([await arecv(sub)]) == ["x"]
+        await asyncio.sleep(0.15)  # a few periods pass: the timers and the heartbeat task run
+        await s.close()
+        assert await asyncio.wait_for(_drained(sub), WAIT) == []
+        assert await asyncio.wait_for(_drained(misses), WAIT) == []
+        beating = pub._beating
+        assert beating is not None
+        await asyncio.wait_for(asyncio.shield(beating), WAIT)  # the heartbeat task ends by itself
+        await pub.undeclare()
+        await sub.undeclare()  # after the close: nothing to do, no error
+        assert sub._timers == {}
+
+    asyncio.run(main())
