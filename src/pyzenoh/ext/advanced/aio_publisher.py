@@ -69,9 +69,7 @@ class AsyncAdvancedPublisher:
                 self._heartbeat = await s.declare_publisher(
                     rules.adv_key, congestion_control=rules.heartbeat_congestion
                 )
-                self._beating = asyncio.get_running_loop().create_task(
-                    self._beat(self._heartbeat, rules.heartbeat_period)
-                )
+                self._beating = s._rt.loop.create_task(self._beat(self._heartbeat, rules.heartbeat_period))
         except BaseException:
             await self.undeclare()
             raise

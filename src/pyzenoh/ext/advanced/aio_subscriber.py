@@ -57,7 +57,7 @@ class AsyncAdvancedSubscriber(Generic[H]):
     ) -> None:
         """Use :func:`declare_advanced_subscriber` (it declares the entities)."""
         self._session = session
-        self._loop = asyncio.get_running_loop()
+        self._loop = session._rt.loop  # the session's loop: its callbacks run there
         self._delivery = make_delivery(handler, asynchronous=True)
         self._key_expr = key_expr
         self._key = str(key_expr)
