@@ -35,10 +35,15 @@ client. Subscriber states are never garbage-collected (the Rust API's
 ``retention_period`` is not in zenoh-python 1.10).
 
 The modules: :mod:`.config` (the configurations), :mod:`.protocol` (``@adv`` keys,
-sequence numbers, query parameters), :mod:`.cache` and :mod:`.publisher` (the publishing
-side), :mod:`.delivery` (handler arguments), :mod:`.miss_detection` (per-source
-ordering, :class:`Miss` and its listeners), :mod:`.recovery` (history and recovery
-queries, heartbeats) and :mod:`.subscriber` (the subscriber itself).
+sequence numbers, query parameters), :mod:`.delivery` (handler arguments). The rules,
+sans-IO and shared by the blocking and the asyncio API: :mod:`.miss_detection`
+(per-source ordering, :class:`Miss`), :mod:`.recovery` (history and recovery queries,
+heartbeats: which queries to send, which timers to arm), :mod:`.cache` and
+:mod:`.publication` (the publishing side). The shells that do their I/O:
+:mod:`.subscriber` and :mod:`.publisher` on a blocking ``Session`` (threads, a lock),
+:mod:`.aio_subscriber` and :mod:`.aio_publisher` on an ``AsyncSession`` (tasks and
+``loop.call_later``; see :mod:`pyzenoh.ext.aio`); :mod:`.listeners` (sample miss
+listeners of both).
 """
 
 from __future__ import annotations
@@ -50,7 +55,8 @@ from pyzenoh.ext.advanced.config import (
     RecoveryConfig,
     RepliesConfig,
 )
-from pyzenoh.ext.advanced.miss_detection import Miss, SampleMissListener
+from pyzenoh.ext.advanced.listeners import SampleMissListener
+from pyzenoh.ext.advanced.miss_detection import Miss
 from pyzenoh.ext.advanced.protocol import QUERY_TIMEOUT_S as QUERY_TIMEOUT_S
 from pyzenoh.ext.advanced.publisher import AdvancedPublisher, declare_advanced_publisher
 from pyzenoh.ext.advanced.subscriber import (

@@ -3,7 +3,9 @@
 The cache keeps the last ``max_samples`` samples (with their source info and timestamp)
 and answers queries on the publisher's ``@adv`` key with them, filtered by the ``_sn``,
 ``_time`` and ``_max`` parameters, each reply being the sample itself (key, timestamp,
-source info) with the configured QoS.
+source info) with the configured QoS. It declares nothing itself: the blocking and the
+asyncio publishers declare a queryable calling :meth:`Cache.on_query` (a reply is a plain
+call in both APIs).
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ from pyzenoh.session import (
     CongestionControl,
     Encoding,
     Query,
-    Queryable,
     SampleKind,
-    Session,
     SourceInfo,
     Timestamp,
     ZBytes,
@@ -43,9 +43,9 @@ class CachedSample:
 
 
 class Cache:
-    """The publisher's last samples and the queryable that serves them."""
+    """The publisher's last samples, and the answers to the queries on its ``@adv`` key."""
 
-    def __init__(self, session: Session, key: str, queryable_key: str, config: CacheConfig) -> None:
+    def __init__(self, key: str, config: CacheConfig) -> None:
         if config.max_samples == 0:
             raise ZError("max_samples must not be zero")
         self._key = key
@@ -53,7 +53,6 @@ class Cache:
         self._replies = config.replies_config
         self._lock = threading.Lock()
         self._samples: list[CachedSample] = []
-        self._queryable: Queryable[Any] = session.declare_queryable(queryable_key, self._on_query)
 
     def add(self, sample: CachedSample) -> None:
         with self._lock:
@@ -61,7 +60,7 @@ class Cache:
                 del self._samples[0]
             self._samples.append(sample)
 
-    def _on_query(self, query: Query) -> None:
+    def on_query(self, query: Query) -> None:
         params = query.parameters
         sn_text = params.get("_sn")
         rng = sn_range(sn_text) if sn_text is not None else (None, None)
@@ -106,6 +105,3 @@ class Cache:
         else:
             body = put_body(s.payload, s.encoding, s.attachment, s.timestamp, s.source_info)
         query._responder.query_reply(query._qref, key, body, rc.priority, rc.express, block)
-
-    def undeclare(self) -> None:
-        self._queryable.undeclare()

@@ -2,7 +2,8 @@
 
 zenoh-python's handler kinds (a channel, a ``(callback, object)`` pair, a callback or a
 :class:`~pyzenoh.handlers.Callback` with a drop) become a :class:`Delivery`: a push
-function, a drop, and what the declaration returns. User callbacks are guarded: an
+function, a drop, and what the declaration returns (channels are async ones for the
+asyncio API). User callbacks are guarded: an
 exception is logged, not raised into the session's thread.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 from pyzenoh.handlers import Callback, DefaultHandler, FifoChannel, Handler, RingChannel
 from pyzenoh.session import ZError
+from pyzenoh.session.handlers import AsyncHandler
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +39,14 @@ class Delivery(Generic[T]):
     returned: Any
 
 
-def make_delivery(handler: Any) -> Delivery[Any]:
+def make_delivery(handler: Any, *, asynchronous: bool = False) -> Delivery[Any]:
+    """``asynchronous``: channels are async ones (``async for``; the asyncio API's)."""
     if handler is None or isinstance(handler, DefaultHandler):
         handler = FifoChannel()
     if isinstance(handler, FifoChannel | RingChannel):
+        if asynchronous:
+            ach: AsyncHandler[Any] = AsyncHandler(handler.capacity, isinstance(handler, RingChannel))
+            return Delivery(ach.push, ach.close, ach)
         ch: Handler[Any] = Handler(handler.capacity, isinstance(handler, RingChannel))
         return Delivery(ch.push, ch.close, ch)
     returned: Any = None
@@ -79,5 +85,11 @@ def guarded_drop(fn: Callable[[], Any]) -> Callable[[], None]:
 
 def channel_of(returned: Any) -> Handler[Any]:
     if not isinstance(returned, Handler):
+        raise ZError("this entity has a callback, not a channel")
+    return returned
+
+
+def async_channel_of(returned: Any) -> AsyncHandler[Any]:
+    if not isinstance(returned, AsyncHandler):
         raise ZError("this entity has a callback, not a channel")
     return returned

@@ -1,11 +1,10 @@
-"""zenoh-ext's AdvancedPublisher: a publisher with a cache, sequence numbers and heartbeats.
+"""zenoh-ext's AdvancedPublisher on the blocking API: a publisher with a cache, sequence
+numbers and heartbeats.
 
-With ``sample_miss_detection`` each sample carries a source info (the publisher's id and
-a sequence number from 0) and, with a heartbeat period, the last sequence number is put
-on the publisher's ``@adv`` key periodically (``z_serialize`` of a u32; sporadic: only
-after a publication). Without it, the publisher stamps its samples itself (strictly
-increasing timestamps, the session's zid as id): subscribers order them by timestamp. ``cache`` keeps the last samples for queries (:mod:`.cache`);
-``publisher_detection`` declares a liveliness token on the ``@adv`` key.
+What each sample carries, what the cache keeps and when a heartbeat is due are the rules
+of :class:`~.publication.Publication` (shared with the asyncio publisher); this shell
+declares the publisher, the cache's queryable and the token, calls the rules under its
+lock, and puts the heartbeats from a timer thread.
 """
 
 from __future__ import annotations
@@ -17,10 +16,8 @@ from typing import Any, Self
 
 from typing_extensions import override
 
-from pyzenoh.ext.advanced.cache import Cache, CachedSample
 from pyzenoh.ext.advanced.config import CacheConfig, MissDetectionConfig
-from pyzenoh.ext.advanced.protocol import ADV, EMPTY, UHLC, join_key, sn_add
-from pyzenoh.ext.serialization import UInt32, z_serialize
+from pyzenoh.ext.advanced.publication import Publication, check_cache
 from pyzenoh.keyexpr import KeyExpr
 from pyzenoh.session import (
     CongestionControl,
@@ -30,10 +27,10 @@ from pyzenoh.session import (
     Locality,
     Priority,
     Publisher,
+    Queryable,
     Reliability,
     SampleKind,
     Session,
-    SourceInfo,
     Timestamp,
     TimestampInstrumentation,
     ZBytes,
@@ -64,8 +61,7 @@ class AdvancedPublisher:
     ) -> None:
         if not isinstance(session, Session):
             raise ZError(f"an AdvancedPublisher needs a pyzenoh Session, not {session!r}")
-        if cache is not None and cache.max_samples == 0:
-            raise ZError("max_samples must not be zero")
+        check_cache(cache)
         self._session = session
         self._publisher: Publisher = session.declare_publisher(
             key_expr,
@@ -77,47 +73,38 @@ class AdvancedPublisher:
             allowed_destination=allowed_destination,
         )
         self._key = str(self._publisher.key_expr)
-        pid = self._publisher.id
-        self._sequenced = sample_miss_detection is not None
-        suffix = join_key(ADV, "pub", str(pid.zid), str(pid.eid) if self._sequenced else UHLC, EMPTY)
-        self._adv_key = join_key(self._key, suffix)
+        self._rules = Publication(self._key, self._publisher.id, session.zid(), cache, sample_miss_detection)
         self._lock = threading.Lock()
-        self._next_sn = 0
-        self._last_time = 0
         self._stop = threading.Event()
-        self._cache: Cache | None = None
+        self._queryable: Queryable[Any] | None = None
         self._token: LivelinessToken | None = None
         self._heartbeat: Publisher | None = None
+        rules = self._rules
         try:
-            if cache is not None:
-                self._cache = Cache(session, self._key, self._adv_key, cache)
+            if rules.cache is not None:
+                self._queryable = session.declare_queryable(rules.adv_key, rules.cache.on_query)
             if publisher_detection:
-                self._token = session.liveliness().declare_token(self._adv_key)
-            if sample_miss_detection is not None and sample_miss_detection.period is not None:
-                self._start_heartbeat(sample_miss_detection)
+                self._token = session.liveliness().declare_token(rules.adv_key)
+            if rules.heartbeat_period is not None:
+                self._start_heartbeat(rules.heartbeat_period)
         except BaseException:
             self.undeclare()
             raise
 
-    def _start_heartbeat(self, conf: MissDetectionConfig) -> None:
-        assert conf.period is not None
-        cc = CongestionControl.BLOCK if conf.sporadic else None
-        hb = self._session.declare_publisher(self._adv_key, congestion_control=cc)
+    def _start_heartbeat(self, period: float) -> None:
+        hb = self._session.declare_publisher(self._rules.adv_key, congestion_control=self._rules.heartbeat_congestion)
         self._heartbeat = hb
-        last_sent = [0]
-        sporadic = conf.sporadic
 
         def tick() -> bool:
             if self._session.is_closed():
                 return False
             with self._lock:
-                seqnum = self._next_sn
-            if seqnum > 0 and (not sporadic or seqnum > last_sent[0]):
-                hb.put(z_serialize(UInt32(seqnum - 1)))
-                last_sent[0] = seqnum
+                beat = self._rules.heartbeat()
+            if beat is not None:
+                hb.put(beat)
             return True
 
-        _periodic(self._stop, conf.period, tick, "pyzenoh-adv-heartbeat")
+        _periodic(self._stop, period, tick, "pyzenoh-adv-heartbeat")
 
     # --- properties ---------------------------------------------------------------------
 
@@ -147,17 +134,12 @@ class AdvancedPublisher:
 
     # --- publication ------------------------------------------------------------------------
 
-    def _stamp(self) -> tuple[SourceInfo | None, Timestamp | None]:
-        """The next source info (miss detection), or else a fresh, strictly increasing
-        timestamp (pyzenoh's stand-in for the HLC the real one needs then)."""
+    def _publish(
+        self, kind: SampleKind, payload: Any, encoding: Encoding | str | None, attachment: Any, ts: Timestamp | None
+    ) -> tuple[ZBytes, Any, Timestamp | None]:
+        now = int(self._session.new_timestamp().get_time_as_ntp64())
         with self._lock:
-            if self._sequenced:
-                info = SourceInfo(self._publisher.id, self._next_sn)
-                self._next_sn = sn_add(self._next_sn, 1)
-                return info, None
-            now = int(self._session.new_timestamp().get_time_as_ntp64())
-            self._last_time = now = max(now, self._last_time + 1)
-        return None, Timestamp(now, self._session.zid())
+            return self._rules.publish(kind, payload, encoding, attachment, ts, now)
 
     def put(
         self,
@@ -168,13 +150,8 @@ class AdvancedPublisher:
         timestamp: Timestamp | None = None,
         timestamp_instrumentation: TimestampInstrumentation | None = None,
     ) -> None:
-        info, stamp = self._stamp()
-        ts = timestamp if timestamp is not None else stamp
-        data = ZBytes(payload) if not isinstance(payload, ZBytes) else payload
-        if self._cache is not None:
-            enc = encoding if encoding is not None else self._publisher.encoding
-            att = None if attachment is None else ZBytes(attachment)
-            self._cache.add(CachedSample(SampleKind.PUT, data, enc, att, ts, info))
+        enc = encoding if encoding is not None else self._publisher.encoding
+        data, info, ts = self._publish(SampleKind.PUT, payload, enc, attachment, timestamp)
         self._publisher.put(
             data,
             encoding=encoding,
@@ -191,11 +168,7 @@ class AdvancedPublisher:
         timestamp: Timestamp | None = None,
         timestamp_instrumentation: TimestampInstrumentation | None = None,
     ) -> None:
-        info, stamp = self._stamp()
-        ts = timestamp if timestamp is not None else stamp
-        if self._cache is not None:
-            att = None if attachment is None else ZBytes(attachment)
-            self._cache.add(CachedSample(SampleKind.DELETE, ZBytes(), None, att, ts, info))
+        _, info, ts = self._publish(SampleKind.DELETE, None, None, attachment, timestamp)
         self._publisher.delete(
             attachment=attachment, timestamp=ts, timestamp_instrumentation=timestamp_instrumentation, source_info=info
         )
@@ -209,13 +182,13 @@ class AdvancedPublisher:
 
     def undeclare(self) -> None:
         self._stop.set()
-        for entity in (self._heartbeat, self._token, self._cache, self._publisher):
+        for entity in (self._heartbeat, self._token, self._queryable, self._publisher):
             if entity is not None:
                 try:
                     entity.undeclare()
                 except Exception as exc:  # noqa: BLE001  (the session may be closed already)
                     log.debug("undeclare: %s", exc)
-        self._heartbeat = self._token = self._cache = None
+        self._heartbeat = self._token = self._queryable = None
 
     def __enter__(self) -> Self:
         return self
