@@ -19,7 +19,7 @@ import pytest
 from pyzenoh.codec import InitAck, InitSyn
 from pyzenoh.codec.batch import decode_batch
 from pyzenoh.localnet import free_port
-from tests.interop.zenoh_procs import opened, pyzenoh_router_process, start_router, zenoh_config
+from tests.fixtures.procs import opened, pyzenoh_router_process, start_router, zenoh_config
 from tests.routing.test_wire_differential import RecordingProxy
 from tests.waits import until
 
