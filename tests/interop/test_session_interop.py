@@ -349,11 +349,13 @@ def test_query_timeout_both_ways(ps: pz.Session, zs: zenoh.Session, prefix: str)
     pq = ps.declare_queryable(f"{prefix}/slowp", held.append)
     routed(ps, f"{prefix}/slowz", query=True)
     routed(zs, f"{prefix}/slowp", query=True)
+    # The router's Timeout reply and the client's own timer (both 1 s) race in the client,
+    # in the real one as in pyzenoh: both have been seen to report both (the real client
+    # in about one full run in ten; pyzenoh once in a fresh-clone CI run).
     replies = drain(ps.get(f"{prefix}/slowz", timeout=1))
-    assert [r.err.payload.to_bytes() for r in replies if r.err] == [b"Timeout"]
+    perrors = [r.err.payload.to_bytes() for r in replies if r.err]
+    assert perrors in ([b"Timeout"], [b"Timeout", b"Timeout"]) and len(perrors) == len(replies)
     zreplies = list(zs.get(f"{prefix}/slowp", timeout=1))
-    # The real router's Timeout reply and the real client's own timer (both 1 s) race in
-    # the real client: it has been seen to report both (one full run in about ten).
     errors = [r.err.payload.to_bytes() for r in zreplies if r.err]
     assert errors in ([b"Timeout"], [b"Timeout", b"Timeout"]) and len(errors) == len(zreplies)
     held.clear()

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -25,6 +24,7 @@ from pyzenoh.msgq.server import (
     serve_msgq,
 )
 from tests.msgq.support import DaemonThread
+from tests.waits import until
 
 
 def test_socket_file_created_and_removed(sock_path: str) -> None:
@@ -163,10 +163,9 @@ def test_cli_process(sock_path: str) -> None:
         stderr=subprocess.PIPE,
     )
     try:
-        for _ in range(200):  # bounded wait for the socket to appear (<= ~10 s)
-            if os.path.exists(sock_path) or proc.poll() is not None:
-                break
-            time.sleep(0.05)
+        # Bounded wait for the daemon to accept: its socket file exists from bind(), a
+        # moment before listen() (a connect then is refused: seen once in a CI run).
+        assert until(lambda: _accepts(sock_path) or proc.poll() is not None), "the msgq daemon never listened"
         with Session(sock_path) as a, Session(sock_path) as b:
             b.group_subscribe("cli")
             b.ping()
@@ -181,3 +180,15 @@ def test_cli_process(sock_path: str) -> None:
             proc.wait(10)
         assert proc.stderr is not None
         proc.stderr.close()
+
+
+def _accepts(path: str) -> bool:
+    """A connection to the Unix socket ``path`` is accepted (then closed at once)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True

@@ -106,12 +106,25 @@ def open(
     return Session(rt, lt)
 
 
+def _close_dropped(rt: Runtime, lt: _LoopThread) -> None:
+    """A dropped session's finalizer: its close started on its own loop, which then stops
+    with its dispatcher; nothing here waits (the collector runs it at any allocation, in
+    any thread: blocking there stalled another session's handshake once)."""
+
+    def stop() -> None:
+        lt.stop()
+        dispatcher = rt._dispatcher
+        if dispatcher is not None:
+            dispatcher.stop(0)  # runs what is queued, then ends
+
+    aclose_on_loop(rt, then=stop)
+
+
 def _close(rt: Runtime, lt: _LoopThread, lock: threading.Lock) -> None:
-    """Close a session's runtime and stop its loop thread (its close(), or its finalizer
-    when it was dropped: then possibly on its own loop thread, which must not wait for
-    itself)."""
+    """Close a session's runtime and stop its loop thread, waiting for both (not from the
+    loop thread itself, which cannot wait for itself)."""
     if threading.current_thread() is lt.thread:
-        aclose_on_loop(rt, then=lt.stop)
+        _close_dropped(rt, lt)
         return
     with lock:
         if lt.loop.is_closed():
@@ -174,8 +187,10 @@ class Session:
     def __init__(self, rt: Runtime, loop_thread: _LoopThread) -> None:
         self._rt = rt
         self._lt = loop_thread
-        # close(), or dropped without it (as zenoh-python's sessions): run once.
-        self._closing = close_on_drop(self, functools.partial(_close, rt, loop_thread, threading.Lock()))
+        self._close_lock = threading.Lock()
+        # Dropped without close(), it is closed as zenoh-python's sessions are; without
+        # waiting, since the collector may run this in any thread, this loop's included.
+        self._on_drop = close_on_drop(self, functools.partial(_close_dropped, rt, loop_thread))
 
     def _live(self) -> Runtime:
         if self._rt.closed:
@@ -429,7 +444,8 @@ class Session:
 
     def close(self) -> None:
         """Send CLOSE and stop; every channel ends, pending gets end."""
-        self._closing()
+        self._on_drop.detach()
+        _close(self._rt, self._lt, self._close_lock)
 
     def _abort(self) -> None:
         """Tests only: drop the TCP connection without CLOSE, like a killed process."""
