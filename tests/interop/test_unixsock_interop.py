@@ -27,8 +27,8 @@ import zenoh
 
 import pyzenoh.session as pz
 from pyzenoh.localnet import free_port
-from tests.interop.test_tls_interop import crosses, zenoh_crosses
 from tests.fixtures.procs import Proc, opened, pyzenoh_router_process, start_router
+from tests.interop.test_tls_interop import crosses, zenoh_crosses
 from tests.waits import until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
