@@ -45,12 +45,14 @@ from pyzenoh.session.api import (
     check_token,
     del_body,
     get_call,
-    locality_of,
-    prio_of,
     put_body,
-    target_of,
-    timeout_of,
-    ts_stack_of,
+)
+from pyzenoh.session.api.operations import (
+    liveliness_get,
+    publication,
+    querier_declaration,
+    queryable_declaration,
+    subscriber_declaration,
 )
 from pyzenoh.session.cancel import CancellationToken
 from pyzenoh.session.config import Config, to_config
@@ -113,8 +115,7 @@ class AsyncLiveliness:
         check_token(cancellation_token)
         ke = t.to_key_expr(key_expr)
         sink, returned = make_sink(handler, asynchronous=True)
-        to = timeout_of(timeout)
-        iid = rt.call(lambda: rt.core.liveliness_get(str(ke), sink, rt.loop.time(), to))
+        iid = rt.call(liveliness_get(rt, ke, sink, timeout))
         attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_liveliness_get, iid))
         return returned
 
@@ -192,9 +193,9 @@ class AsyncSession:
             congestion_control,
             priority,
             express,
-            timestamp_instrumentation,
-            allowed_destination,
             reliability,
+            allowed_destination,
+            timestamp_instrumentation,
         )
 
     async def delete(
@@ -218,9 +219,9 @@ class AsyncSession:
             congestion_control,
             priority,
             express,
-            timestamp_instrumentation,
-            allowed_destination,
             reliability,
+            allowed_destination,
+            timestamp_instrumentation,
         )
 
     async def _put(
@@ -230,28 +231,25 @@ class AsyncSession:
         congestion_control: t.CongestionControl | None,
         priority: t.Priority | None,
         express: bool | None,
-        timestamp_instrumentation: ins.TimestampInstrumentation | None,
-        allowed_destination: t.Locality | None,
         reliability: t.Reliability | None,
+        allowed_destination: t.Locality | None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None,
     ) -> None:
         """A PUT or DELETE body to its key, as the blocking API sends it."""
         rt = self._live()
-        key = str(t.to_key_expr(key_expr))
-        block = block_of(congestion_control)
-        dest = locality_of(allowed_destination, "allowed_destination")
-        prio = prio_of(priority)
-        stack = ts_stack_of(rt, timestamp_instrumentation)
-        if await rt.await_room(block):
-            rt.core.put(
-                key,
-                body,
-                priority=prio,
-                block=block,
-                express=bool(express),
-                reliable=reliability is not t.Reliability.BEST_EFFORT,
-                destination=dest,
-                ts_stack=stack,
-            )
+        p = publication(
+            rt,
+            key_expr,
+            body,
+            congestion_control,
+            priority,
+            express,
+            reliability,
+            allowed_destination,
+            timestamp_instrumentation,
+        )
+        if await rt.await_room(p.block):
+            p.send()
             rt.pump()
 
     async def declare_publisher(
@@ -277,14 +275,8 @@ class AsyncSession:
     ) -> AsyncSubscriber[Any]:
         rt = self._live()
         ke = t.to_key_expr(key_expr)
-        origin = locality_of(allowed_origin, "allowed_origin")
         sink, returned = make_sink(handler, asynchronous=True)
-
-        def declare() -> tuple[int, int]:
-            local = rt.core.declare_subscriber(str(ke), sink, origin)
-            return local, rt.core.subscriber_wire_id(local)
-
-        local, eid = rt.call(declare)
+        local, eid = rt.call(subscriber_declaration(rt, ke, sink, allowed_origin))
         return AsyncSubscriber(rt, ke, functools.partial(rt.core.undeclare_subscriber, local), returned, eid)
 
     async def declare_queryable(
@@ -297,14 +289,8 @@ class AsyncSession:
     ) -> AsyncQueryable[Any]:
         rt = self._live()
         ke = t.to_key_expr(key_expr)
-        origin = locality_of(allowed_origin, "allowed_origin")
         sink, returned = make_sink(handler, asynchronous=True)
-
-        def declare() -> tuple[int, int]:
-            local = rt.core.declare_queryable(str(ke), bool(complete), sink, origin)
-            return local, rt.core.queryable_wire_id(local)
-
-        local, eid = rt.call(declare)
+        local, eid = rt.call(queryable_declaration(rt, ke, complete, sink, allowed_origin))
         return AsyncQueryable(rt, ke, functools.partial(rt.core.undeclare_queryable, local), returned, eid)
 
     async def declare_querier(
@@ -326,9 +312,7 @@ class AsyncSession:
         qs = QuerierSettings(
             target, consolidation, accept_replies, timeout, congestion_control, priority, express, allowed_destination
         )
-        tgt = target_of(qs.target)
-        dest = locality_of(allowed_destination, "allowed_destination")
-        local = rt.call(lambda: rt.core.declare_querier(str(ke), tgt, dest))
+        local = rt.call(querier_declaration(rt, ke, qs, allowed_destination))
         return AsyncQuerier(rt, ke, local, qs)
 
     async def get(

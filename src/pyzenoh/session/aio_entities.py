@@ -19,10 +19,9 @@ from pyzenoh.session.api import (
     block_of,
     check_token,
     del_body,
-    get_call,
     put_body,
-    ts_stack_of,
 )
+from pyzenoh.session.api.operations import is_plain_put, matching_registration, publisher_send, querier_get
 from pyzenoh.session.cancel import CancellationToken
 from pyzenoh.session.handlers import AsyncHandler, make_sink
 from pyzenoh.session.lifetime import Undeclaration
@@ -134,13 +133,13 @@ class AsyncPublisher(PublisherSettings, _AsyncEntity):
         rt = self._rt
         if not await rt.await_room(st.block):
             return
-        plain = timestamp_instrumentation is None and source_info is None
-        if plain and encoding is None and attachment is None and timestamp is None:
+        if is_plain_put(encoding, attachment, timestamp, timestamp_instrumentation, source_info):
             st.put_run([t.to_payload(payload)])
         else:
-            enc = encoding if encoding is not None else st.encoding
-            body = put_body(payload, enc, attachment, timestamp, source_info)
-            self._send(body, timestamp_instrumentation)
+            body = put_body(
+                payload, encoding if encoding is not None else st.encoding, attachment, timestamp, source_info
+            )
+            publisher_send(rt, st, body, timestamp_instrumentation)()
         rt.pump()
 
     async def delete(
@@ -154,32 +153,16 @@ class AsyncPublisher(PublisherSettings, _AsyncEntity):
         self._check()
         if not await self._rt.await_room(self._state.block):
             return
-        self._send(del_body(attachment, timestamp, source_info), timestamp_instrumentation)
+        publisher_send(self._rt, self._state, del_body(attachment, timestamp, source_info), timestamp_instrumentation)()
         self._rt.pump()
-
-    def _send(self, body: Any, instrumentation: ins.TimestampInstrumentation | None) -> None:
-        st = self._state
-        rt = self._rt
-        rt.core.put(
-            st.key,
-            body,
-            priority=st.priority,
-            block=st.block,
-            express=st.express,
-            reliable=st.reliable,
-            destination=st.destination,
-            ts_stack=ts_stack_of(rt, instrumentation),
-        )
 
     async def declare_matching_listener(self, handler: Any = None) -> AsyncMatchingListener[Any]:
         self._check()
         rt = self._rt
         sink, returned = make_sink(handler, asynchronous=True)
-        local = self._state.local
-        rt.call(lambda: rt.core.add_matching_listener(local, sink))
-        return AsyncMatchingListener(
-            rt, self.key_expr, functools.partial(rt.core.remove_matching_listener, local, sink), returned
-        )
+        registration = matching_registration(rt, self._state.local, sink, querier=False)
+        rt.call(registration.add)
+        return AsyncMatchingListener(rt, self.key_expr, registration.remove, returned)
 
     async def __aenter__(self) -> Self:
         return self
@@ -223,27 +206,20 @@ class AsyncQuerier(_AsyncEntity):
         if rt.closed or self._undeclaration.done:
             raise UsageError("the querier is undeclared or its session closed")
         check_token(cancellation_token)
-        qs = self._settings
         sink, returned = make_sink(handler, asynchronous=True)
-        call = get_call(
+        call = querier_get(
             rt,
-            t.Selector(self.key_expr, parameters),
+            self.key_expr,
+            self._settings,
             sink,
-            qs.target,
-            qs.consolidation,
-            qs.accept,
-            qs.timeout,
-            qs.block,
-            qs.priority,
-            qs.express,
+            parameters,
             payload,
             encoding,
             attachment,
-            allowed_destination=qs.destination,
-            source_info=source_info,
-            timestamp_instrumentation=timestamp_instrumentation,
+            source_info,
+            timestamp_instrumentation,
         )
-        await rt.await_room(block_of(qs.block, default=True))
+        await rt.await_room(block_of(self._settings.block, default=True))
         rid = rt.call(call)
         attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_get, rid))
         return returned
@@ -251,11 +227,9 @@ class AsyncQuerier(_AsyncEntity):
     async def declare_matching_listener(self, handler: Any = None) -> AsyncMatchingListener[Any]:
         rt = self._rt
         sink, returned = make_sink(handler, asynchronous=True)
-        local = self._local
-        rt.call(lambda: rt.core.add_querier_matching_listener(local, sink))
-        return AsyncMatchingListener(
-            rt, self.key_expr, functools.partial(rt.core.remove_querier_matching_listener, local, sink), returned
-        )
+        registration = matching_registration(rt, self._local, sink, querier=True)
+        rt.call(registration.add)
+        return AsyncMatchingListener(rt, self.key_expr, registration.remove, returned)
 
     async def __aenter__(self) -> Self:
         return self

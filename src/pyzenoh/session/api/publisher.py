@@ -26,9 +26,9 @@ from pyzenoh.session.api.arguments import (
     locality_of,
     prio_of,
     put_body,
-    ts_stack_of,
 )
 from pyzenoh.session.api.entities import Entity, MatchingListener
+from pyzenoh.session.api.operations import is_plain_put, matching_registration, publisher_send
 from pyzenoh.session.core import SessionCore
 from pyzenoh.session.handlers import make_sink
 from pyzenoh.session.runtime import Runtime
@@ -169,31 +169,11 @@ class Publisher(PublisherSettings, Entity):
         st = self._state
         if not rt.wait_room(st.block):
             return
-        if (
-            encoding is None
-            and attachment is None
-            and timestamp is None
-            and timestamp_instrumentation is None
-            and source_info is None
-        ):
+        if is_plain_put(encoding, attachment, timestamp, timestamp_instrumentation, source_info):
             rt.submit(Joinable(st, t.to_payload(payload), st.put_run))
             return
-        core = rt.core
         body = put_body(payload, encoding if encoding is not None else st.encoding, attachment, timestamp, source_info)
-        stack = ts_stack_of(rt, timestamp_instrumentation)
-        rt.submit(
-            functools.partial(
-                core.put,
-                st.key,
-                body,
-                priority=st.priority,
-                block=st.block,
-                express=st.express,
-                reliable=st.reliable,
-                destination=st.destination,
-                ts_stack=stack,
-            )
-        )
+        rt.submit(publisher_send(rt, st, body, timestamp_instrumentation))
 
     def delete(
         self,
@@ -209,30 +189,14 @@ class Publisher(PublisherSettings, Entity):
         st = self._state
         if not rt.wait_room(st.block):
             return
-        body = del_body(attachment, timestamp, source_info)
-        stack = ts_stack_of(rt, timestamp_instrumentation)
-        rt.submit(
-            functools.partial(
-                rt.core.put,
-                st.key,
-                body,
-                priority=st.priority,
-                block=st.block,
-                express=st.express,
-                reliable=st.reliable,
-                destination=st.destination,
-                ts_stack=stack,
-            )
-        )
+        rt.submit(publisher_send(rt, st, del_body(attachment, timestamp, source_info), timestamp_instrumentation))
 
     def declare_matching_listener(self, handler: Any = None) -> MatchingListener[Any]:
         rt = self._rt
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-        local = self._state.local
-        rt.call(lambda: rt.core.add_matching_listener(local, sink), CALL_TIMEOUT_S)
-        return MatchingListener(
-            rt, self.key_expr, functools.partial(rt.core.remove_matching_listener, local, sink), returned
-        )
+        registration = matching_registration(rt, self._state.local, sink, querier=False)
+        rt.call(registration.add, CALL_TIMEOUT_S)
+        return MatchingListener(rt, self.key_expr, registration.remove, returned)
 
     def undeclare(self) -> None:
         self._undeclare()

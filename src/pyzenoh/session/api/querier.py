@@ -20,13 +20,13 @@ from pyzenoh.session.api.arguments import (
     block_of,
     check_token,
     consolidation_of,
-    get_call,
     locality_of,
     prio_of,
     target_of,
     timeout_of,
 )
 from pyzenoh.session.api.entities import Entity, MatchingListener
+from pyzenoh.session.api.operations import matching_registration, querier_get
 from pyzenoh.session.cancel import CancellationToken
 from pyzenoh.session.handlers import make_sink
 from pyzenoh.session.runtime import Runtime
@@ -101,25 +101,18 @@ class Querier(Entity):
         if rt.closed or self._undeclared:
             raise UsageError("the querier is undeclared or its session closed")
         check_token(cancellation_token)
-        qs = self._settings
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-        call = get_call(
+        call = querier_get(
             rt,
-            t.Selector(self.key_expr, parameters),
+            self.key_expr,
+            self._settings,
             sink,
-            qs.target,
-            qs.consolidation,
-            qs.accept,
-            qs.timeout,
-            qs.block,
-            qs.priority,
-            qs.express,
+            parameters,
             payload,
             encoding,
             attachment,
-            allowed_destination=qs.destination,
-            source_info=source_info,
-            timestamp_instrumentation=timestamp_instrumentation,
+            source_info,
+            timestamp_instrumentation,
         )
         rid = rt.call(call, CALL_TIMEOUT_S)
         attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_get, rid))
@@ -128,11 +121,9 @@ class Querier(Entity):
     def declare_matching_listener(self, handler: Any = None) -> MatchingListener[Any]:
         rt = self._rt
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-        local = self._local
-        rt.call(lambda: rt.core.add_querier_matching_listener(local, sink), CALL_TIMEOUT_S)
-        return MatchingListener(
-            rt, self.key_expr, functools.partial(rt.core.remove_querier_matching_listener, local, sink), returned
-        )
+        registration = matching_registration(rt, self._local, sink, querier=True)
+        rt.call(registration.add, CALL_TIMEOUT_S)
+        return MatchingListener(rt, self.key_expr, registration.remove, returned)
 
     def undeclare(self) -> None:
         self._undeclare()

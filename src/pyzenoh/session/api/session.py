@@ -22,18 +22,19 @@ from pyzenoh.session import types as t
 from pyzenoh.session.api.arguments import (
     CALL_TIMEOUT_S,
     attach_token,
-    block_of,
     check_token,
     del_body,
     get_call,
-    locality_of,
-    prio_of,
     put_body,
-    target_of,
-    timeout_of,
-    ts_stack_of,
 )
 from pyzenoh.session.api.entities import LivelinessToken, Queryable, Subscriber
+from pyzenoh.session.api.operations import (
+    liveliness_get,
+    publication,
+    querier_declaration,
+    queryable_declaration,
+    subscriber_declaration,
+)
 from pyzenoh.session.api.publisher import Publisher, PublisherState
 from pyzenoh.session.api.querier import Querier, QuerierSettings
 from pyzenoh.session.api.session_info import SessionInfo
@@ -175,8 +176,7 @@ class Liveliness:
         check_token(cancellation_token)
         ke = t.to_key_expr(key_expr)
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-        to = timeout_of(timeout)
-        iid = rt.call(lambda: rt.core.liveliness_get(str(ke), sink, rt.loop.time(), to), CALL_TIMEOUT_S)
+        iid = rt.call(liveliness_get(rt, ke, sink, timeout), CALL_TIMEOUT_S)
         attach_token(rt, cancellation_token, functools.partial(rt.core.cancel_liveliness_get, iid))
         return returned
 
@@ -248,27 +248,17 @@ class Session:
         source_info: t.SourceInfo | None = None,
         reliability: t.Reliability | None = None,
     ) -> None:
-        rt = self._live()
-        key = str(t.to_key_expr(key_expr))
         body = put_body(payload, encoding, attachment, timestamp, source_info)
-        block = block_of(congestion_control)
-        dest = locality_of(allowed_destination, "allowed_destination")
-        prio = prio_of(priority)
-        stack = ts_stack_of(rt, timestamp_instrumentation)
-        if rt.wait_room(block):
-            rt.submit(
-                functools.partial(
-                    rt.core.put,
-                    key,
-                    body,
-                    priority=prio,
-                    block=block,
-                    express=bool(express),
-                    reliable=reliability is not t.Reliability.BEST_EFFORT,
-                    destination=dest,
-                    ts_stack=stack,
-                )
-            )
+        self._publish(
+            key_expr,
+            body,
+            congestion_control,
+            priority,
+            express,
+            reliability,
+            allowed_destination,
+            timestamp_instrumentation,
+        )
 
     def delete(
         self,
@@ -284,27 +274,43 @@ class Session:
         source_info: t.SourceInfo | None = None,
         reliability: t.Reliability | None = None,
     ) -> None:
-        rt = self._live()
-        key = str(t.to_key_expr(key_expr))
         body = del_body(attachment, timestamp, source_info)
-        block = block_of(congestion_control)
-        dest = locality_of(allowed_destination, "allowed_destination")
-        prio = prio_of(priority)
-        stack = ts_stack_of(rt, timestamp_instrumentation)
-        if rt.wait_room(block):
-            rt.submit(
-                functools.partial(
-                    rt.core.put,
-                    key,
-                    body,
-                    priority=prio,
-                    block=block,
-                    express=bool(express),
-                    reliable=reliability is not t.Reliability.BEST_EFFORT,
-                    destination=dest,
-                    ts_stack=stack,
-                )
-            )
+        self._publish(
+            key_expr,
+            body,
+            congestion_control,
+            priority,
+            express,
+            reliability,
+            allowed_destination,
+            timestamp_instrumentation,
+        )
+
+    def _publish(
+        self,
+        key_expr: KeyExpr | str,
+        body: Any,
+        congestion_control: t.CongestionControl | None,
+        priority: t.Priority | None,
+        express: bool | None,
+        reliability: t.Reliability | None,
+        allowed_destination: t.Locality | None,
+        timestamp_instrumentation: ins.TimestampInstrumentation | None,
+    ) -> None:
+        rt = self._live()
+        p = publication(
+            rt,
+            key_expr,
+            body,
+            congestion_control,
+            priority,
+            express,
+            reliability,
+            allowed_destination,
+            timestamp_instrumentation,
+        )
+        if rt.wait_room(p.block):
+            rt.submit(p.send)
 
     def declare_publisher(
         self,
@@ -337,14 +343,8 @@ class Session:
     ) -> Subscriber[Any]:
         rt = self._live()
         ke = t.to_key_expr(key_expr)
-        origin = locality_of(allowed_origin, "allowed_origin")
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-
-        def declare() -> tuple[int, int]:
-            local = rt.core.declare_subscriber(str(ke), sink, origin)
-            return local, rt.core.subscriber_wire_id(local)
-
-        local, eid = rt.call(declare, CALL_TIMEOUT_S)
+        local, eid = rt.call(subscriber_declaration(rt, ke, sink, allowed_origin), CALL_TIMEOUT_S)
         return Subscriber(rt, ke, functools.partial(rt.core.undeclare_subscriber, local), returned, eid)
 
     def declare_queryable(
@@ -357,14 +357,8 @@ class Session:
     ) -> Queryable[Any]:
         rt = self._live()
         ke = t.to_key_expr(key_expr)
-        origin = locality_of(allowed_origin, "allowed_origin")
         sink, returned = make_sink(handler, asynchronous=False, dispatcher=rt.dispatcher)
-
-        def declare() -> tuple[int, int]:
-            local = rt.core.declare_queryable(str(ke), bool(complete), sink, origin)
-            return local, rt.core.queryable_wire_id(local)
-
-        local, eid = rt.call(declare, CALL_TIMEOUT_S)
+        local, eid = rt.call(queryable_declaration(rt, ke, complete, sink, allowed_origin), CALL_TIMEOUT_S)
         return Queryable(rt, ke, functools.partial(rt.core.undeclare_queryable, local), returned, eid)
 
     def declare_querier(
@@ -386,9 +380,7 @@ class Session:
         qs = QuerierSettings(
             target, consolidation, accept_replies, timeout, congestion_control, priority, express, allowed_destination
         )
-        tgt = target_of(qs.target)
-        dest = locality_of(allowed_destination, "allowed_destination")
-        local = rt.call(lambda: rt.core.declare_querier(str(ke), tgt, dest), CALL_TIMEOUT_S)
+        local = rt.call(querier_declaration(rt, ke, qs, allowed_destination), CALL_TIMEOUT_S)
         return Querier(rt, ke, local, qs)
 
     def get(
