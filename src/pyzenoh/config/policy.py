@@ -66,6 +66,9 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
             TLS_KEY,
             "transport/auth/usrpwd",
             "access_control",
+            "downsampling",
+            "low_pass_filter",
+            "qos/network",
             "adminspace/enabled",
             "adminspace/permissions/read",
             "adminspace/permissions/write",
@@ -116,14 +119,12 @@ AS_IF: dict[str, Any] = {
 #: Settings pyzenoh does not implement and must not ignore: set to anything but their
 #: default they stop start-up. Why, per key prefix.
 _PUBKEY = "zenohd's pubkey authentication is not implemented"
-_FILTER = "pyzenoh does not apply this filter; it would let through what it is meant to stop"
+_FILTER = "a pyzenoh session does not apply this filter (a pyzenoh router does); it would let through what it is meant to stop"
 _NAMESPACE = "key expression namespaces are not implemented"
 REFUSED: dict[Role, dict[str, str]] = {
     "router": {
         "transport/auth/pubkey": _PUBKEY,
         "namespace": _NAMESPACE,
-        "downsampling": _FILTER,
-        "low_pass_filter": _FILTER,
     },
     "session": {
         "transport/auth/pubkey": _PUBKEY,

@@ -1,11 +1,14 @@
-"""zenohd's interceptors as a policy (sans-IO, not yet wired into routing): ``downsampling``,
-``low_pass_filter`` and ``qos/network`` overwrite, per transport and flow.
+"""zenohd's interceptors as a policy (sans-IO): ``downsampling``, ``low_pass_filter`` and
+``qos/network`` overwrite, per transport and flow.
 
 The router builds :class:`Interceptors` from its config, asks :meth:`Interceptors.for_face`
 once per transport and flow, and then, per route, :meth:`FacePolicy.restricts` (cheap,
 cacheable with the route: False means no interceptor can touch that key there) and, per
 message on a restricted route, :meth:`FacePolicy.apply`: Keep, Drop or Rewrite. Drops and
-rewrites are counted on the policy and in :attr:`Interceptors.counts`.
+rewrites are counted on the policy and in :attr:`Interceptors.counts`. The routing core
+asks it through :mod:`pyzenoh.routing.intercepted`, for PUT and DELETE; queries and
+replies are not intercepted yet, and a config asking for them is refused
+(:meth:`Interceptors.check_supported`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pyzenoh.interceptors.config import parse_downsampling, parse_low_pass, pars
 from pyzenoh.interceptors.downsampling import Downsampler, DownsamplingItem, downsamplers
 from pyzenoh.interceptors.low_pass import LowPassItem
 from pyzenoh.interceptors.qos_overwrite import QosItem
-from pyzenoh.interceptors.subjects import KEEP, Decision, Drop, FaceAttrs, Flow, Keep, Kind, Message, Rewrite
+from pyzenoh.interceptors.subjects import KEEP, Decision, Drop, FaceAttrs, Flow, Keep, Kind, Message, Rewrite, bad
 
 __all__ = [
     "KEEP",
@@ -49,6 +52,10 @@ class FacePolicy:
     @property
     def empty(self) -> bool:
         return not (self.downsamplers or self.low_pass or self.qos)
+
+    def or_none(self) -> FacePolicy | None:
+        """This policy, or None when no item applies to its transport and flow."""
+        return None if self.empty else self
 
     def restricts(self, key: str) -> bool:
         return (
@@ -114,6 +121,24 @@ class Interceptors:
     @property
     def empty(self) -> bool:
         return not (self.downsampling or self.low_pass or self.qos)
+
+    def check_supported(self) -> None:
+        """Refuse what the router would otherwise silently not apply: items on queries
+        or replies (pyzenoh intercepts PUT and DELETE only), and ``qos/network`` items
+        filtered by ``zids`` or ``qos`` (parsed, not matched yet)."""
+        data = {Kind.PUT, Kind.DELETE}
+        for name, items in (
+            ("downsampling", self.downsampling),
+            ("low_pass_filter", self.low_pass),
+            ("qos/network", self.qos),
+        ):
+            for it in items:
+                other = sorted(k.value for k in it.messages - data)
+                if other:
+                    raise bad(f"{name}/{it.id}", f"pyzenoh intercepts put and delete only, not {', '.join(other)}")
+        for q in self.qos:
+            if q.zids is not None or q.qos_filter:
+                raise bad(f"qos/network/{q.id}", "pyzenoh does not filter by zids or qos yet")
 
     def for_face(self, face: FaceAttrs, flow: Flow) -> FacePolicy:
         """A fresh policy (fresh downsampling state) for one transport and flow."""

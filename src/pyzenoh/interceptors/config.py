@@ -179,6 +179,8 @@ def parse_qos_network(value: Any) -> tuple[QosItem, ...]:
                 Rewrite(
                     ident, None if prio is None else PRIORITIES[prio], None if cc is None else CONGESTION[cc], express
                 ),
+                None if item.get("zids") is None else tuple(str(z) for z in item["zids"]),
+                bool(item.get("qos")),
             )
         )
     return tuple(out)

@@ -35,6 +35,9 @@ class QosItem:
     payload_min: int | None
     payload_max: int | None
     rewrite: Rewrite
+    #: ``zids`` and ``qos`` filters: parsed (zenohd accepts them), not matched yet.
+    zids: tuple[str, ...] | None = None
+    qos_filter: bool = False
 
     def restricts(self, key: str) -> bool:
         return self.key_exprs is None or any(intersects(k, key) for k in self.key_exprs)

@@ -71,6 +71,7 @@ from typing import Any
 
 from pyzenoh.config import check_config, loads
 from pyzenoh.errors import UsageError
+from pyzenoh.interceptors import Interceptors
 from pyzenoh.router.admin import admin_enabled
 from pyzenoh.router.admin.config import admin_readable
 from pyzenoh.router.scouting import ScoutingSettings, scouting_settings
@@ -157,6 +158,9 @@ class RouterConfig:
     adminspace_read: bool = True
     #: adminspace/permissions/write: PUT/DELETE on @/<zid>/router/config/** edit the config.
     adminspace_write: bool = False
+    #: downsampling, low_pass_filter and qos/network (None: none configured). Each face
+    #: gets its own state from it (:meth:`Interceptors.for_face`).
+    interceptors: Interceptors | None = None
     #: The whole config tree this was read from (plugins read their sections from it;
     #: admin-space writes edit it). None: built in code, no plugins.
     tree: Any = None
@@ -283,9 +287,18 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         tls=tls_config(tree),
         usrpwd=usrpwd_from_config(_get(tree, "transport/auth/usrpwd", None)),
         access_control=parse_access_control(tree.get("access_control")),
+        interceptors=_interceptors(tree),
         retry_period_increase_factor=_factor(_for_router(_get(tree, FACTOR_KEY, None), FACTOR_KEY)),
         **values,
     )
+
+
+def _interceptors(tree: dict[str, Any]) -> Interceptors | None:
+    """zenohd's downsampling, low_pass_filter and qos/network items (None: none), each
+    checked now; what pyzenoh would not apply is refused."""
+    interceptors = Interceptors.from_config(tree)
+    interceptors.check_supported()
+    return None if interceptors.empty else interceptors
 
 
 def _for_router(value: Any, path: str) -> Any:

@@ -25,6 +25,7 @@ from pyzenoh.codec import (
     ZenohId,
 )
 from pyzenoh.errors import CloseReason, PeerError, UsageError
+from pyzenoh.interceptors import FaceAttrs
 from pyzenoh.recording.protocol import RouterRecorder
 from pyzenoh.router.admin import AdminSpace
 from pyzenoh.router.admission import Admission
@@ -84,6 +85,8 @@ class RouterDaemon:
         if config.access_control.enabled:
             self.access_control = AccessControl(config.access_control)
             self.stats.access_control_denied = self.access_control.denied_by_rule
+        if config.interceptors is not None:
+            self.stats.intercepted = config.interceptors.counts
         self.core = RoutingCore(
             self.zid,
             whatami=WhatAmI.ROUTER,
@@ -100,6 +103,7 @@ class RouterDaemon:
                 gossip=config.gossip,
             ),
             access_control=self.access_control,
+            interceptors=config.interceptors,
         )
         self.link_config = LinkConfig(
             zid=self.zid,
@@ -349,7 +353,9 @@ class RouterDaemon:
             face_id, str(ev.zid), str(ev.whatami), _address(link.remote_address, link.protocol), subject
         )
         try:
-            sends = self.core.add_face(face_id, ev.zid, ev.whatami, self.now(), subject=subject)
+            sends = self.core.add_face(
+                face_id, ev.zid, ev.whatami, self.now(), subject=subject, link=self._face_attrs(face_id, link)
+            )
         except PeerError as exc:
             log.warning("refusing %s %s: %s", ev.whatami, ev.zid, exc)
             self.faces.remove(face_id)
@@ -358,6 +364,15 @@ class RouterDaemon:
             link.close(exc.close_reason)
             return
         self.ingress.sends(sends)
+
+    def _face_attrs(self, face_id: int, link: TcpLink) -> FaceAttrs | None:
+        """What the interceptors know of a new session's transport (None when none is
+        configured): its protocol and, as for access control, the interfaces holding the
+        link's local address."""
+        if self.config.interceptors is None:
+            return None
+        local = link.local_address[0] if link.local_address else None
+        return FaceAttrs(face_id, link.protocol, tuple(interface_names(local, list_interfaces())))
 
     def _subject(self, link: TcpLink, ev: Established) -> FaceSubject | None:
         """What access control knows of a new session (None when it is off). As zenohd,

@@ -93,3 +93,6 @@ class RouterStats:
     refused: dict[str, int] = field(default_factory=dict)
     #: Messages access control denied, by rule id (the access control's own counters).
     access_control_denied: dict[str, int] = field(default_factory=dict)
+    #: Messages the interceptors dropped or rewrote, by "<interceptor>/<item id>" (the
+    #: interceptors' own counters; each drop is in the routing core's dropped too).
+    intercepted: dict[str, int] = field(default_factory=dict)

@@ -51,6 +51,7 @@ from pyzenoh.codec import (
 from pyzenoh.codec.network import OAM_LINKSTATE
 from pyzenoh.dataplane.runs import PushRun
 from pyzenoh.errors import UsageError
+from pyzenoh.interceptors import FaceAttrs, Flow, Interceptors
 from pyzenoh.routing.access_control import AccessControl, FaceAcl, FaceSubject
 from pyzenoh.routing.declarations import Declarations
 from pyzenoh.routing.declared import QueryableInfo
@@ -92,12 +93,16 @@ class RoutingCore:
         observer: Callable[[RoutingEvent], None] | None = None,
         locators: Callable[[], Sequence[str]] = tuple,
         access_control: AccessControl | None = None,
+        interceptors: Interceptors | None = None,
     ) -> None:
         """``locators`` gives the endpoints this router is reachable on (announced in its
         link state to routers and, with gossip, to peers). ``access_control`` filters
-        what faces given a subject (:meth:`add_face`) send and receive; without it
-        nothing is filtered and routing pays nothing for it."""
+        what faces given a subject (:meth:`add_face`) send and receive; ``interceptors``
+        (zenohd's downsampling, low-pass filter and QoS overwrite) act on what faces given
+        link attributes send and receive. Without them nothing is filtered and routing
+        pays nothing for it."""
         t = self._tables = Tables(zid, whatami, config, observer, access_control)
+        self._interceptors = None if interceptors is None or interceptors.empty else interceptors
         # The rules, each given the tables and the rules it calls. The mesh's south (the
         # rules that change the NORTH face's holders) is connected once they exist.
         self._mesh = RouterMesh(t, locators)
@@ -132,13 +137,20 @@ class RoutingCore:
                 return self._clients
 
     def add_face(
-        self, face: int, zid: ZenohId, whatami: WhatAmI, now: float, subject: FaceSubject | None = None
+        self,
+        face: int,
+        zid: ZenohId,
+        whatami: WhatAmI,
+        now: float,
+        subject: FaceSubject | None = None,
+        link: FaceAttrs | None = None,
     ) -> list[Send]:
         """A session is open on ``face`` (an id >= 0).
 
         Real routers send nothing to a client then; a peer gets the router's gossip
         LINKSTATE, a router its link state (the region rules in :mod:`.regions`). ``subject`` (the remote's zid and link properties) puts the
-        face under access control; local faces have none, as zenohd's own sessions.
+        face under access control, ``link`` (its transport's protocol and interfaces) under
+        the interceptors; local faces have neither, as zenohd's own sessions.
         """
         t = self._tables
         if face in t.faces or face == NORTH:
@@ -146,6 +158,9 @@ class RoutingCore:
         f = t.faces[face] = Face(face, zid, whatami, self._region_of(whatami))
         if t.acl is not None and subject is not None:
             f.acl = t.acl.face(subject)
+        if self._interceptors is not None and link is not None:
+            f.intercept_in = self._interceptors.for_face(link, Flow.INGRESS).or_none()
+            f.intercept_out = self._interceptors.for_face(link, Flow.EGRESS).or_none()
         t.invalidate_routes()
         t.now = now
         out = t.out = []

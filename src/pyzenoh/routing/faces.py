@@ -38,6 +38,7 @@ from pyzenoh.routing.declared import (
 )
 
 if TYPE_CHECKING:
+    from pyzenoh.interceptors import FacePolicy
     from pyzenoh.routing.regions import Region
 
 #: Longest full key (prefix chain + suffix) accepted from a face, in characters.
@@ -110,6 +111,8 @@ class Face:
     __slots__ = (
         "acl",
         "fid",
+        "intercept_in",
+        "intercept_out",
         "interests",
         "key_interests",
         "limits_logged",
@@ -158,6 +161,10 @@ class Face:
         self.limits_logged: set[str] = set()  # limits already logged for this face
         #: Access control of what enters and leaves this face (None: nothing is filtered).
         self.acl: FaceAcl | None = None
+        #: zenohd's interceptors on what enters and leaves this face's transport (None:
+        #: none configured for it; local faces, as zenohd's own sessions, have none).
+        self.intercept_in: FacePolicy | None = None
+        self.intercept_out: FacePolicy | None = None
 
     def declaration_count(self) -> int:
         return len(self.subs) + len(self.qabls) + len(self.tokens) + len(self.interests)

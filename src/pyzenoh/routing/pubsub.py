@@ -4,7 +4,7 @@ A PUSH goes to every face holding an intersecting subscriber that may see the so
 (:meth:`Tables.sees <pyzenoh.routing.tables.Tables.sees>`), written with the key each destination knows best. That
 decision is made once per (face, key representation, NodeId) as a :class:`DataRoute`,
 cached until key tables or subscribers change: its destinations, what restricts it
-(access control, an observer), whether the fast lanes may execute it, and the head each
+(access control, interceptors, an observer), whether the fast lanes may execute it, and the head each
 destination gets. The timestamp policy (:meth:`PubSub.stamping`) and the counting
 (:meth:`PubSub.count_routed`) are defined here once too. Three lanes execute a route:
 the message lane here (:meth:`PubSub.on_push`: every case, the reference), and the run
@@ -32,8 +32,10 @@ from pyzenoh.codec import (
     WireExpr,
 )
 from pyzenoh.dataplane.splice import encode_timestamp, stamp_body
+from pyzenoh.interceptors import Drop, Kind, Message
 from pyzenoh.routing.access_control import DELETE, EGRESS, INGRESS, PUT, Denial, FaceAcl
 from pyzenoh.routing.faces import MAX_ROUTE_CACHE, NORTH, Face
+from pyzenoh.routing.intercepted import InterceptedRoute
 from pyzenoh.routing.tables import Tables
 from pyzenoh.routing.types import PushRouted, make_send
 
@@ -88,6 +90,8 @@ class DataRoute:
     lanes: bool = False
     #: The lanes' destinations per QoS (the head encodes it), filled on first use.
     heads: dict[int, tuple[LaneDest, ...]] = field(default_factory=dict)
+    #: None when no interceptor can touch this route's key (always when none is set).
+    intercept: InterceptedRoute | None = None
 
 
 class Stamping(IntEnum):
@@ -148,8 +152,15 @@ class PubSub:
                     dests[fid] = (self.tables.best_key(d, key), None)
             routed = tuple((fid, we, node) for fid, (we, node) in sorted(dests.items()))
             acl = None if self.tables.acl is None else self._acl_push(f, key, routed)
+            faces = self.tables.faces
+            intercept = InterceptedRoute.of(key, f.intercept_in, ((d, faces[d].intercept_out) for d in dests))
             route = DataRoute(
-                key, routed, faces=frozenset(dests), acl=acl, lanes=acl is None and self.tables.observer is None
+                key,
+                routed,
+                faces=frozenset(dests),
+                acl=acl,
+                lanes=acl is None and intercept is None and self.tables.observer is None,
+                intercept=intercept,
             )
         if len(self._routes) >= MAX_ROUTE_CACHE:
             self._routes.clear()
@@ -204,6 +215,12 @@ class PubSub:
                 if acl_dests is None:
                     return
                 dests = acl_dests
+        qos_of: dict[int, int] | None = None
+        if route.intercept is not None:  # an interceptor can touch this route's key
+            intercepted = self._intercept(f, route.key, route.intercept, msg, dests)
+            if intercepted is None:
+                return
+            dests, qos_of = intercepted
         body = msg.body
         stamped = False
         if dests:
@@ -220,25 +237,47 @@ class PubSub:
             # Real routers drop the network-level timestamp when fanning out.
             net_ts = msg.timestamp if len(dests) == 1 else None
             head_unchanged = net_ts is msg.timestamp
-            body_raw = self._body_bytes(msg, raw, body)
+            body_raw = None if qos_of else self._body_bytes(msg, raw, body)
             if body_raw is not None:
                 self._emit_push_bytes(msg, raw, body, body_raw, dests, net_ts, head_unchanged, reliable)
             else:
                 unchanged = body is msg.body and head_unchanged
-                # One message object per distinct key representation: the caller can
-                # encode it once for every face it goes to.
-                shared: dict[tuple[WireExpr, int | None], Push] = {}
+                # One message object per distinct key representation and QoS: the caller
+                # can encode it once for every face it goes to.
+                shared: dict[tuple[WireExpr, int | None, int], Push] = {}
                 for fid, we, node in dests:
-                    if unchanged and we == msg.wire_expr and node == msg.node_id:
-                        self.tables.emit(fid, msg, msg.qos, raw, reliable)
+                    qos = msg.qos if qos_of is None else qos_of.get(fid, msg.qos)
+                    if unchanged and qos == msg.qos and we == msg.wire_expr and node == msg.node_id:
+                        self.tables.emit(fid, msg, qos, raw, reliable)
                         continue
-                    out = shared.get((we, node))
+                    out = shared.get((we, node, qos))
                     if out is None:
-                        out = shared[(we, node)] = msg.routed(we, body, net_ts, node)
-                    self.tables.emit(fid, out, msg.qos, None, reliable)
+                        out = shared[(we, node, qos)] = msg.routed(we, body, net_ts, node, qos)
+                    self.tables.emit(fid, out, qos, None, reliable)
         if self.tables.observer is not None:
             faces = route.faces if dests is route.dests else frozenset(d[0] for d in dests)
             self.tables.observer(PushRouted(f.fid, route.key, faces, msg, stamped))
+
+    def _intercept(
+        self, f: Face, key: str, intercept: InterceptedRoute, msg: Push, dests: Dests
+    ) -> tuple[Dests, dict[int, int] | None] | None:
+        """The destinations the interceptors leave a message, with the QoS rewritten per
+        face (None: dropped on the way in). Every drop is reported to the tables."""
+        body = msg.body
+        if body.__class__ is Put:
+            assert isinstance(body, Put)
+            seen = Message(Kind.PUT, key, len(body.payload), len(body.attachment or b""))
+        else:
+            seen = Message(Kind.DELETE, key, 0, len(body.attachment or b""))
+        verdict = intercept.apply(seen, msg.qos, (d[0] for d in dests), self.tables.now)
+        if isinstance(verdict, Drop):
+            self.tables.drop(f.fid, f"{verdict.interceptor} {verdict.item} (ingress)", msg)
+            return None
+        for _fid, drop in verdict.dropped:
+            self.tables.drop(f.fid, f"{drop.interceptor} {drop.item} (egress)", msg)
+        if len(verdict.faces) < len(dests):
+            dests = tuple(d for d in dests if d[0] in verdict.faces)
+        return dests, verdict.qos or None
 
     def stamping(self, put: bool, ts: Timestamp | None) -> Stamping:
         """The timestamp policy of a message that goes somewhere, one rule for every lane:

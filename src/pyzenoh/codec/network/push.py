@@ -40,11 +40,19 @@ class Push:
     body_offset: int = field(default=-1, compare=False, repr=False)
 
     def routed(
-        self, wire_expr: WireExpr, body: Put | Del, timestamp: Timestamp | None, node_id: int | None = None
+        self,
+        wire_expr: WireExpr,
+        body: Put | Del,
+        timestamp: Timestamp | None,
+        node_id: int | None = None,
+        qos: int | None = None,
     ) -> Push:
         """This PUSH as a router forwards it: another key representation, body, network
-        timestamp and NodeId (set only towards a router neighbour)."""
-        return Push(wire_expr, body, self.qos, timestamp, node_id, self.ts_stack, self.extensions)
+        timestamp and NodeId (set only towards a router neighbour), and QoS when an
+        interceptor rewrote it."""
+        return Push(
+            wire_expr, body, self.qos if qos is None else qos, timestamp, node_id, self.ts_stack, self.extensions
+        )
 
     def write_head(self, out: bytearray) -> None:
         """Everything but the body: header, key and extensions."""

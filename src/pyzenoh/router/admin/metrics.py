@@ -107,6 +107,7 @@ _HELP = {
     "pyzenoh_routing_query_timeouts": "Query destinations that timed out.",
     "pyzenoh_routing_dropped": "Messages the routing core ignored, by reason.",
     "pyzenoh_router_access_control_denied": "Messages access control denied, by rule id.",
+    "pyzenoh_router_intercepted": "Messages interceptors dropped or rewrote, by interceptor/item.",
 }
 
 #: Stats fields whose metric name says more than the field's.

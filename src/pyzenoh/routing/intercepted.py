@@ -1,0 +1,101 @@
+"""Interceptors (zenohd's ``downsampling``, ``low_pass_filter``, ``qos/network``) on a data
+route: which of the route's faces have a policy that can touch its key, and what the
+policies decide for one message.
+
+The policy itself lives in :mod:`pyzenoh.interceptors`; routing only asks it. A route
+whose key no policy restricts carries no :class:`InterceptedRoute` and costs nothing
+(the fast lanes take it); a restricted one is executed by the message lane only, as a
+route access control restricts. Ingress policies are the source face's; egress ones the
+destination faces'. Every drop is counted by the policy and reported to the tables
+(:meth:`~pyzenoh.routing.tables.Tables.drop`), which the recorder sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyzenoh.codec.network import QOS_BLOCK, QOS_BLOCK_FIRST, QOS_EXPRESS, QOS_PRIORITY_MASK
+from pyzenoh.interceptors import Drop, FacePolicy, Message, Rewrite
+
+#: The interceptors' congestion control values (zenohd's names: drop, block, block_first)
+#: as the QoS byte's bits.
+_CONGESTION_BITS = (0, QOS_BLOCK, QOS_BLOCK_FIRST)
+
+
+def rewritten_qos(qos: int, rewrite: Rewrite) -> int:
+    """The QoS byte with a ``qos/network`` overwrite's fields written over it."""
+    if rewrite.priority is not None:
+        qos = (qos & ~QOS_PRIORITY_MASK) | rewrite.priority
+    if rewrite.congestion_control is not None:
+        qos = (qos & ~(QOS_BLOCK | QOS_BLOCK_FIRST)) | _CONGESTION_BITS[rewrite.congestion_control]
+    if rewrite.express is not None:
+        qos = (qos | QOS_EXPRESS) if rewrite.express else (qos & ~QOS_EXPRESS)
+    return qos
+
+
+def _merged(first: Rewrite | None, then: Rewrite | None) -> Rewrite | None:
+    """Ingress rewrites first, the egress ones over them."""
+    if first is None or then is None:
+        return then if first is None else first
+    return Rewrite(
+        then.item,
+        then.priority if then.priority is not None else first.priority,
+        then.congestion_control if then.congestion_control is not None else first.congestion_control,
+        then.express if then.express is not None else first.express,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the interceptors let through of one message: the destination faces kept, per
+    face the QoS to write (absent: unchanged), and the egress drops (face, why)."""
+
+    faces: frozenset[int]
+    qos: dict[int, int]
+    dropped: tuple[tuple[int, Drop], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InterceptedRoute:
+    """The policies that can touch one route's key: the source's ingress one, and the
+    egress ones of the destinations (face id, policy). Made once with the route."""
+
+    ingress: FacePolicy | None
+    egress: tuple[tuple[int, FacePolicy], ...]
+
+    @staticmethod
+    def of(
+        key: str, ingress: FacePolicy | None, egress: Iterable[tuple[int, FacePolicy | None]]
+    ) -> InterceptedRoute | None:
+        """None when no policy on the route restricts ``key`` (the route pays nothing)."""
+        inp = ingress if ingress is not None and ingress.restricts(key) else None
+        out = tuple((fid, p) for fid, p in egress if p is not None and p.restricts(key))
+        return None if inp is None and not out else InterceptedRoute(inp, out)
+
+    def apply(self, msg: Message, qos: int, faces: Iterable[int], now: float) -> Verdict | Drop:
+        """The decisions for one message on ``faces`` (the route's destinations after
+        access control): a :class:`Drop` when the ingress policy drops it, else what goes
+        where. ``now`` is monotonic seconds (downsampling's clock)."""
+        first: Rewrite | None = None
+        if self.ingress is not None:
+            decision = self.ingress.apply(msg, now)
+            if isinstance(decision, Drop):
+                return decision
+            if isinstance(decision, Rewrite):
+                first = decision
+        kept = set(faces)
+        rewrites: dict[int, Rewrite | None] = dict.fromkeys(kept, first)
+        dropped: list[tuple[int, Drop]] = []
+        for fid, policy in self.egress:
+            if fid not in kept:
+                continue
+            decision = policy.apply(msg, now)
+            if isinstance(decision, Drop):
+                kept.discard(fid)
+                del rewrites[fid]
+                dropped.append((fid, decision))
+            elif isinstance(decision, Rewrite):
+                rewrites[fid] = _merged(first, decision)
+        qos_of = {fid: rewritten_qos(qos, r) for fid, r in rewrites.items() if r is not None}
+        return Verdict(frozenset(kept), qos_of, tuple(dropped))
