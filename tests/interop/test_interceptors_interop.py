@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import queue
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,12 @@ CONFIG: dict[str, Any] = {
         {"id": "ds_e", "flows": ["egress"], "messages": ["put"], "rules": [{"key_expr": "ds/e/k/**", "freq": FREQ}]},
         {"id": "ds_i", "flows": ["ingress"], "messages": ["put"], "rules": [{"key_expr": "ds/i/k/**", "freq": FREQ}]},
         {"id": "ds_d", "flows": ["egress"], "messages": ["delete"], "rules": [{"key_expr": "ds/d/k/**", "freq": FREQ}]},
+        {"id": "ds_q", "flows": ["ingress"], "messages": ["query"], "rules": [{"key_expr": "qq/i/**", "freq": FREQ}]},
+        {"id": "ds_r", "flows": ["egress"], "messages": ["reply"], "rules": [{"key_expr": "qq/r/**", "freq": FREQ}]},
     ],
     "low_pass_filter": [
         {"id": "lp", "flows": ["egress"], "messages": ["put"], "key_exprs": ["lp/k/**"], "size_limit": 100},
+        {"id": "lp_q", "flows": ["ingress"], "messages": ["query"], "key_exprs": ["qq/l/**"], "size_limit": 3},
     ],
     "qos": {
         "network": [
@@ -206,6 +210,56 @@ def test_qos_of_keys_no_item_matches_is_untouched(clients: tuple[Any, Any]) -> N
     spy.sub.undeclare()
 
 
+@pytest.fixture(scope="module")
+def queryable(clients: tuple[Any, Any]) -> Iterator[None]:
+    """A queryable on ``qq/**`` (on the publishing client) answering on the query's key,
+    twice under ``qq/r``; the other client's gets reach it."""
+    pub, sub = clients
+
+    def answer(q: Any) -> None:
+        for n in range(2 if str(q.key_expr).startswith("qq/r/") else 1):
+            q.reply(q.key_expr, f"r{n}")
+
+    qabl = pub.declare_queryable("qq/**", answer)
+    for _ in range(100):
+        if list(sub.get("qq/ready", timeout=1.0)):
+            break
+    else:
+        raise AssertionError("the queryable never answered")
+    yield
+    qabl.undeclare()
+
+
+GET_TIMEOUT = 30.0  # a get's own timeout: an intercepted query must end long before it
+
+
+def _get(session: Any, key: str, payload: bytes | None = None) -> list[str]:
+    """The replies' payloads; the query must end by its final, not by its timeout."""
+    t0 = time.monotonic()
+    replies = session.get(key, payload=payload, timeout=GET_TIMEOUT, consolidation=zenoh.ConsolidationMode.NONE)
+    out = [r.ok.payload.to_string() for r in replies]
+    assert time.monotonic() - t0 < GET_TIMEOUT / 2, "the query ended by its timeout, not by a final"
+    return out
+
+
+def test_ingress_query_downsampling_ends_the_dropped_queries_at_once(
+    clients: tuple[Any, Any], queryable: None
+) -> None:
+    _, sub = clients
+    assert [_get(sub, "qq/i/a") for _ in range(3)] == [["r0"], [], []]
+
+
+def test_egress_reply_downsampling_drops_replies_not_the_final(clients: tuple[Any, Any], queryable: None) -> None:
+    _, sub = clients
+    assert [_get(sub, "qq/r/a") for _ in range(2)] == [["r0"], []]
+
+
+def test_low_pass_filter_on_query_payloads(clients: tuple[Any, Any], queryable: None) -> None:
+    _, sub = clients
+    assert _get(sub, "qq/l/a", b"12345") == []
+    assert _get(sub, "qq/l/a", b"123") == ["r0"]
+
+
 def test_the_config_round_trips_as_json(tmp_path: Path) -> None:
     """The configuration above is one zenohd accepts (the zenohd run proves it) and
     pyzenoh reads the same way."""
@@ -213,4 +267,4 @@ def test_the_config_round_trips_as_json(tmp_path: Path) -> None:
 
     cfg = config_from_dict({"mode": "router", **json.loads(json.dumps(CONFIG))})
     assert cfg.interceptors is not None
-    assert [it.id for it in cfg.interceptors.downsampling] == ["ds_e", "ds_i", "ds_d"]
+    assert [it.id for it in cfg.interceptors.downsampling] == ["ds_e", "ds_i", "ds_d", "ds_q", "ds_r"]

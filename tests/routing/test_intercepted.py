@@ -15,7 +15,7 @@ from pyzenoh.interceptors import FaceAttrs, Interceptors, Rewrite
 from pyzenoh.router.config import config_from_dict
 from pyzenoh.routing import RoutingCore
 from pyzenoh.routing.intercepted import rewritten_qos
-from tests.routing.support import ROUTER_ZID, d_sub, put
+from tests.routing.support import ROUTER_ZID, d_qabl, d_sub, put, request
 
 NOW = 1000.0
 TREE: dict[str, Any] = {
@@ -82,14 +82,33 @@ def test_rewritten_qos_bits() -> None:
 @pytest.mark.parametrize(
     "item",
     [
-        {"downsampling": [{"messages": ["query"], "rules": [{"key_expr": "a", "freq": 1}]}]},
-        {"low_pass_filter": [{"messages": ["reply"], "key_exprs": ["a"], "size_limit": 1}]},
         {"qos": {"network": [{"messages": ["put"], "zids": ["a1"], "overwrite": {"express": True}}]}},
+        {"qos": {"network": [{"messages": ["put"], "qos": {"priority": "data"}, "overwrite": {"express": True}}]}},
     ],
 )
 def test_what_pyzenoh_would_not_apply_is_refused(item: dict[str, Any]) -> None:
     with pytest.raises(UsageError, match="pyzenoh"):
         config_from_dict({"mode": "router", **item})
+
+
+def test_an_intercepted_query_ends_at_once_and_a_rewritten_one_goes_with_its_qos() -> None:
+    tree = {
+        "downsampling": [{"id": "dq", "messages": ["query"], "rules": [{"key_expr": "q/**", "freq": 1}]}],
+        "qos": {
+            "network": [
+                {"id": "w", "messages": ["query"], "key_exprs": ["w/**"], "overwrite": {"priority": "real_time"}}
+            ]
+        },
+    }
+    core = _core(tree)
+    core.handle(2, d_qabl(1, "**"), NOW)
+    first = core.handle(1, request(7, "q/a"), NOW)
+    assert [type(s.message).__name__ for s in first] == ["Request"]
+    second = core.handle(1, request(8, "q/a"), NOW + 0.1)
+    assert [(s.face, type(s.message).__name__) for s in second] == [(1, "ResponseFinal")]
+    assert core._tables.stats.dropped == {"downsampling dq (ingress)": 1}
+    (fwd,) = core.handle(1, request(9, "w/a"), NOW)
+    assert fwd.message.qos & 0x07 == 1 and fwd.priority == 1
 
 
 def test_no_interceptors_no_policy_on_faces() -> None:

@@ -6,9 +6,7 @@ once per transport and flow, and then, per route, :meth:`FacePolicy.restricts` (
 cacheable with the route: False means no interceptor can touch that key there) and, per
 message on a restricted route, :meth:`FacePolicy.apply`: Keep, Drop or Rewrite. Drops and
 rewrites are counted on the policy and in :attr:`Interceptors.counts`. The routing core
-asks it through :mod:`pyzenoh.routing.intercepted`, for PUT and DELETE; queries and
-replies are not intercepted yet, and a config asking for them is refused
-(:meth:`Interceptors.check_supported`).
+asks it through :mod:`pyzenoh.routing.intercepted`, for PUT, DELETE, queries and replies.
 """
 
 from __future__ import annotations
@@ -123,19 +121,8 @@ class Interceptors:
         return not (self.downsampling or self.low_pass or self.qos)
 
     def check_supported(self) -> None:
-        """Refuse what the router would otherwise silently not apply: items on queries
-        or replies (pyzenoh intercepts PUT and DELETE only), and ``qos/network`` items
-        filtered by ``zids`` or ``qos`` (parsed, not matched yet)."""
-        data = {Kind.PUT, Kind.DELETE}
-        for name, items in (
-            ("downsampling", self.downsampling),
-            ("low_pass_filter", self.low_pass),
-            ("qos/network", self.qos),
-        ):
-            for it in items:
-                other = sorted(k.value for k in it.messages - data)
-                if other:
-                    raise bad(f"{name}/{it.id}", f"pyzenoh intercepts put and delete only, not {', '.join(other)}")
+        """Refuse what the router would otherwise silently not apply: ``qos/network``
+        items filtered by ``zids`` or ``qos`` (parsed, not matched yet)."""
         for q in self.qos:
             if q.zids is not None or q.qos_filter:
                 raise bad(f"qos/network/{q.id}", "pyzenoh does not filter by zids or qos yet")

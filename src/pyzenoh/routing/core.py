@@ -108,7 +108,7 @@ class RoutingCore:
         self._mesh = RouterMesh(t, locators)
         self._pubsub = PubSub(t, self._mesh)
         self._lanes = PushLanes(t, self._pubsub)
-        self._queries = Queries(t, self._mesh)
+        self._queries = Queries(t, self._mesh, intercepting=interceptors is not None and not interceptors.empty)
         self._tokens = Tokens(t, self._mesh)
         self._interests = Interests(t)
         self._declarations = Declarations(t, self._pubsub, self._queries, self._tokens)

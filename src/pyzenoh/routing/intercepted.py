@@ -1,6 +1,7 @@
-"""Interceptors (zenohd's ``downsampling``, ``low_pass_filter``, ``qos/network``) on a data
-route: which of the route's faces have a policy that can touch its key, and what the
-policies decide for one message.
+"""Interceptors (zenohd's ``downsampling``, ``low_pass_filter``, ``qos/network``) in routing:
+on a data route, which of the route's faces have a policy that can touch its key, and
+what the policies decide for one message; for queries and replies, one face's decision
+(:func:`decide`), as the query rule asks it per message.
 
 The policy itself lives in :mod:`pyzenoh.interceptors`; routing only asks it. A route
 whose key no policy restricts carries no :class:`InterceptedRoute` and costs nothing
@@ -15,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pyzenoh.codec import Err, Put, Query, Reply, Request, Response
 from pyzenoh.codec.network import QOS_BLOCK, QOS_BLOCK_FIRST, QOS_EXPRESS, QOS_PRIORITY_MASK
-from pyzenoh.interceptors import Drop, FacePolicy, Message, Rewrite
+from pyzenoh.interceptors import KEEP, Decision, Drop, FacePolicy, Kind, Message, Rewrite
 
 #: The interceptors' congestion control values (zenohd's names: drop, block, block_first)
 #: as the QoS byte's bits.
@@ -99,3 +101,27 @@ class InterceptedRoute:
                 rewrites[fid] = _merged(first, decision)
         qos_of = {fid: rewritten_qos(qos, r) for fid, r in rewrites.items() if r is not None}
         return Verdict(frozenset(kept), qos_of, tuple(dropped))
+
+
+def decide(policy: FacePolicy | None, msg: Message, now: float) -> Decision:
+    """One face's policy on one message (KEEP when it has none or none touches the key)."""
+    if policy is None or not policy.restricts(msg.key):
+        return KEEP
+    return policy.apply(msg, now)
+
+
+def query_seen(key: str, msg: Request) -> Message:
+    """A query as the interceptors see it: its payload and attachment sizes."""
+    q: Query = msg.body
+    return Message(Kind.QUERY, key, 0 if q.body is None else len(q.body.payload), len(q.attachment or b""))
+
+
+def reply_seen(key: str, msg: Response) -> Message:
+    """A reply (or an error reply) as the interceptors see it."""
+    body = msg.body
+    if isinstance(body, Err):
+        return Message(Kind.REPLY, key, len(body.payload))
+    assert isinstance(body, Reply)
+    data = body.body
+    payload = len(data.payload) if isinstance(data, Put) else 0
+    return Message(Kind.REPLY, key, payload, len(data.attachment or b""))

@@ -29,10 +29,12 @@ from pyzenoh.codec import (
     WireExpr,
 )
 from pyzenoh.codec.network import with_request_id
+from pyzenoh.interceptors import Drop, FacePolicy, Rewrite
 from pyzenoh.keyexpr.relations import includes
 from pyzenoh.routing.access_control import EGRESS, INGRESS, QUERY, REPLY
 from pyzenoh.routing.declared import QueryableInfo, merge_queryable_infos
 from pyzenoh.routing.faces import MAX_ROUTE_CACHE, NORTH, Face, PendingQuery
+from pyzenoh.routing.intercepted import decide, query_seen, reply_seen, rewritten_qos
 from pyzenoh.routing.regions import REGION_CLIENTS, REGION_PEERS, REGION_ROUTERS
 from pyzenoh.routing.tables import Tables
 from pyzenoh.routing.types import QueryRouted
@@ -76,11 +78,13 @@ def merge_all(infos: Iterable[QueryableInfo]) -> QueryableInfo | None:
 class Queries:
     """Queryable tables, query routing and the pending-query table."""
 
-    def __init__(self, tables: Tables, mesh: RouterMesh) -> None:
+    def __init__(self, tables: Tables, mesh: RouterMesh, *, intercepting: bool = False) -> None:
         """``mesh``: where routers' queryables are, and what is told when the south's
-        queryables on a key change."""
+        queryables on a key change. ``intercepting``: some face may have interceptors
+        (otherwise queries pay nothing for them)."""
         self.tables = tables
         self.mesh = mesh
+        self.intercepting = intercepting
         self.timers: list[TimerEntry] = []
         self._timers_compact_at = MIN_TIMER_COMPACTION
         self._seq = itertools.count()
@@ -194,6 +198,16 @@ class Queries:
             # As zenohd: a denied query ends at once, no reply and no error.
             self._final(f.fid, msg.request_id, msg.qos)
             return
+        qos = msg.qos  # what the query is forwarded with (an interceptor may rewrite it)
+        if f.intercept_in is not None:
+            decision = decide(f.intercept_in, query_seen(route.key, msg), self.tables.now)
+            if isinstance(decision, Drop):
+                # Measured on zenohd: an intercepted query ends at once, as a denied one.
+                self.tables.drop(f.fid, f"{decision.interceptor} {decision.item} (ingress)", msg)
+                self._final(f.fid, msg.request_id, msg.qos)
+                return
+            if isinstance(decision, Rewrite):
+                qos = rewritten_qos(qos, decision)
         limit = None
         if len(f.outgoing) >= self.tables.config.max_pending_queries_per_face:
             limit = "max_pending_queries_per_face"
@@ -214,6 +228,9 @@ class Queries:
             # As zenohd, egress control comes after the choice of destinations: a query a
             # destination may not receive is finished there at once.
             dests = [fid for fid in dests if not self.tables.egress_denied(self.tables.faces[fid], QUERY, route.key)]
+        qos_of: dict[int, int] = {}
+        if self.intercepting:
+            dests = self._intercept_egress(f, route.key, msg, dests, qos, qos_of)
         self.tables.stats.requests_routed += 1
         if self.tables.observer is not None:
             self.tables.observer(QueryRouted(f.fid, route.key, frozenset(dests), msg))
@@ -242,8 +259,26 @@ class Queries:
             if len(self.timers) > self._timers_compact_at:
                 self._compact_timers()
             node = d.region.request_node(route.node)
-            out = replace(msg, request_id=rid, wire_expr=self.tables.best_key(d, route.key), node_id=node)
-            self.tables.emit(fid, out, msg.qos)
+            dq = qos_of.get(fid, qos)
+            out = replace(msg, request_id=rid, wire_expr=self.tables.best_key(d, route.key), node_id=node, qos=dq)
+            self.tables.emit(fid, out, dq)
+
+    def _intercept_egress(
+        self, f: Face, key: str, msg: Request, dests: list[int], qos: int, qos_of: dict[int, int]
+    ) -> list[int]:
+        """The destinations the egress interceptors leave a query; the QoS they rewrite
+        goes to ``qos_of``. Every drop is reported to the tables."""
+        seen = query_seen(key, msg)
+        kept = []
+        for fid in dests:
+            decision = decide(self.tables.faces[fid].intercept_out, seen, self.tables.now)
+            if isinstance(decision, Drop):
+                self.tables.drop(f.fid, f"{decision.interceptor} {decision.item} (egress)", msg)
+                continue
+            if isinstance(decision, Rewrite):
+                qos_of[fid] = rewritten_qos(qos, decision)
+            kept.append(fid)
+        return kept
 
     def on_response(self, d: Face, msg: Response, raw: bytes | None) -> None:
         q = d.pending.get(msg.request_id)
@@ -259,11 +294,20 @@ class Queries:
             we = WireExpr(0, key, True)
         if d.acl is not None and d.acl.denies(INGRESS, REPLY, key):
             return
+        if d.intercept_in is not None and key is not None and self._intercepted(d, d.intercept_in, key, msg, "ingress"):
+            return
         if self.tables.config.enforce_budget and q.budget is not None and q.replies >= q.budget:
             self.tables.drop(d.fid, "over query budget", msg)
             return
         src = self.tables.faces.get(q.src)
         if src is not None and src.acl is not None and src.acl.denies(EGRESS, REPLY, key):
+            return
+        if (
+            src is not None
+            and src.intercept_out is not None
+            and key is not None
+            and self._intercepted(d, src.intercept_out, key, msg, "egress")
+        ):
             return
         q.replies += 1
         if we == msg.wire_expr and q.qos == msg.qos:
@@ -274,6 +318,15 @@ class Queries:
                 self.tables.emit(q.src, out, q.qos, None if raw is None else with_request_id(raw, q.src_rid))
         else:
             self.tables.emit(q.src, replace(msg, request_id=q.src_rid, wire_expr=we, qos=q.qos), q.qos)
+
+    def _intercepted(self, d: Face, policy: FacePolicy, key: str, msg: Response, flow: str) -> bool:
+        """Whether an interceptor drops a reply (silently, as zenohd: the final still
+        comes); the drop is reported to the tables as ``d``'s."""
+        decision = decide(policy, reply_seen(key, msg), self.tables.now)
+        if isinstance(decision, Drop):
+            self.tables.drop(d.fid, f"{decision.interceptor} {decision.item} ({flow})", msg)
+            return True
+        return False
 
     def _emit_reply(self, src: Face, msg: Response, key: str | None) -> None:
         """Send a reply of the router's own (an ERR) to the querier ``src``, unless egress
