@@ -15,7 +15,7 @@ import pytest
 import zenoh
 
 import pyzenoh
-from tests.fixtures.procs import Proc, pyzenoh_config
+from tests.fixtures.procs import Proc, pyzenoh_config, zenoh_config
 from tests.waits import passed_on, routed, until
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
@@ -220,6 +220,50 @@ def test_session_info_transports_links_and_events(zenohd: Proc) -> None:
     with pytest.raises(pyzenoh.ZError):
         tev.recv(timeout=WAIT)
     assert info.transports() == [] and info.links() == []
+
+
+def test_info_prints_as_zenoh_pythons(zenohd: Proc) -> None:
+    """zenoh-python's z_info.py prints these reprs: the same text, ids, ports and the MTU
+    (computed from each socket's MSS by zenoh's rule) aside."""
+    import re
+
+    def shape(text: str) -> str:
+        text = re.sub(r"[0-9a-f]{16,32}", "ZID", text)
+        text = re.sub(r"127\.0\.0\.1:\d+", "ADDR", text)
+        return re.sub(r"mtu: \d+", "mtu: N", text)
+
+    real = zenoh.open(zenoh_config(zenohd.endpoint))
+    mine = pyzenoh.open(pyzenoh_config(zenohd.endpoint))
+    try:
+        for a, b in ((real.info, mine.info),):
+            assert shape(repr(a.routers_zid())) == shape(repr(b.routers_zid()))
+            assert shape(repr(a.transports())).replace("is_shm: true", "is_shm: false") == shape(repr(b.transports()))
+            assert shape(repr(a.links())) == shape(repr(b.links()))
+    finally:
+        real.close()
+        mine.close()
+
+
+def test_a_replys_own_qos_is_deprecated_and_ignored_as_in_zenoh_python(ps: pyzenoh.Session, prefix: str) -> None:
+    warned: list[str] = []
+
+    def answer(q: pyzenoh.Query) -> None:
+        import warnings
+
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            q.reply(
+                q.key_expr, "x", priority=pyzenoh.Priority.DATA_LOW, congestion_control=pyzenoh.CongestionControl.DROP
+            )
+        warned.extend(str(w.message) for w in got if w.category is DeprecationWarning)
+
+    qabl = ps.declare_queryable(f"{prefix}/dq", answer)
+    assert [r.ok.payload.to_string() for r in ps.get(f"{prefix}/dq", timeout=WAIT)] == ["x"]
+    assert warned == [
+        "congestion_control in Query.reply is deprecated, it will be ignored",
+        "priority in Query.reply is deprecated, it will be ignored",
+    ]
+    qabl.undeclare()
 
 
 def test_ids_and_undeclare(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str) -> None:

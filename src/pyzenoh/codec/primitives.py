@@ -204,6 +204,10 @@ class WhatAmI(IntEnum):
     def __str__(self) -> str:
         return self.name.lower()
 
+    @override
+    def __repr__(self) -> str:
+        return self.name.capitalize()  # zenoh-python's repr: Router, Peer, Client
+
 
 # --- ZenohId -------------------------------------------------------------------------------
 
@@ -245,6 +249,10 @@ class ZenohId:
     @override
     def __str__(self) -> str:
         return format(self.value, "x")
+
+    @override
+    def __repr__(self) -> str:
+        return format(self.value, "x")  # zenoh-python's repr is the id itself
 
 
 def read_zid_nibble(r: Reader, flags: int) -> ZenohId:

@@ -35,12 +35,14 @@ class Transport:
     whatami: WhatAmI
     is_qos: bool
     is_multicast: bool = False
+    is_shm: bool = False  # pyzenoh has no shared memory
 
     @override
     def __repr__(self) -> str:
+        # zenoh's Debug format, as zenoh-python prints it
         return (
-            f"Transport {{ zid: {self.zid}, whatami: {self.whatami}, is_qos: {self.is_qos}, "
-            f"is_multicast: {self.is_multicast} }}"
+            f"Transport {{ zid: {self.zid}, whatami: {self.whatami!r}, is_qos: {_rust(self.is_qos)}, "
+            f"is_multicast: {_rust(self.is_multicast)}, is_shm: {_rust(self.is_shm)} }}"
         )
 
 
@@ -65,7 +67,25 @@ class Link:
 
     @override
     def __repr__(self) -> str:
-        return f"Link {{ zid: {self.zid}, src: {self.src}, dst: {self.dst}, mtu: {self.mtu} }}"
+        # zenoh's Debug format, as zenoh-python prints it
+        interfaces = ", ".join(f'"{i}"' for i in self.interfaces)
+        prios = None if self.priorities is None else f"({self.priorities[0]}, {self.priorities[1]})"
+        reliability = None if self.reliability is None else self.reliability.name.capitalize()
+        return (
+            f"Link {{ zid: {self.zid}, src: {self.src}, dst: {self.dst}, group: {_option(self.group)}, "
+            f"mtu: {self.mtu}, is_streamed: {_rust(self.is_streamed)}, interfaces: [{interfaces}], "
+            f"auth_identifier: {_option(self.auth_identifier)}, priorities: {_option(prios)}, "
+            f"reliability: {_option(reliability)} }}"
+        )
+
+
+def _rust(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def _option(value: str | None) -> str:
+    """Rust's Debug of an Option: ``None`` or ``Some(value)``."""
+    return "None" if value is None else f"Some({value})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ from typing import Any
 from pyzenoh.codec import ZenohId
 from pyzenoh.errors import UsageError
 from pyzenoh.keyexpr import KeyExpr
+from pyzenoh.routing.access_control import interface_names
+from pyzenoh.scouting.udp import list_interfaces
 from pyzenoh.session import types as t
 from pyzenoh.session.api.arguments import CALL_TIMEOUT_S
 from pyzenoh.session.api.entities import (
@@ -21,6 +23,7 @@ from pyzenoh.session.api.entities import (
 from pyzenoh.session.handlers import make_sink
 from pyzenoh.session.info import Link, LinkEvent, Transport, TransportEvent, locator
 from pyzenoh.session.runtime import Runtime
+from pyzenoh.transport.mtu import tcp_mtu
 
 
 class SessionInfo:
@@ -90,12 +93,20 @@ def _face_link(rt: Runtime, fid: int) -> Link | None:
     if peer is None or link is None:
         return None
     proto = getattr(link, "protocol", "tcp")
+    local = getattr(link, "local_address", None)
+    transport = getattr(link, "transport", None)
+    sock = None if transport is None else transport.get_extra_info("socket")
+    mtu = tcp_mtu(sock) if proto == "tcp" else None
     return Link(
         peer.zid,
-        locator(proto, getattr(link, "local_address", None)),
+        locator(proto, local),
         locator(proto, getattr(link, "remote_address", None)),
-        peer.batch_size,
+        peer.batch_size if mtu is None else mtu,
+        interfaces=list(interface_names(local[0] if local else None, list_interfaces())),
         auth_identifier=peer.username,
+        # zenoh reports a QoS link's whole priority range, and a stream link's reliability
+        priorities=(0, 7) if peer.qos else None,
+        reliability=t.Reliability.RELIABLE,
     )
 
 

@@ -150,6 +150,7 @@ class Query:
     ) -> None:
         from pyzenoh.codec import Put
 
+        congestion_control, priority = _ignored_qos("reply", congestion_control, priority)
         key = self._check(key_expr)
         body = Put(
             to_payload(payload),
@@ -173,6 +174,7 @@ class Query:
     ) -> None:
         from pyzenoh.codec import Del
 
+        congestion_control, priority = _ignored_qos("reply_del", congestion_control, priority)
         key = self._check(key_expr)
         body = Del(
             None if timestamp is None else timestamp.wire,
@@ -215,3 +217,19 @@ class Query:
     @override
     def __repr__(self) -> str:
         return f"Query({self.selector!s})"
+
+
+def _ignored_qos(
+    method: str, congestion_control: CongestionControl | None, priority: Priority | None
+) -> tuple[None, None]:
+    """zenoh-python 1.10 deprecates a reply's own congestion control and priority, warns,
+    and ignores them (a reply goes with its query's QoS): the same here."""
+    import warnings
+
+    if congestion_control is not None:
+        warnings.warn(
+            f"congestion_control in Query.{method} is deprecated, it will be ignored", DeprecationWarning, stacklevel=3
+        )
+    if priority is not None:
+        warnings.warn(f"priority in Query.{method} is deprecated, it will be ignored", DeprecationWarning, stacklevel=3)
+    return None, None
