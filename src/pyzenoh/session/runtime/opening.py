@@ -34,8 +34,6 @@ class Opening:
         self.dialler = dialler
         self.pump = pump
 
-    """A session opened, or nothing left of it."""
-
     async def connect(self) -> None:
         """Open: listen (a peer), then dial ``connect/endpoints`` as zenoh 1.10.2 does
         (:mod:`.connector`); raises SessionOpenError when the session cannot open."""
