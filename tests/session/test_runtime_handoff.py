@@ -13,20 +13,28 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from pyzenoh.session.config import Config
 from pyzenoh.session.runtime.handoff import DRAIN_BATCH, Handoff, Joinable
+from pyzenoh.session.runtime.state import RuntimeState
 from tests.hyp import examples
 
 
+class FlushPump:
+    """Each pump schedules a link's flush, as TcpLink.send does."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, trace: list[str]) -> None:
+        self.loop = loop
+        self.trace = trace
+
+    def pump(self) -> None:
+        self.loop.call_soon(self.trace.append, "flush")
+
+
 def handoff_on(loop: asyncio.AbstractEventLoop, trace: list[str]) -> Any:
-    """The hand-over alone: each pump schedules a link's flush, as TcpLink.send does."""
-    h: Any = Handoff.__new__(Handoff)
-    h.loop = loop
-    h.loop_thread = -1  # submit() from the test thread: never "on the loop"
-    h._ops = collections.deque()
-    h._wakeup = False
-    h._ops_room = threading.Event()
-    h.pump = lambda: loop.call_soon(trace.append, "flush")
-    return h
+    """The hand-off alone, with a pump that only schedules a flush."""
+    s = RuntimeState(Config(), loop, threaded=True)
+    s.loop_thread = -1  # submit() from the test thread: never "on the loop"
+    return Handoff(s, FlushPump(loop, trace))
 
 
 def test_the_loop_writes_between_turns_of_a_long_backlog() -> None:
@@ -39,7 +47,7 @@ def test_the_loop_writes_between_turns_of_a_long_backlog() -> None:
     done = threading.Event()
 
     def finish() -> None:
-        if h._ops or h._wakeup:
+        if h.ops or h._wakeup:
             loop.call_soon(finish)
         else:
             done.set()
@@ -59,7 +67,7 @@ def test_the_loop_writes_between_turns_of_a_long_backlog() -> None:
 
 def _drain_all(h: Any, loop: asyncio.AbstractEventLoop) -> None:
     """Run the loop until every handed-over operation ran."""
-    while h._ops or h._wakeup:
+    while h.ops or h._wakeup:
         loop.run_until_complete(asyncio.sleep(0))
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 from pyzenoh.session.handlers import DISPATCH_BACKLOG, Dispatcher, ThreadCallbackSink
-from pyzenoh.session.runtime.pump import Pump
+from pyzenoh.session.runtime.pump import CorePump
 
 
 class Link:
@@ -25,11 +26,8 @@ class Link:
 
 def pump_with(link: Link) -> Any:
     """The pump's flow control alone: one link, the loop being the calling thread."""
-    pump: Any = Pump.__new__(Pump)
-    pump._blocked = set()
-    pump.links = {1: link}
-    pump.in_loop = lambda fn: fn()
-    return pump
+    s: Any = SimpleNamespace(links={1: link}, in_loop=lambda fn: fn())
+    return CorePump(s, None)
 
 
 def test_a_flow_drained_before_blocking_finished_resumes_reading() -> None:
@@ -51,7 +49,7 @@ def test_a_flow_drained_before_blocking_finished_resumes_reading() -> None:
         link = Link()
         pump = pump_with(link)
         pump._block(sink)
-        assert link.reading and not pump._blocked
+        assert link.reading and not pump.blocked
     finally:
         gate.set()
         dispatcher.stop()
@@ -68,12 +66,12 @@ def test_a_full_flow_pauses_until_half_drained() -> None:
         pump = pump_with(link)
         assert sink.full
         pump._block(sink)
-        assert not link.reading and pump._blocked
+        assert not link.reading and pump.blocked
         gate.set()
         deadline = time.monotonic() + 5
         while not link.reading and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert link.reading and not pump._blocked
+        assert link.reading and not pump.blocked
     finally:
         gate.set()
         dispatcher.stop()

@@ -120,7 +120,7 @@ def cancel_in(rt: Runtime, fn: Callable[[], None]) -> None:
             rt.call(run, CALL_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001  (the session may be closing: nothing left to cancel)
             log.debug("cancellation: %s", exc)
-    dispatcher = rt._dispatcher
+    dispatcher = rt.callbacks.started
     if dispatcher is not None:
         dispatcher.barrier(CALL_TIMEOUT_S)
 

@@ -114,7 +114,7 @@ def _close_dropped(rt: Runtime, lt: _LoopThread) -> None:
 
     def stop() -> None:
         lt.stop()
-        dispatcher = rt._dispatcher
+        dispatcher = rt.callbacks.started
         if dispatcher is not None:
             dispatcher.stop(0)  # runs what is queued, then ends
 
@@ -137,7 +137,7 @@ def _close(rt: Runtime, lt: _LoopThread, lock: threading.Lock) -> None:
             except Exception as exc:  # noqa: BLE001  (closing must not fail)
                 log.debug("error while closing: %s", exc)
         lt.stop()
-        dispatcher = rt._dispatcher
+        dispatcher = rt.callbacks.started
         if dispatcher is not None:
             dispatcher.stop(5.0)  # let queued callbacks finish (no-op from a callback)
 

@@ -8,40 +8,51 @@ from __future__ import annotations
 import asyncio
 
 from pyzenoh.errors import CloseReason
-from pyzenoh.session.runtime.pump import Pump
+from pyzenoh.session.core import SessionCore
+from pyzenoh.session.runtime.callbacks import Callbacks
+from pyzenoh.session.runtime.handoff import Handoff
+from pyzenoh.session.runtime.pump import CorePump
+from pyzenoh.session.runtime.state import RuntimeState
 
 
-class Closing(Pump):
-    """A session closed (or its connections dropped)."""
+class Closing:
+    """A session closed (or its connections dropped): sets ``s.closed``, ends the state's
+    tasks, links and listeners, the core (its last output through ``pump``), the
+    callback thread, and lets go of threads waiting in ``handoff`` for room."""
+
+    def __init__(
+        self, s: RuntimeState, core: SessionCore, pump: CorePump, handoff: Handoff, callbacks: Callbacks
+    ) -> None:
+        self.s = s
+        self.core = core
+        self.pump = pump
+        self.handoff = handoff
+        self.callbacks = callbacks
 
     async def aclose(self) -> None:
-        if self.closed:
+        s = self.s
+        if s.closed:
             return
-        self.closed = True
-        tasks = [task for task in self._tasks if task is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=1.0)  # let them end before the loop stops
+        s.closed = True
+        await s.cancel_tasks()
         self.core.close()
-        self.pump()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        for lst in self._listeners:
+        self.pump.pump()
+        self.pump.stop_timer()
+        for lst in s.listeners:
             lst.server.close()
-        links = list(self.links.values())
+        links = list(s.links.values())
         if links:
             await asyncio.gather(*(link.aclose(CloseReason.GENERIC) for link in links), return_exceptions=True)
-        for lst in self._listeners:
+        for lst in s.listeners:
             await lst.close(close_links=True)  # links accepted but not yet established
-        self._listeners.clear()
-        if self._dispatcher is not None:
+        s.listeners.clear()
+        dispatcher = self.callbacks.started
+        if dispatcher is not None:
             # never wait here: a callback may be the one closing the session
-            self._dispatcher.stop(0)
-        self._ops_room.set()
+            dispatcher.stop(0)
+        self.handoff.release_waiters()
 
     def abort(self) -> None:
         """Drop the connections without CLOSE (tests: a crashed process)."""
-        for link in list(self.links.values()):
+        for link in list(self.s.links.values()):
             link.abort()

@@ -8,13 +8,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from typing_extensions import override
-
 from pyzenoh.codec import NetworkOam, WhatAmI, ZenohId
 from pyzenoh.codec.network import OAM_LINKSTATE
-from pyzenoh.session.runtime.links import Links
-from pyzenoh.session.runtime.state import DIAL_ERRORS
-from pyzenoh.transport.tcp import connect
+from pyzenoh.session.config import Config
+from pyzenoh.session.runtime.dialling import Dialler
+from pyzenoh.session.runtime.state import DIAL_ERRORS, RuntimeState
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +22,28 @@ log = logging.getLogger(__name__)
 GOSSIP_DIAL_DELAY_S = 1.0
 
 
-class Gossip(Links):
-    """Peers learnt of by gossip, dialled."""
+def gossip_autoconnect(config: Config) -> bool:
+    """``scouting/gossip``: enabled (default) and peers among this peer's autoconnect
+    kinds (zenoh's default for a peer: router, peer, client)."""
+    if config.get("scouting/gossip/enabled") is False:
+        return False
+    kinds = config.get("scouting/gossip/autoconnect")
+    if isinstance(kinds, dict):
+        kinds = kinds.get("peer")
+    return kinds is None or "peer" in kinds
 
-    @override
-    def _on_gossip(self, msg: NetworkOam) -> None:
+
+class GossipDials:
+    """Peers learnt of by gossip, dialled once each (the dials under way are its own);
+    reads who is connected from the state's peers."""
+
+    def __init__(self, s: RuntimeState, dialler: Dialler) -> None:
+        self.s = s
+        self.dialler = dialler
+        #: peers learnt of by gossip being dialled (their zids)
+        self._dialling: set[ZenohId] = set()
+
+    def on_gossip(self, msg: NetworkOam) -> None:
         """A link state from a router or peer: peers it names with locators are dialled
         (zenoh's gossip autoconnect), by the node with the greater zid only, so two
         pyzenoh peers dial each other once; a link that comes second is refused."""
@@ -42,38 +57,32 @@ class Gossip(Links):
         except LinkStateDecodeError as exc:
             log.debug("undecodable link state: %s", exc)
             return
+        s = self.s
         for st in states:
             zid = st.zid
             if (
                 zid is None
                 or st.whatami is not WhatAmI.PEER
                 or not st.locators
-                or zid.value >= self.zid.value
-                or zid in self._gossip_dials
-                or any(p.zid == zid for p in self.peers.values())
+                or zid.value >= s.zid.value
+                or zid in self._dialling
+                or s.peer_connected(zid)
             ):
                 continue
-            self._gossip_dials.add(zid)
-            self._spawn(self._dial_gossiped(zid, [loc for loc in st.locators if loc.startswith(("tcp/", "tls/"))]))
+            self._dialling.add(zid)
+            s.spawn(self._dial(zid, [loc for loc in st.locators if loc.startswith(("tcp/", "tls/"))]))
 
-    async def _dial_gossiped(self, zid: ZenohId, locators: list[str]) -> None:
+    async def _dial(self, zid: ZenohId, locators: list[str]) -> None:
         try:
             await asyncio.sleep(GOSSIP_DIAL_DELAY_S)
             for loc in locators:
-                if self.closed or any(p.zid == zid for p in self.peers.values()):
+                if self.s.closed or self.s.peer_connected(zid):
                     return
                 try:
-                    await connect(
-                        loc.split("?", 1)[0],
-                        self._link_cfg_(),
-                        self._on_link_event,
-                        max_queue_bytes=self.config.max_queue_bytes,
-                        keep_raw=False,
-                        tls=self.config.tls,
-                    )
+                    await self.dialler.dial_once(loc.split("?", 1)[0])
                     log.info("connected to gossiped peer %s at %s", zid, loc)
                     return
                 except DIAL_ERRORS as exc:
                     log.debug("gossiped peer %s at %s: %s", zid, loc, exc)
         finally:
-            self._gossip_dials.discard(zid)
+            self._dialling.discard(zid)

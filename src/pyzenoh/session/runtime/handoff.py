@@ -14,10 +14,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar, final
 
-from typing_extensions import override
-
-from pyzenoh.session.runtime.pump import Pump
-from pyzenoh.session.runtime.state import MAX_PENDING_OPS
+from pyzenoh.session.runtime.pump import CorePump
+from pyzenoh.session.runtime.state import MAX_PENDING_OPS, RuntimeState
 
 log = logging.getLogger(__name__)
 
@@ -47,42 +45,39 @@ class Joinable:
         self.run([self.item])
 
 
-class Handoff(Pump):
-    """Work from any thread run in the loop, and waiting for room to send."""
+class Handoff:
+    """Work from any thread run in the loop, and waiting for room to send: owns the
+    queue of operations handed over; ``pump`` runs after them; reads the state's loop,
+    first link and whether it is closed."""
 
-    def on_loop(self) -> bool:
-        return threading.get_ident() == self.loop_thread
-
-    @override
-    def in_loop(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` in the loop: now if already there, else soon (thread-safe)."""
-        if self.on_loop():
-            fn()
-        else:
-            try:
-                self.loop.call_soon_threadsafe(fn)
-            except RuntimeError:  # the loop is closed: the session is over
-                pass
+    def __init__(self, s: RuntimeState, pump: CorePump) -> None:
+        self.s = s
+        self.loop = s.loop
+        self.pump = pump
+        #: operations handed over and not yet run, in order
+        self.ops: deque[Callable[[], None]] = deque()
+        self._wakeup = False  # a drain is scheduled
+        self._ops_room = threading.Event()
 
     def submit(self, fn: Callable[[], None]) -> None:
         """Run a core operation in the loop, in submission order, without waiting."""
-        if self.on_loop():
+        if self.s.on_loop():
             try:
                 fn()
             finally:
-                self.pump()
+                self.pump.pump()
             return
-        self._ops.append(fn)
+        self.ops.append(fn)
         if not self._wakeup:
             self._wakeup = True
             try:
                 self.loop.call_soon_threadsafe(self._drain)
             except RuntimeError:
-                self._ops.clear()
+                self.ops.clear()
 
     def _drain(self) -> None:
         self._wakeup = False  # before draining: a submit racing with us schedules again
-        ops = self._ops
+        ops = self.ops
         budget = DRAIN_BATCH  # operations, joined ones counted one by one
         try:
             while budget > 0 and ops:
@@ -97,7 +92,7 @@ class Handoff(Pump):
                     log.exception("session operation failed")
         finally:
             self._ops_room.set()
-            self.pump()  # queues what the operations sent; the link's flush comes next
+            self.pump.pump()  # queues what the operations sent; the link's flush comes next
             if ops and not self._wakeup:
                 self._wakeup = True
                 self.loop.call_soon(self._drain)
@@ -120,11 +115,11 @@ class Handoff(Pump):
 
     def call(self, fn: Callable[[], R], timeout: float | None = 30.0) -> R:
         """Run ``fn`` in the loop and return its result (raising its exception)."""
-        if self.on_loop():
+        if self.s.on_loop():
             try:
                 return fn()
             finally:
-                self.pump()
+                self.pump.pump()
         fut: concurrent.futures.Future[R] = concurrent.futures.Future()
 
         def run() -> None:
@@ -143,17 +138,19 @@ class Handoff(Pump):
         Blocks (Block congestion control) while too many operations wait for the loop or
         the link's outgoing queue is full.
         """
-        if self.on_loop():
+        s = self.s
+        if s.on_loop():
             return True
-        link = self.link
-        if len(self._ops) >= MAX_PENDING_OPS:
+        link = s.link
+        ops = self.ops
+        if len(ops) >= MAX_PENDING_OPS:
             if not block:
                 return False
-            while len(self._ops) >= MAX_PENDING_OPS and not self.closed:
+            while len(ops) >= MAX_PENDING_OPS and not s.closed:
                 self._ops_room.clear()
-                if len(self._ops) >= MAX_PENDING_OPS:
+                if len(ops) >= MAX_PENDING_OPS:
                     self._ops_room.wait(0.1)
-        if link is not None and link.is_full and not self.closed:
+        if link is not None and link.is_full and not s.closed:
             if not block:
                 link.dropped += 1
                 return False
@@ -163,7 +160,7 @@ class Handoff(Pump):
 
     async def await_room(self, block: bool) -> bool:
         """In the loop (asyncio API): wait for room (Block) or report a drop (Drop)."""
-        link = self.link
+        link = self.s.link
         if link is None or not link.is_full:
             return True
         if not block:
@@ -171,3 +168,7 @@ class Handoff(Pump):
             return False
         await link.wait_writable()
         return True
+
+    def release_waiters(self) -> None:
+        """The session closed: threads waiting for room stop waiting."""
+        self._ops_room.set()

@@ -12,8 +12,10 @@ import threading
 
 from pyzenoh.errors import PyZenohError, SessionOpenError
 from pyzenoh.session.connector import open_timeout_s, retry_conf
-from pyzenoh.session.runtime.dialling import Dialling
-from pyzenoh.session.runtime.state import DEFAULT_ENDPOINT
+from pyzenoh.session.runtime.dialling import Dialler
+from pyzenoh.session.runtime.links import LinkFaces
+from pyzenoh.session.runtime.pump import CorePump
+from pyzenoh.session.runtime.state import DEFAULT_ENDPOINT, RuntimeState
 from pyzenoh.session.scouting import connect_scouted
 from pyzenoh.transport.link import LinkConfig
 from pyzenoh.transport.tcp import TcpLink, listen
@@ -21,18 +23,27 @@ from pyzenoh.transport.tcp import TcpLink, listen
 log = logging.getLogger(__name__)
 
 
-class Opening(Dialling):
-    """A session opened, or nothing left of it."""
+class Opening:
+    """A session opened, or nothing left of it: sets the state's link configuration and
+    loop thread, adds its listeners; dials through ``dialler``; accepted links' events
+    go to ``faces``."""
+
+    def __init__(self, s: RuntimeState, faces: LinkFaces, dialler: Dialler, pump: CorePump) -> None:
+        self.s = s
+        self.faces = faces
+        self.dialler = dialler
+        self.pump = pump
 
     async def connect(self) -> None:
         """Open: listen (a peer), then dial ``connect/endpoints`` as zenoh 1.10.2 does
         (:mod:`.connector`); raises SessionOpenError when the session cannot open."""
-        if self.loop_thread is None:
-            self.loop_thread = threading.get_ident()
-        cfg = self.config
-        self._link_cfg = LinkConfig(
-            self.zid,
-            self.whatami,
+        s = self.s
+        if s.loop_thread is None:
+            s.loop_thread = threading.get_ident()
+        cfg = s.config
+        s.link_config = LinkConfig(
+            s.zid,
+            s.whatami,
             lease_ms=cfg.lease_ms,
             keepalives_per_lease=cfg.keep_alive,
             batch_size=cfg.batch_size,
@@ -49,21 +60,22 @@ class Opening(Dialling):
         except BaseException:
             await self._discard()
             raise
-        self.pump()
+        self.pump.pump()
 
     async def _open(self) -> None:
-        cfg = self.config
+        s = self.s
+        cfg = s.config
         peer = cfg.mode == "peer"
         if not peer and cfg.listen:
             log.warning("a pyzenoh client does not listen: listen/endpoints %s ignored", cfg.listen)
         if peer:
             for ep in cfg.listen:
                 try:
-                    self._listeners.append(
+                    s.listeners.append(
                         await listen(
                             ep,
-                            self._link_cfg_(),
-                            self._on_link_event,
+                            s.link_config,
+                            self.faces.on_link_event,
                             max_queue_bytes=cfg.max_queue_bytes,
                             keep_raw=False,
                             tls=cfg.tls,
@@ -76,7 +88,7 @@ class Opening(Dialling):
                     raise SessionOpenError(f"could not listen on {ep}: {exc}") from None  # exit_on_failure
         eps = cfg.connect
         if not eps:
-            if peer and self._listeners:
+            if peer and s.listeners:
                 return  # a listening peer needs nobody to open
             errors: list[str] = []
             # no endpoint: scout for a node first, as zenoh does (scouting.py)
@@ -87,27 +99,27 @@ class Opening(Dialling):
         if peer:
             await self._open_peer(eps)
         else:
-            self._client_eps = eps
+            self.dialler.client_endpoints = eps
             await self._open_client(eps)
 
     async def _dial_scouted(self, locator: str) -> TcpLink:
-        link = await self._dial(locator)
-        self._client_eps = [locator]  # retried if lost, as a configured endpoint
+        link = await self.dialler.dial(locator)
+        self.dialler.client_endpoints = [locator]  # retried if lost, as a configured endpoint
         return link
 
     async def _open_client(self, eps: list[str]) -> None:
-        cfg = self.config
+        cfg = self.s.config
         timeout = open_timeout_s(cfg)
         conf = retry_conf(cfg, eps[0])
         errors: list[str] = []
         if timeout == 0.0 or conf.period_init_ms == 0:
             # one try per endpoint (exit_on_failure does not apply to a client's open)
-            if await self._try_all(eps, errors):
+            if await self.dialler.try_all(eps, errors):
                 return
             raise SessionOpenError("could not open a session: " + "; ".join(errors))
         try:
             async with asyncio.timeout(timeout):
-                if await self._retry(eps, conf, errors):
+                if await self.dialler.retry(eps, conf, errors):
                     return
                 await asyncio.Future()  # no more retries: wait for the timeout
         except TimeoutError:
@@ -117,14 +129,14 @@ class Opening(Dialling):
         )
 
     async def _open_peer(self, eps: list[str]) -> None:
-        cfg = self.config
+        cfg = self.s.config
         timeout = open_timeout_s(cfg)
         started: list[asyncio.Event] = []
         for ep in eps:
             conf = retry_conf(cfg, ep)
             if timeout == 0.0 or conf.period_init_ms == 0:
                 errors: list[str] = []
-                if not await self._try_all([ep], errors):
+                if not await self.dialler.try_all([ep], errors):
                     if conf.exit_on_failure:
                         raise SessionOpenError("could not open a session: " + "; ".join(errors))
                     log.warning("could not connect to %s: %s", ep, "; ".join(errors))
@@ -132,7 +144,7 @@ class Opening(Dialling):
                 errors = []
                 try:
                     async with asyncio.timeout(timeout):
-                        if not await self._retry([ep], conf, errors):
+                        if not await self.dialler.retry([ep], conf, errors):
                             await asyncio.Future()
                 except TimeoutError:
                     raise SessionOpenError(
@@ -141,7 +153,7 @@ class Opening(Dialling):
                     ) from None
             else:
                 # in the background, as zenoh's peers; open() waits scouting/delay for it
-                started.append(self._background(ep, conf))
+                started.append(self.dialler.background(ep, conf))
         if started:
             delay_ms = cfg.get("scouting/delay")
             delay = 0.5 if delay_ms is None else int(delay_ms) / 1000.0
@@ -152,14 +164,11 @@ class Opening(Dialling):
 
     async def _discard(self) -> None:
         """A failed open: nothing stays (listeners, links, connectors)."""
-        self.closed = True
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=1.0)
-        for lst in self._listeners:
+        s = self.s
+        s.closed = True
+        await s.cancel_tasks()
+        for lst in s.listeners:
             lst.server.close()
-        for link in list(self.links.values()):
+        for link in list(s.links.values()):
             link.abort()
-        self._listeners.clear()
+        s.listeners.clear()

@@ -5,27 +5,41 @@ link until it has room again (flow control); the core's next deadline arms a tim
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from pyzenoh.session.core import END, SampleBatch
+from pyzenoh.session.core import END, SampleBatch, SessionCore
 from pyzenoh.session.core.state import EncodedRun
-from pyzenoh.session.handlers import Dispatcher, Sink
-from pyzenoh.session.runtime.state import RuntimeBase
+from pyzenoh.session.handlers import Sink
+from pyzenoh.session.runtime.state import RuntimeState
+from pyzenoh.transport.tcp import TcpLink
 
 
-class Pump(RuntimeBase):
-    """The core's output to links and sinks, flow control, and the core's timer."""
+class CorePump:
+    """The core's output to the links (``s.links``) and sinks, the flows that pause
+    reading (its own), and the core's timer (its own)."""
+
+    def __init__(self, s: RuntimeState, core: SessionCore) -> None:
+        self.s = s
+        self.core = core
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_when = 0.0
+        self._pumping = False
+        self._scheduled = False
+        #: the flows (by id) that are full: while any is, no link is read
+        self.blocked: set[int] = set()
 
     def pump(self) -> None:
-        self._pump_scheduled = False
+        self._scheduled = False
         if self._pumping:
             return  # the outer pump picks up whatever this call would have moved
         self._pumping = True
         core = self.core
+        s = self.s
         try:
             while core.outbox or core.deliveries:
-                links = self.links
-                one = self.link if len(links) == 1 else None
+                links = s.links
+                one = s.link if len(links) == 1 else None
                 for msg, reliable, prio, droppable, express, fid in core.take_outbox():
                     if type(msg) is EncodedRun:
                         self._send_run(msg, reliable, prio, droppable, express, fid)
@@ -54,25 +68,40 @@ class Pump(RuntimeBase):
             self._pumping = False
         self._rearm()
 
+    def soon(self) -> None:
+        """Pump once the loop is done with what it is running (received messages
+        arriving together are pumped once)."""
+        if not self._scheduled:
+            self._scheduled = True
+            self.s.loop.call_soon(self.pump)
+
     def _send_run(
         self, run: EncodedRun, reliable: bool, prio: int, droppable: bool, express: bool, fid: int | None
     ) -> None:
+        links = self.s.links
         if fid is None:
-            targets = list(self.links.values())
+            targets = list(links.values())
         else:
-            target = self.links.get(fid)
+            target = links.get(fid)
             targets = [] if target is None else [target]
         for link in targets:
             link.send_run(run.data, run.ends, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
 
+    # --- flow control --------------------------------------------------------------------------
+
+    def pause_if_blocked(self, link: TcpLink) -> None:
+        """A link that opens, or becomes the first, while a flow is full is not read."""
+        if self.blocked:
+            link.pause_reading()
+
     def _block(self, sink: Sink) -> None:
         flow = sink.flow
         key = id(flow)
-        if key in self._blocked:
+        if key in self.blocked:
             return
-        self._blocked.add(key)
-        flow.on_space = lambda: self.in_loop(lambda: self._unblock(flow))
-        for link in self.links.values():
+        self.blocked.add(key)
+        flow.on_space = lambda: self.s.in_loop(lambda: self._unblock(flow))
+        for link in self.s.links.values():
             link.pause_reading()
         # The consumer's thread may have drained the flow between ``full`` and setting
         # on_space above: its space event then found no callback and will not come again.
@@ -80,30 +109,30 @@ class Pump(RuntimeBase):
             self._unblock(flow)
 
     def _unblock(self, flow: Any) -> None:
-        self._blocked.discard(id(flow))
-        if not self._blocked:
-            for link in self.links.values():
+        self.blocked.discard(id(flow))
+        if not self.blocked:
+            for link in self.s.links.values():
                 link.resume_reading()
 
-    def dispatcher(self) -> Dispatcher:
-        """The thread that runs this session's sync callbacks (started on first use)."""
-        if self._dispatcher is None:
-            d = Dispatcher(f"pyzenoh-callbacks-{self.zid}")
-            self._dispatcher = d
-        return self._dispatcher
+    # --- the core's timer ----------------------------------------------------------------------
 
     def _rearm(self) -> None:
         deadline = self.core.next_deadline()
-        if deadline is None or self.closed:
+        if deadline is None or self.s.closed:
             return
         if self._timer is not None:
             if deadline >= self._timer_when:
                 return
             self._timer.cancel()
         self._timer_when = deadline
-        self._timer = self.loop.call_at(deadline, self._on_timer)
+        self._timer = self.s.loop.call_at(deadline, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
-        self.core.handle_timer(max(self.loop.time(), self._timer_when))
+        self.core.handle_timer(max(self.s.loop.time(), self._timer_when))
         self.pump()
+
+    def stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

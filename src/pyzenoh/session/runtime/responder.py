@@ -1,24 +1,29 @@
-"""The runtime as the core's :class:`~pyzenoh.session.types.Responder`: replies and the
-end of a query, from the :class:`~pyzenoh.session.types.Query` objects that user code
-answers on any thread, handed to the loop.
+"""Replies and the end of a query, from the :class:`~pyzenoh.session.types.Query`
+objects that user code answers on any thread, handed to the loop: what the core's
+:class:`~pyzenoh.session.types.Responder` does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from typing_extensions import override
-
 from pyzenoh.codec import Del, Err, Put
 from pyzenoh.errors import UsageError
 from pyzenoh.session import types as t
+from pyzenoh.session.core import SessionCore
 from pyzenoh.session.runtime.handoff import Handoff
+from pyzenoh.session.runtime.state import RuntimeState
 
 
-class Responding(Handoff):
-    """Replies to a query, and its end."""
+class QueryResponder:
+    """Replies to a query, and its end, run by ``core`` in the loop through ``handoff``
+    (none once the state is closed)."""
 
-    @override
+    def __init__(self, s: RuntimeState, core: SessionCore, handoff: Handoff) -> None:
+        self.s = s
+        self.core = core
+        self.handoff = handoff
+
     def query_reply(
         self,
         qref: int,
@@ -31,10 +36,11 @@ class Responding(Handoff):
         if not isinstance(body, Put | Del | Err):
             raise UsageError("bad reply body")
         prio = None if priority is None else priority.value
-        self.submit(lambda: self.core.query_reply(qref, key, body, prio, express, block))
+        core = self.core
+        self.handoff.submit(lambda: core.query_reply(qref, key, body, prio, express, block))
 
-    @override
     def query_finalize(self, qref: int) -> None:
-        if self.closed:
+        if self.s.closed:
             return
-        self.submit(lambda: self.core.query_finalize(qref))
+        core = self.core
+        self.handoff.submit(lambda: core.query_finalize(qref))

@@ -1,6 +1,10 @@
-"""The fields of a :class:`~pyzenoh.session.runtime.Runtime`, and the plumbing its parts
-share: the link configuration, the background tasks it spawns (dials, reconnections),
-and whether a peer dials the peers gossip tells it of (decided at construction).
+"""What a :class:`~pyzenoh.session.runtime.Runtime`'s parts share: :class:`RuntimeState`,
+the session's identity, its open links and their peers, its listeners, the background
+tasks it spawns (dials, reconnections), whether it is closed; and the plumbing every part
+uses: running a function in the loop, spawning a task, the link configuration.
+
+What only one part touches lives in that part (the pump's timer and paused flows, the
+hand-off's queue, the dialler's client endpoints, gossip's dials).
 """
 
 from __future__ import annotations
@@ -9,16 +13,12 @@ import asyncio
 import logging
 import os
 import threading
-from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pyzenoh.codec import NetworkOam, WhatAmI, ZenohId
+from pyzenoh.codec import WhatAmI, ZenohId
 from pyzenoh.errors import PyZenohError
-from pyzenoh.session import types as t
 from pyzenoh.session.config import Config
-from pyzenoh.session.core import SessionCore
-from pyzenoh.session.handlers import Dispatcher
 from pyzenoh.transport.link import Established, LinkClosed, LinkConfig
 from pyzenoh.transport.tcp import TcpLink, TcpListener
 
@@ -33,9 +33,12 @@ DEFAULT_ENDPOINT = "tcp/127.0.0.1:7447"
 DIAL_ERRORS = (OSError, ConnectionError, TimeoutError, PyZenohError)
 
 
-class RuntimeBase:
-    """The fields and constructor of a :class:`~pyzenoh.session.runtime.Runtime`, and what
-    its parts share."""
+class RuntimeState:
+    """The fields of a session's event-loop side that more than one part reads or writes.
+
+    ``links`` and ``peers`` are only changed by :class:`~.links.LinkFaces`; ``closed`` is
+    set by opening (a failed open) and closing.
+    """
 
     def __init__(self, config: Config, loop: asyncio.AbstractEventLoop, *, threaded: bool) -> None:
         self.config = config
@@ -44,76 +47,66 @@ class RuntimeBase:
         zid_text = config.zid
         self.zid = ZenohId.from_str(zid_text) if zid_text else ZenohId.random(os.urandom(16))
         self.whatami = WhatAmI.CLIENT if config.mode == "client" else WhatAmI.PEER
-        self.core = SessionCore(self.zid, self.whatami, self, query_timeout_s=config.queries_default_timeout_s)
         #: the first open link and its peer (flow control; a client's only link)
         self.link: TcpLink | None = None
         self.peer: Established | None = None
         #: every open link and its peer, by face id
         self.links: dict[int, TcpLink] = {}
         self.peers: dict[int, Established] = {}
-        self._fids: dict[TcpLink, int] = {}
-        self._next_fid = 1
-        self._cur_link: TcpLink | None = None  # the link whose face the core has selected
-        self._listeners: list[TcpListener] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._link_cfg: LinkConfig | None = None
-        #: a client's endpoints, tried in turn when its link is lost
-        self._client_eps: list[str] = []
-        self._reconnecting = False
-        #: peers learnt of by gossip being dialled (their zids)
-        self._gossip_dials: set[ZenohId] = set()
-        self._autoconnect = self.whatami is WhatAmI.PEER and _gossip_autoconnect(config)
-        self.closed = False
+        #: the last link close seen
         self.close_event: LinkClosed | None = None
+        self.listeners: list[TcpListener] = []
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._link_config: LinkConfig | None = None
+        self.closed = False
+        #: the loop's thread: known now when the caller runs the loop, else once it opens
         self.loop_thread: int | None = None if threaded else threading.get_ident()
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_when = 0.0
-        self._pumping = False
-        self._pump_scheduled = False
-        self._blocked: set[int] = set()
-        self._ops: deque[Callable[[], None]] = deque()
-        self._wakeup = False
-        self._ops_room = threading.Event()
-        self._dispatcher: Dispatcher | None = None
 
-    def _link_cfg_(self) -> LinkConfig:
-        assert self._link_cfg is not None
-        return self._link_cfg
+    # --- the loop ------------------------------------------------------------------------------
 
-    def _spawn(self, coro: Any) -> None:
+    def on_loop(self) -> bool:
+        return threading.get_ident() == self.loop_thread
+
+    def in_loop(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` in the loop: now if already there, else soon (thread-safe)."""
+        if self.on_loop():
+            fn()
+        else:
+            try:
+                self.loop.call_soon_threadsafe(fn)
+            except RuntimeError:  # the loop is closed: the session is over
+                pass
+
+    def spawn(self, coro: Any) -> None:
+        """A background task of this session, cancelled when it closes."""
         task: asyncio.Task[None] = self.loop.create_task(coro)
-        self._tasks.add(task)
+        self.tasks.add(task)
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
+        self.tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.warning("session connector failed: %s", task.exception())
 
-    if TYPE_CHECKING:
-        # Defined by a part that the caller's part does not build on (links.py calls
-        # gossip.py, pump.py calls handoff.py), or by the last part while the constructor
-        # already hands the runtime to the core as its t.Responder (responder.py).
-        def in_loop(self, fn: Callable[[], None]) -> None: ...
-        def _on_gossip(self, msg: NetworkOam) -> None: ...
-        def query_reply(
-            self,
-            qref: int,
-            key: str,
-            body: Any,
-            priority: t.Priority | None,
-            express: bool,
-            block: bool,
-        ) -> None: ...
-        def query_finalize(self, qref: int) -> None: ...
+    async def cancel_tasks(self) -> None:
+        """Cancel the background tasks (not the one calling) and let them end."""
+        tasks = [task for task in self.tasks if task is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)  # let them end before the loop stops
 
+    # --- links ---------------------------------------------------------------------------------
 
-def _gossip_autoconnect(config: Config) -> bool:
-    """``scouting/gossip``: enabled (default) and peers among this peer's autoconnect
-    kinds (zenoh's default for a peer: router, peer, client)."""
-    if config.get("scouting/gossip/enabled") is False:
-        return False
-    kinds = config.get("scouting/gossip/autoconnect")
-    if isinstance(kinds, dict):
-        kinds = kinds.get("peer")
-    return kinds is None or "peer" in kinds
+    @property
+    def link_config(self) -> LinkConfig:
+        """The handshake's parameters, set when the session opens."""
+        assert self._link_config is not None
+        return self._link_config
+
+    @link_config.setter
+    def link_config(self, value: LinkConfig) -> None:
+        self._link_config = value
+
+    def peer_connected(self, zid: ZenohId) -> bool:
+        return any(p.zid == zid for p in self.peers.values())
