@@ -30,10 +30,15 @@ __all__ = [
     "Flow",
     "Interceptors",
     "Keep",
+    "KeyPolicy",
     "Kind",
     "Message",
     "Rewrite",
 ]
+
+
+#: Keys whose decisions a policy keeps (queries and replies are not cached with a route).
+MAX_KEY_POLICIES = 4096
 
 
 @dataclass(slots=True)
@@ -46,6 +51,7 @@ class FacePolicy:
     counts: Counter[str]
     drops: int = 0
     rewrites: int = 0
+    _by_key: dict[str, KeyPolicy | None] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -55,38 +61,67 @@ class FacePolicy:
         """This policy, or None when no item applies to its transport and flow."""
         return None if self.empty else self
 
+    def for_key(self, key: str) -> KeyPolicy | None:
+        """The items a message on ``key`` falls under, decided once per key (None: no item
+        can touch it, and its messages pay nothing). A router caches it with the route."""
+        if key in self._by_key:
+            return self._by_key[key]
+        rules = []
+        for d in self.downsamplers:
+            i = d.rule_of(key)
+            if i is not None:
+                rules.append((d, i))
+        low_pass = tuple(lp for lp in self.low_pass if lp.covers(key))
+        qos = tuple(q for q in self.qos if q.covers(key))
+        out = KeyPolicy(self, low_pass, tuple(rules), qos) if rules or low_pass or qos else None
+        if len(self._by_key) >= MAX_KEY_POLICIES:
+            self._by_key.clear()
+        self._by_key[key] = out
+        return out
+
     def restricts(self, key: str) -> bool:
-        return (
-            any(d.restricts(key) for d in self.downsamplers)
-            or any(lp.restricts(key) for lp in self.low_pass)
-            or any(q.restricts(key) for q in self.qos)
-        )
+        return self.for_key(key) is not None
 
     def apply(self, msg: Message, now: float) -> Decision:
-        # size first, so a dropped message uses no downsampling slot (zenohd's order not yet measured)
-        for lp in self.low_pass:
-            drop = lp.apply(msg)
-            if drop is not None:
-                return self._drop(drop)
-        for d in self.downsamplers:
-            drop = d.apply(msg, now)
-            if drop is not None:
-                return self._drop(drop)
-        out: Rewrite | None = None
-        for q in self.qos:
-            r = q.apply(msg)
-            if r is not None:
-                out = r if out is None else _merge(out, r)
-        if out is None:
-            return KEEP
-        self.rewrites += 1
-        self.counts[f"qos/network/{out.item}"] += 1
-        return out
+        kp = self.for_key(msg.key)
+        return KEEP if kp is None else kp.apply(msg, now)
 
     def _drop(self, drop: Drop) -> Drop:
         self.drops += 1
         self.counts[f"{drop.interceptor}/{drop.item}"] += 1
         return drop
+
+
+@dataclass(frozen=True, slots=True)
+class KeyPolicy:
+    """A face's interceptors that a key falls under: per message, only kinds, sizes and
+    the clock are left to look at."""
+
+    policy: FacePolicy
+    low_pass: tuple[LowPassItem, ...]
+    downsampling: tuple[tuple[Downsampler, int], ...]  # (downsampler, its rule for the key)
+    qos: tuple[QosItem, ...]
+
+    def apply(self, msg: Message, now: float) -> Decision:
+        # size first, so a dropped message uses no downsampling slot (zenohd's order not yet measured)
+        for lp in self.low_pass:
+            if lp.too_large(msg):
+                return self.policy._drop(Drop("low_pass_filter", lp.id))
+        for d, rule in self.downsampling:
+            if msg.kind in d.item.messages:
+                drop = d.check(rule, now)
+                if drop is not None:
+                    return self.policy._drop(drop)
+        out: Rewrite | None = None
+        for q in self.qos:
+            r = q.rewrites(msg)
+            if r is not None:
+                out = r if out is None else _merge(out, r)
+        if out is None:
+            return KEEP
+        self.policy.rewrites += 1
+        self.policy.counts[f"qos/network/{out.item}"] += 1
+        return out
 
 
 def _merge(a: Rewrite, b: Rewrite) -> Rewrite:

@@ -56,6 +56,11 @@ class Downsampler:
         i = self.rule_of(msg.key)
         if i is None:
             return None
+        return self.check(i, now)
+
+    def check(self, i: int, now: float) -> Drop | None:
+        """Rule ``i`` (the one the message's key falls under) lets a message of a listed
+        kind through at ``now``, or drops it."""
         last = self.last.get(i)
         if last is not None and now - last < self.item.rules[i].interval:
             self.drops += 1

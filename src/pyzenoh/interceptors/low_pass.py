@@ -21,9 +21,15 @@ class LowPassItem:
     def restricts(self, key: str) -> bool:
         return any(intersects(k, key) for k in self.key_exprs)
 
+    def covers(self, key: str) -> bool:
+        """Whether a message on ``key`` is under one of the item's key expressions."""
+        return any(includes(k, key) for k in self.key_exprs)
+
+    def too_large(self, msg: Message) -> bool:
+        """A message of a listed kind over the limit (its key already known covered)."""
+        return msg.kind in self.messages and msg.payload_size + msg.attachment_size > self.size_limit
+
     def apply(self, msg: Message) -> Drop | None:
-        if msg.kind not in self.messages or msg.payload_size + msg.attachment_size <= self.size_limit:
-            return None
-        if not any(includes(k, msg.key) for k in self.key_exprs):
-            return None
-        return Drop("low_pass_filter", self.id)
+        if self.too_large(msg) and self.covers(msg.key):
+            return Drop("low_pass_filter", self.id)
+        return None

@@ -42,13 +42,19 @@ class QosItem:
     def restricts(self, key: str) -> bool:
         return self.key_exprs is None or any(intersects(k, key) for k in self.key_exprs)
 
-    def apply(self, msg: Message) -> Rewrite | None:
+    def covers(self, key: str) -> bool:
+        """Whether a message on ``key`` is under the item's key expressions (all: none given)."""
+        return self.key_exprs is None or any(includes(k, key) for k in self.key_exprs)
+
+    def rewrites(self, msg: Message) -> Rewrite | None:
+        """The rewrite of a message whose key is known covered: by kind and payload size."""
         if msg.kind not in self.messages:
             return None
         if self.payload_min is not None and msg.payload_size < self.payload_min:
             return None
         if self.payload_max is not None and msg.payload_size > self.payload_max:
             return None
-        if self.key_exprs is not None and not any(includes(k, msg.key) for k in self.key_exprs):
-            return None
         return self.rewrite
+
+    def apply(self, msg: Message) -> Rewrite | None:
+        return self.rewrites(msg) if self.covers(msg.key) else None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from pyzenoh.codec import Err, Put, Query, Reply, Request, Response
 from pyzenoh.codec.network import QOS_BLOCK, QOS_BLOCK_FIRST, QOS_EXPRESS, QOS_PRIORITY_MASK
-from pyzenoh.interceptors import KEEP, Decision, Drop, FacePolicy, Kind, Message, Rewrite
+from pyzenoh.interceptors import KEEP, Decision, Drop, FacePolicy, KeyPolicy, Kind, Message, Rewrite
 
 #: The interceptors' congestion control values (zenohd's names: drop, block, block_first)
 #: as the QoS byte's bits.
@@ -63,17 +63,22 @@ class InterceptedRoute:
     """The policies that can touch one route's key: the source's ingress one, and the
     egress ones of the destinations (face id, policy). Made once with the route."""
 
-    ingress: FacePolicy | None
-    egress: tuple[tuple[int, FacePolicy], ...]
+    ingress: KeyPolicy | None
+    egress: tuple[tuple[int, KeyPolicy], ...]
 
     @staticmethod
     def of(
         key: str, ingress: FacePolicy | None, egress: Iterable[tuple[int, FacePolicy | None]]
     ) -> InterceptedRoute | None:
-        """None when no policy on the route restricts ``key`` (the route pays nothing)."""
-        inp = ingress if ingress is not None and ingress.restricts(key) else None
-        out = tuple((fid, p) for fid, p in egress if p is not None and p.restricts(key))
-        return None if inp is None and not out else InterceptedRoute(inp, out)
+        """None when no policy on the route restricts ``key`` (the route pays nothing).
+        What each policy does with the key is decided here, once per route."""
+        inp = None if ingress is None else ingress.for_key(key)
+        out = []
+        for fid, p in egress:
+            kp = None if p is None else p.for_key(key)
+            if kp is not None:
+                out.append((fid, kp))
+        return None if inp is None and not out else InterceptedRoute(inp, tuple(out))
 
     def apply(self, msg: Message, qos: int, faces: Iterable[int], now: float) -> Verdict | Drop:
         """The decisions for one message on ``faces`` (the route's destinations after
@@ -99,15 +104,14 @@ class InterceptedRoute:
                 dropped.append((fid, decision))
             elif isinstance(decision, Rewrite):
                 rewrites[fid] = _merged(first, decision)
-        qos_of = {fid: rewritten_qos(qos, r) for fid, r in rewrites.items() if r is not None}
+        # only a QoS that changes: an unchanged message keeps the received bytes
+        qos_of = {fid: q for fid, r in rewrites.items() if r is not None and (q := rewritten_qos(qos, r)) != qos}
         return Verdict(frozenset(kept), qos_of, tuple(dropped))
 
 
 def decide(policy: FacePolicy | None, msg: Message, now: float) -> Decision:
     """One face's policy on one message (KEEP when it has none or none touches the key)."""
-    if policy is None or not policy.restricts(msg.key):
-        return KEEP
-    return policy.apply(msg, now)
+    return KEEP if policy is None else policy.apply(msg, now)
 
 
 def query_seen(key: str, msg: Request) -> Message:
