@@ -33,6 +33,7 @@ regions it calls:
 * :mod:`.queries`: queryables, queriers, gets and their replies;
 * :mod:`.liveliness`: tokens, liveliness subscribers and gets;
 * :mod:`.faces`: faces opening (state replay) and lost, the session closing;
+* :mod:`.forwarding`: what a peer relays between its clients and its other links;
 * :mod:`.dispatch`: received messages to their region, declarations, interests, timers.
 """
 
@@ -43,6 +44,7 @@ from pyzenoh.codec.transport import PRIORITY_DATA as PRIORITY_DATA
 from pyzenoh.session import types as t
 from pyzenoh.session.core.dispatch import Dispatch
 from pyzenoh.session.core.faces import Faces
+from pyzenoh.session.core.forwarding import Forwarding
 from pyzenoh.session.core.liveliness import Liveliness
 from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.pubsub import PubSub
@@ -91,11 +93,12 @@ class SessionCore(CoreState):
     ) -> None:
         super().__init__(zid, mode, responder, query_timeout_s=query_timeout_s)
         self.matching = Matching(self)
-        self.pubsub = PubSub(self, self.matching)
+        self.forwarding = Forwarding(self, self.matching)
+        self.pubsub = PubSub(self, self.matching, self.forwarding)
         self.queries = Queries(self, self.matching)
         self.liveliness = Liveliness(self)
-        self.face_rules = Faces(self, self.liveliness, self.matching, self.queries)
-        self.dispatch = Dispatch(self, self.liveliness, self.matching, self.pubsub, self.queries)
+        self.face_rules = Faces(self, self.liveliness, self.matching, self.queries, self.forwarding)
+        self.dispatch = Dispatch(self, self.liveliness, self.matching, self.pubsub, self.queries, self.forwarding)
         # dispatch
         self.handle_timer = self.dispatch.handle_timer
         self.next_deadline = self.dispatch.next_deadline

@@ -35,6 +35,7 @@ from pyzenoh.codec import (
 )
 from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.session import types as t
+from pyzenoh.session.core.forwarding import Forwarding
 from pyzenoh.session.core.liveliness import Liveliness
 from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.pubsub import PubSub
@@ -46,13 +47,20 @@ class Dispatch:
     """Received network messages and timer ticks, each to its region."""
 
     def __init__(
-        self, s: CoreState, liveliness: Liveliness, matching: Matching, pubsub: PubSub, queries: Queries
+        self,
+        s: CoreState,
+        liveliness: Liveliness,
+        matching: Matching,
+        pubsub: PubSub,
+        queries: Queries,
+        forwarding: Forwarding,
     ) -> None:
         self.s = s
         self.liveliness = liveliness
         self.matching = matching
         self.pubsub = pubsub
         self.queries = queries
+        self.forwarding = forwarding
 
     # --- incoming network messages -----------------------------------------------------------
 
@@ -94,10 +102,12 @@ class Dispatch:
                     self.s.remote_subs[(self.s.face_id, body.entity_id)] = key
                     self.matching.allow_changed()
                     self.matching.update_matching()
+                    self.forwarding.sub_declared(body.entity_id, key)
             case UndeclareSubscriber():
                 if self.s.remote_subs.pop((self.s.face_id, body.entity_id), None) is not None:
                     self.matching.allow_changed()
                     self.matching.update_matching()
+                    self.forwarding.sub_undeclared(body.entity_id)
             case DeclareQueryable():
                 key = self.s.resolve(body.wire_expr)
                 if key is not None and self.s.ke(key) is not None:
@@ -152,6 +162,8 @@ class Dispatch:
             for k, d in self.s.sub_decls.items():
                 if key is None or intersects(k, key):
                     self.s.declare(DeclareSubscriber(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
+            for wid, k in list(self.forwarding.declarations_for(f, key)):
+                self.s.declare(DeclareSubscriber(wid, WireExpr(0, k, True)), iid, face=fid)
         if opts & InterestOptions.QUERYABLES:
             for k, d in self.s.qabl_decls.items():
                 if key is None or intersects(k, key):
