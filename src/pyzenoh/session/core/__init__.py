@@ -95,7 +95,7 @@ class SessionCore(CoreState):
         self.matching = Matching(self)
         self.forwarding = Forwarding(self, self.matching)
         self.pubsub = PubSub(self, self.matching, self.forwarding)
-        self.queries = Queries(self, self.matching)
+        self.queries = Queries(self, self.matching, self.forwarding)
         self.liveliness = Liveliness(self)
         self.face_rules = Faces(self, self.liveliness, self.matching, self.queries, self.forwarding)
         self.dispatch = Dispatch(self, self.liveliness, self.matching, self.pubsub, self.queries, self.forwarding)

@@ -35,7 +35,7 @@ from pyzenoh.codec import (
 )
 from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.session import types as t
-from pyzenoh.session.core.forwarding import Forwarding
+from pyzenoh.session.core.forwarding import QABL, SUB, TOKEN, Forwarding
 from pyzenoh.session.core.liveliness import Liveliness
 from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.pubsub import PubSub
@@ -73,13 +73,19 @@ class Dispatch:
             case Declare():
                 self._on_declare(msg)
             case Response():
-                self.queries.on_response(msg)
+                if not self.forwarding.response(msg):
+                    self.queries.on_response(msg)
             case ResponseFinal():
+                if self.forwarding.response_final(msg):
+                    return
                 g = self.s.gets.get(msg.request_id)
                 if g is not None:
                     g.remote_pending.discard(self.s.face_id)
                     self.queries.maybe_finish(g)
             case Request():
+                key = self.s.resolve(msg.wire_expr)
+                if key is not None and self.s.ke(key) is not None:
+                    self.forwarding.request(msg, key, now)
                 self.queries.on_request(msg, now)
             case Interest():
                 self._on_interest(msg)
@@ -102,12 +108,12 @@ class Dispatch:
                     self.s.remote_subs[(self.s.face_id, body.entity_id)] = key
                     self.matching.allow_changed()
                     self.matching.update_matching()
-                    self.forwarding.sub_declared(body.entity_id, key)
+                    self.forwarding.declared(SUB, body.entity_id, key)
             case UndeclareSubscriber():
                 if self.s.remote_subs.pop((self.s.face_id, body.entity_id), None) is not None:
                     self.matching.allow_changed()
                     self.matching.update_matching()
-                    self.forwarding.sub_undeclared(body.entity_id)
+                    self.forwarding.undeclared(SUB, body.entity_id)
             case DeclareQueryable():
                 key = self.s.resolve(body.wire_expr)
                 if key is not None and self.s.ke(key) is not None:
@@ -118,15 +124,23 @@ class Dispatch:
                     else:
                         self.s.remote_qabl_complete.discard(qid)
                     self.matching.update_querier_matching()
+                    self.forwarding.declared(QABL, body.entity_id, key, body.complete)
             case UndeclareQueryable():
                 qid = (self.s.face_id, body.entity_id)
                 self.s.remote_qabl_complete.discard(qid)
                 if self.s.remote_qabls.pop(qid, None) is not None:
                     self.matching.update_querier_matching()
+                    self.forwarding.undeclared(QABL, body.entity_id)
             case DeclareToken():
                 self.liveliness.on_token(msg.interest_id, body)
+                key = self.s.resolve(body.wire_expr)
+                # not a reply to our own liveliness get: that token is no declaration
+                lget = msg.interest_id is not None and msg.interest_id in self.s.lgets
+                if key is not None and body.entity_id and not lget and self.s.ke(key) is not None:
+                    self.forwarding.declared(TOKEN, body.entity_id, key)
             case UndeclareToken():
                 self.liveliness.on_untoken(body)
+                self.forwarding.undeclared(TOKEN, body.entity_id)
             case DeclareFinal():
                 iid = msg.interest_id
                 if iid is None:
@@ -162,18 +176,22 @@ class Dispatch:
             for k, d in self.s.sub_decls.items():
                 if key is None or intersects(k, key):
                     self.s.declare(DeclareSubscriber(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
-            for wid, k in list(self.forwarding.declarations_for(f, key)):
-                self.s.declare(DeclareSubscriber(wid, WireExpr(0, k, True)), iid, face=fid)
+            for fw in self.forwarding.declarations_for(SUB, f, key):
+                self.s.declare(fw.declaration(), iid, face=fid)
         if opts & InterestOptions.QUERYABLES:
             for k, d in self.s.qabl_decls.items():
                 if key is None or intersects(k, key):
                     self.s.declare(
                         DeclareQueryable(d.wire_id, WireExpr(0, k, True), complete=d.complete), iid, face=fid
                     )
+            for fw in self.forwarding.declarations_for(QABL, f, key):
+                self.s.declare(fw.declaration(), iid, face=fid)
         if opts & InterestOptions.TOKENS:
             for k, d in self.s.token_decls.items():
                 if key is None or intersects(k, key):
                     self.s.declare(DeclareToken(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
+            for fw in self.forwarding.declarations_for(TOKEN, f, key):
+                self.s.declare(fw.declaration(), iid, face=fid)
         self.s.declare(DeclareFinal(), iid, face=fid)
 
     # --- time --------------------------------------------------------------------------------
@@ -181,9 +199,13 @@ class Dispatch:
     def next_deadline(self) -> float | None:
         deadlines = [g.deadline for g in self.s.gets.values()]
         deadlines += [lg.deadline for lg in self.s.lgets.values()]
+        relayed = self.forwarding.next_deadline()
+        if relayed is not None:
+            deadlines.append(relayed)
         return min(deadlines) if deadlines else None
 
     def handle_timer(self, now: float) -> None:
+        self.forwarding.handle_timer(now)
         for g in [g for g in self.s.gets.values() if g.deadline <= now]:
             self.queries.finish_get(g, timed_out=True)
         for iid, lg in [(i, lg) for i, lg in self.s.lgets.items() if lg.deadline <= now]:

@@ -7,12 +7,15 @@ router) to another: peers that are linked to each other each send their own clie
 traffic, so nothing arrives twice (measured on 1.10.2: a client of P1 in a triangle of
 peers P1, P2, P3 puts 5 samples; P2, P3 and a client of P3 get 5 each).
 
-Pub/sub only: a subscriber a face declared is declared again, under an id of this
-session, to the faces the rule allows (at once, to faces that open later, and in the
-answers to their interests); it goes when its face undeclares it or is lost. A PUSH is
-relayed to the faces the rule allows that declared a matching subscriber, with its key
-spelled in full (the sender's expression ids mean nothing elsewhere). Clients are
-treated as declared from the start: they send no D_FINAL(0).
+A subscriber, queryable or liveliness token a face declared is declared again, under an
+id of this session, to the faces the rule allows (at once, to faces that open later, and
+in the answers to their interests, liveliness gets included); it goes when its face
+undeclares it or is lost. A PUSH is relayed to the faces the rule allows that declared a
+matching subscriber, a REQUEST (under a request id of ours) to those that declared a
+matching queryable; their RESPONSEs go back to the asker and one RESPONSE_FINAL once
+they and this session's own queryables are done (or the query's timeout passed). Keys
+are spelled in full (the sender's expression ids mean nothing elsewhere). Clients count
+as declared from the start: they send no D_FINAL(0).
 """
 
 from __future__ import annotations
@@ -21,41 +24,82 @@ import dataclasses
 from collections.abc import Iterator
 
 from pyzenoh.codec import (
+    DeclareQueryable,
     DeclareSubscriber,
+    DeclareToken,
     Del,
     Push,
     Put,
+    Request,
+    Response,
+    ResponseFinal,
+    UndeclareQueryable,
     UndeclareSubscriber,
+    UndeclareToken,
     WhatAmI,
     WireExpr,
 )
 from pyzenoh.codec import primitives as _p
-from pyzenoh.codec.network import QOS_PRIORITY_MASK
+from pyzenoh.codec.network import QOS_PRIORITY_MASK, QOS_REQUEST
 from pyzenoh.dataplane import PushRun
 from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.state import CoreState, Face
 
+#: Queries relayed and not yet final, at most (settable per session: Forwarding.max_relays).
+MAX_RELAYS = 10_000
+
+#: what a face declared, by kind: the declaration and the undeclaration this session sends
+SUB, QABL, TOKEN = "sub", "qabl", "token"
+
 
 @dataclasses.dataclass(slots=True)
 class Forwarded:
-    """A subscriber of face ``src`` as this session declares it to the others."""
+    """A subscriber, queryable or token of face ``src`` as this session declares it to
+    the others."""
 
+    kind: str
     src: int
     wire_id: int
     key: str
     #: its face is a client's (then it went to every other face, else to clients only)
     from_client: bool
+    complete: bool = False
+
+    def declaration(self) -> DeclareSubscriber | DeclareQueryable | DeclareToken:
+        we = WireExpr(0, self.key, True)
+        if self.kind == SUB:
+            return DeclareSubscriber(self.wire_id, we)
+        if self.kind == QABL:
+            return DeclareQueryable(self.wire_id, we, complete=self.complete)
+        return DeclareToken(self.wire_id, we)
+
+    def undeclaration(self) -> UndeclareSubscriber | UndeclareQueryable | UndeclareToken:
+        if self.kind == SUB:
+            return UndeclareSubscriber(self.wire_id)
+        if self.kind == QABL:
+            return UndeclareQueryable(self.wire_id)
+        # as zenoh's, a token's undeclaration names its key
+        return UndeclareToken(self.wire_id, WireExpr(0, self.key, True))
 
 
 class Forwarding:
-    """The peer's relaying of its faces' subscribers and samples (see the module docstring)."""
+    """The peer's relaying of its faces' declarations, samples and queries (see the
+    module docstring)."""
 
     def __init__(self, s: CoreState, matching: Matching) -> None:
         self.s = s
         self.matching = matching
-        #: (source face, its entity id) -> the subscriber as forwarded
-        self.subs: dict[tuple[int, int], Forwarded] = {}
+        #: (kind, source face, its entity id) -> the entity as forwarded
+        self.decls: dict[tuple[str, int, int], Forwarded] = {}
+        #: our request id -> the query relayed under it
+        self.relayed: dict[int, Relay] = {}
+        #: (source face, its request id) -> the query relayed for it
+        self.relays: dict[tuple[int, int], Relay] = {}
+        #: queries relayed at once at most (one asker flooding us affects only itself);
+        #: a query past it is answered by this session's queryables only, and counted
+        self.max_relays = MAX_RELAYS
+        self.relays_refused = 0
 
     # --- the rule ----------------------------------------------------------------------------
 
@@ -74,62 +118,73 @@ class Forwarding:
             if self.passes(src, dst):
                 yield dst
 
-    # --- subscribers -------------------------------------------------------------------------
+    # --- declarations ------------------------------------------------------------------------
 
-    def sub_declared(self, eid: int, key: str) -> None:
-        """The current face declared subscriber ``eid`` on ``key``."""
+    def declared(self, kind: str, eid: int, key: str, complete: bool = False) -> None:
+        """The current face declared a subscriber, queryable or token ``eid`` on ``key``."""
         if self.s.mode is not WhatAmI.PEER:
             return
         src = self.s.face_id
         f = self.s.faces.get(src)
         if f is None:
             return
-        fw = self.subs.get((src, eid))
+        fw = self.decls.get((kind, src, eid))
         if fw is None:
             client = f.peer.whatami is WhatAmI.CLIENT
-            fw = self.subs[(src, eid)] = Forwarded(src, self.s.wire_id(), key, client)
+            fw = self.decls[(kind, src, eid)] = Forwarded(kind, src, self.s.wire_id(), key, client, complete)
+        elif (fw.key, fw.complete) == (key, complete):
+            return  # the same again (announced for another interest)
         else:
-            fw.key = key
+            fw.key, fw.complete = key, complete
         for dst in self._targets(src):
-            self.s.declare(DeclareSubscriber(fw.wire_id, WireExpr(0, key, True)), face=dst.fid)
+            self.s.declare(fw.declaration(), face=dst.fid)
 
-    def sub_undeclared(self, eid: int) -> None:
-        fw = self.subs.pop((self.s.face_id, eid), None)
+    def undeclared(self, kind: str, eid: int) -> None:
+        fw = self.decls.pop((kind, self.s.face_id, eid), None)
         if fw is not None:
             for dst in self._targets(fw.src):
-                self.s.declare(UndeclareSubscriber(fw.wire_id), face=dst.fid)
+                self.s.declare(fw.undeclaration(), face=dst.fid)
 
-    def declarations_for(self, dst: Face, key: str | None = None) -> Iterator[tuple[int, str]]:
-        """The forwarded subscribers face ``dst`` may know of (``key``: intersecting it)."""
-        for fw in self.subs.values():
+    def declarations_for(self, kind: str, dst: Face, key: str | None = None) -> list[Forwarded]:
+        """The forwarded entities of ``kind`` face ``dst`` may know of (``key``: those
+        intersecting it)."""
+        out = []
+        for fw in self.decls.values():
+            if fw.kind != kind:
+                continue
             src = self.s.faces.get(fw.src)
             if src is not None and self.passes(src, dst) and (key is None or intersects(fw.key, key)):
-                yield fw.wire_id, fw.key
+                out.append(fw)
+        return out
 
     # --- faces -------------------------------------------------------------------------------
 
     def face_opened(self, f: Face) -> None:
         """A face opened: a client declares as it goes (no D_FINAL(0) to wait for); the
-        others' subscribers the rule lets it know of are declared to it (before the
+        others' entities the rule lets it know of are declared to it (before the
         D_FINAL(0) that ends a peer's initial declarations)."""
         if self.s.mode is not WhatAmI.PEER:
             return
         if f.peer.whatami is WhatAmI.CLIENT:
             f.declared = True
-        for wid, key in list(self.declarations_for(f)):
-            self.s.declare(DeclareSubscriber(wid, WireExpr(0, key, True)), face=f.fid)
+        for kind in (SUB, QABL, TOKEN):
+            for fw in self.declarations_for(kind, f):
+                self.s.declare(fw.declaration(), face=f.fid)
 
     def face_lost(self, fid: int) -> None:
-        """A face is gone (already out of the faces): its subscribers are undeclared on
-        the faces they were forwarded to."""
-        gone = [k for k in self.subs if k[0] == fid]
-        if not gone:
-            return
-        for k in gone:
-            fw = self.subs.pop(k)
+        """A face is gone (already out of the faces): its entities are undeclared where
+        they were forwarded; the queries relayed to it end without it, those it asked go."""
+        for k in [k for k in self.decls if k[1] == fid]:
+            fw = self.decls.pop(k)
             for dst in list(self.s.faces.values()):
                 if fw.from_client or dst.peer.whatami is WhatAmI.CLIENT:  # the rule, its source gone
-                    self.s.declare(UndeclareSubscriber(fw.wire_id), face=dst.fid)
+                    self.s.declare(fw.undeclaration(), face=dst.fid)
+        for rid, r in list(self.relayed.items()):
+            if r.src == fid:
+                self._drop(r)
+            elif fid in r.pending:
+                r.pending.discard(fid)
+                self._maybe_final(r)
 
     # --- samples -----------------------------------------------------------------------------
 
@@ -155,6 +210,96 @@ class Forwarding:
         for msg in _run_messages(run, key):
             for dst in dsts:
                 self.s.send(msg, msg.qos & QOS_PRIORITY_MASK, face=dst.fid)
+
+    # --- queries -----------------------------------------------------------------------------
+
+    def request(self, msg: Request, key: str, now: float) -> None:
+        """A query from the current face: relayed, under a request id of ours, to the
+        faces the rule allows whose queryables may answer it; their replies go back to
+        the asker, and one RESPONSE_FINAL once they and this session's queryables are done."""
+        if self.s.mode is not WhatAmI.PEER:
+            return
+        src = self.s.face_id
+        dsts = [d.fid for d in self._targets(src) if d.declared and self.matching.face_answers(d, key, msg.target)]
+        if not dsts:
+            return
+        if len(self.relays) >= self.max_relays:
+            self.relays_refused += 1
+            return
+        rid = self.s.next_rid
+        self.s.next_rid += 1
+        timeout = self.s.query_timeout_s if msg.timeout_ms is None else msg.timeout_ms / 1000
+        r = Relay(rid, src, msg.request_id, msg.qos & QOS_PRIORITY_MASK, set(dsts), now + timeout)
+        self.relayed[rid] = r
+        self.relays[(src, msg.request_id)] = r
+        out = dataclasses.replace(msg, request_id=rid, wire_expr=WireExpr(0, key, True))
+        for fid in dsts:
+            self.s.send(out, r.priority, face=fid)
+
+    def local_final(self, fid: int, rid: int) -> bool:
+        """This session's queryables are done with query ``rid`` of face ``fid``: whether
+        its RESPONSE_FINAL is ours to send (a relay still waits on other faces)."""
+        r = self.relays.get((fid, rid))
+        if r is None:
+            return False
+        r.local_done = True
+        self._maybe_final(r)
+        return True
+
+    def response(self, msg: Response) -> bool:
+        """A reply from the current face: whether it was to a relayed query (then it goes
+        on to the asker, its key in full)."""
+        r = self.relayed.get(msg.request_id)
+        if r is None:
+            return False
+        key = self.s.resolve(msg.wire_expr)
+        if key is not None and self.s.face_id in r.pending:
+            out = dataclasses.replace(msg, request_id=r.src_rid, wire_expr=WireExpr(0, key, True))
+            self.s.send(out, r.priority, face=r.src)
+        return True
+
+    def response_final(self, msg: ResponseFinal) -> bool:
+        r = self.relayed.get(msg.request_id)
+        if r is None:
+            return False
+        r.pending.discard(self.s.face_id)
+        self._maybe_final(r)
+        return True
+
+    def next_deadline(self) -> float | None:
+        return min((r.deadline for r in self.relayed.values()), default=None)
+
+    def handle_timer(self, now: float) -> None:
+        """Relayed queries past their timeout end for their asker (their late replies are dropped)."""
+        for r in [r for r in self.relayed.values() if r.deadline <= now]:
+            r.pending.clear()
+            r.local_done = True
+            self._maybe_final(r)
+
+    def _maybe_final(self, r: Relay) -> None:
+        if r.pending or not r.local_done:
+            return
+        self._drop(r)
+        self.s.send(ResponseFinal(r.src_rid, qos=QOS_REQUEST), r.priority, face=r.src)
+
+    def _drop(self, r: Relay) -> None:
+        self.relayed.pop(r.rid, None)
+        self.relays.pop((r.src, r.src_rid), None)
+
+
+@dataclasses.dataclass(slots=True)
+class Relay:
+    """A query of face ``src`` relayed to other faces as our request ``rid``."""
+
+    rid: int
+    src: int
+    src_rid: int
+    priority: int
+    #: the faces whose RESPONSE_FINAL is awaited
+    pending: set[int]
+    deadline: float
+    #: this session's own queryables are done with it (their final is held here)
+    local_done: bool = False
 
 
 def _run_messages(run: PushRun, key: str) -> list[Push]:
