@@ -159,3 +159,81 @@ def test_triangle_of_peers_delivers_once(kinds: str) -> None:
                     warm(lambda v: c1.put("fw/t/a", v), sinks)
                     counted(lambda v: c1.put("fw/t/a", v), sinks)
                     del subs
+
+
+def answers(session: Any, key: str) -> list[str]:
+    """The payloads of the replies to one get."""
+    return sorted(r.ok.payload.to_string() for r in session.get(key, timeout=WAIT) if r.ok is not None)
+
+
+def tokens(session: Any, key: str) -> list[str]:
+    return sorted(str(r.ok.key_expr) for r in session.liveliness().get(key, timeout=WAIT) if r.ok is not None)
+
+
+class Events:
+    """Liveliness subscriber events, as (kind, key)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: list[tuple[str, str]] = []
+
+    def __call__(self, sample: Any) -> None:
+        with self.lock:
+            self.seen.append((str(sample.kind).rsplit(".", 1)[-1], str(sample.key_expr)))
+
+    def has(self, kind: str, key: str) -> bool:
+        with self.lock:
+            return (kind, key) in self.seen
+
+
+@pytest.mark.parametrize(("k1", "k2"), [("real", "real"), ("pz", "real"), ("real", "pz"), ("pz", "pz")])
+def test_queries_and_liveliness_through_peers(k1: str, k2: str) -> None:
+    """C -> P1 <-> P2 <- C2, and C1 a second client of P1: C's queryable answers the gets
+    of both other clients once, its token reaches their liveliness subscribers and gets,
+    and its undeclaration too."""
+    e1, e2 = _ep(), _ep()
+    p1 = peer(k1, e1)
+    with opened(p1):
+        p2 = peer(k2, e2, [e1])
+        with opened(p2):
+            c, c1, c2 = client(e1), client(e1), client(e2)
+            with opened(c, c1, c2):
+                qabl = c.declare_queryable("fw/q/**", lambda q: q.reply(q.key_expr, "c"))
+                tok = c.liveliness().declare_token("fw/tok/c")
+                ev1, ev2 = Events(), Events()
+                lsubs = [
+                    c1.liveliness().declare_subscriber("fw/tok/**", ev1, history=True),
+                    c2.liveliness().declare_subscriber("fw/tok/**", ev2, history=True),
+                ]
+                for asker in (c1, c2):
+                    qr = asker.declare_querier("fw/q/a")
+                    expect(lambda qr=qr: qr.matching_status.matching, "the querier matching C's queryable")
+                    assert answers(asker, "fw/q/a") == ["c"]
+                    assert answers(asker, "fw/nothing") == []
+                expect(lambda: ev1.has("PUT", "fw/tok/c") and ev2.has("PUT", "fw/tok/c"), "the token seen")
+                assert tokens(c1, "fw/tok/**") == ["fw/tok/c"]
+                expect(lambda: tokens(c2, "fw/tok/**") == ["fw/tok/c"], "C2's liveliness get")
+                tok.undeclare()
+                expect(lambda: ev1.has("DELETE", "fw/tok/c") and ev2.has("DELETE", "fw/tok/c"), "the token gone")
+                del qabl, lsubs
+
+
+@pytest.mark.parametrize("kinds", ["real-real-real", "pz-pz-pz", "pz-real-pz", "real-pz-real"])
+def test_triangle_of_peers_answers_once(kinds: str) -> None:
+    """A client of P1 serves queries; P2, P3 and a client of P3 get one answer each."""
+    k1, k2, k3 = kinds.split("-")
+    e1, e2, e3 = _ep(), _ep(), _ep()
+    p1 = peer(k1, e1)
+    with opened(p1):
+        p2 = peer(k2, e2, [e1])
+        with opened(p2):
+            p3 = peer(k3, e3, [e1, e2])
+            with opened(p3):
+                c1, c3 = client(e1), client(e3)
+                with opened(c1, c3):
+                    qabl = c1.declare_queryable("fw/q/**", lambda q: q.reply(q.key_expr, "c1"))
+                    for asker in (p2, p3, c3):
+                        qr = asker.declare_querier("fw/q/a")
+                        expect(lambda qr=qr: qr.matching_status.matching, "the querier matching C1's queryable")
+                        assert answers(asker, "fw/q/a") == ["c1"]
+                    del qabl
