@@ -1,6 +1,7 @@
 """The peer's forwarding rule (core/forwarding.py), sans-IO: a pyzenoh peer core with two
 client faces (A, B) and two peer faces (P, Q); what came from a client goes to every other
-face, what came from a peer to the clients only."""
+face, what came from a peer to the clients only; a client is declared what its interests
+ask for, as a 1.10.2 peer does."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from pyzenoh.codec import (
     DeclareQueryable,
     DeclareSubscriber,
     DeclareToken,
+    Interest,
+    InterestMode,
+    InterestOptions,
     Push,
     Put,
     Query,
@@ -29,18 +33,23 @@ from pyzenoh.session.core import SessionCore
 from pyzenoh.transport.link import Established
 
 A, B, P, Q = 1, 2, 3, 4
+ALL = InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS | InterestOptions.QUERYABLES | InterestOptions.TOKENS
 KINDS = {A: WhatAmI.CLIENT, B: WhatAmI.CLIENT, P: WhatAmI.PEER, Q: WhatAmI.PEER}
 
 
 class Peer:
     """A peer core with faces A, B (clients) and P, Q (peers, their declarations done)."""
 
-    def __init__(self) -> None:
-        self.core = SessionCore(ZenohId.from_str("c1c2c3c4c5c6c7c8"), WhatAmI.PEER, self, query_timeout_s=10.0)
+    def __init__(self, asking: bool = True) -> None:
+        """``asking``: the clients follow every declaration (a CurrentFuture interest)."""
+        self.core = SessionCore(ZenohId.from_str("c1c2c3c4c5c6c7c8"), WhatAmI.PEER, self, query_timeout_s=10.0)  # type: ignore[arg-type]
         for fid, kind in KINDS.items():
             self.open(fid, kind)
         for fid in (P, Q):
             self.recv(fid, Declare(DeclareFinal(), 0))
+        if asking:
+            for fid in (A, B):
+                self.recv(fid, Interest(99, InterestMode.CURRENT_FUTURE, ALL))
         self.core.take_outbox()
 
     def open(self, fid: int, kind: WhatAmI) -> None:
@@ -108,10 +117,11 @@ def test_a_face_that_opens_later_gets_what_the_rule_lets_it_know() -> None:
     n.recv(A, sub(7, "k/**"))
     n.recv(P, Declare(DeclareQueryable(8, WireExpr(0, "q/**"))))
     n.sent()
-    n.open(5, WhatAmI.CLIENT)
-    got = to(n.sent(), object)[5]
-    bodies = [type(m.body).__name__ for m in got if isinstance(m, Declare)]
-    assert "DeclareSubscriber" in bodies and "DeclareQueryable" in bodies
+    n.open(5, WhatAmI.CLIENT)  # a client is told nothing unasked...
+    assert not [m for f, m in n.sent() if f == 5 and isinstance(m, Declare) and not isinstance(m.body, DeclareFinal)]
+    n.recv(5, Interest(3, InterestMode.CURRENT, ALL, WireExpr(0, "**")))  # ...and what it asks
+    got = [(type(m.body).__name__, m.interest_id) for f, m in n.sent() if f == 5]
+    assert got == [("DeclareSubscriber", 3), ("DeclareQueryable", 3), ("DeclareFinal", 3)]
     n.open(6, WhatAmI.PEER)  # the peer's queryable is not for another peer
     bodies = [type(m.body).__name__ for f, m in n.sent() if f == 6 and isinstance(m, Declare)]
     assert "DeclareSubscriber" in bodies and "DeclareQueryable" not in bodies
@@ -172,3 +182,20 @@ def test_a_client_session_forwards_nothing() -> None:
     c.select_face(1)
     c.on_message(sub(7, "k/**"), 0.0)
     assert c.take_outbox() == [] and not c.forwarding.decls
+
+
+def test_a_client_follows_what_its_future_interests_cover() -> None:
+    n = Peer(asking=False)
+    n.recv(A, Interest(4, InterestMode.CURRENT_FUTURE, InterestOptions.SUBSCRIBERS, WireExpr(0, "k/a")))
+    n.sent()
+    n.recv(P, sub(7, "k/**"))
+    n.recv(P, sub(8, "x/**"))
+    n.recv(P, Declare(DeclareToken(9, WireExpr(0, "k/a"))))
+    sent = n.sent()
+    assert [(f, m.body.wire_expr.suffix) for f, m in sent if f in (A, B)] == [(A, "k/**")]
+    n.recv(P, Declare(UndeclareSubscriber(8)))  # never declared to A: nothing to undeclare
+    n.recv(P, Declare(UndeclareSubscriber(7)))
+    assert [f for f, m in n.sent()] == [A]
+    n.recv(A, Interest(4, InterestMode.FINAL))
+    n.recv(P, sub(10, "k/a"))
+    assert n.sent() == []

@@ -161,37 +161,40 @@ class Dispatch:
 
     def _on_interest(self, msg: Interest) -> None:
         """An interest from a client (or a peer) connected to this peer: our current
-        declarations it covers, then D_FINAL; future ones go to every face anyway. A
+        declarations it covers and those forwarded to it (:mod:`.forwarding`), then
+        D_FINAL; our own future ones go to every face anyway, forwarded ones follow its
+        future interests. A
         router's interests are never for a client or peer to answer."""
         f = self.s.faces.get(self.s.face_id)
         if f is None or f.peer.whatami is WhatAmI.ROUTER or self.s.mode is not WhatAmI.PEER:
             return
-        if msg.mode not in (InterestMode.CURRENT, InterestMode.CURRENT_FUTURE):
+        if msg.mode is InterestMode.FINAL:
+            self.forwarding.interest(f, msg, None)
             return
         key = None if msg.wire_expr is None else self.s.resolve(msg.wire_expr)
         if msg.wire_expr is not None and (key is None or self.s.ke(key) is None):
+            return
+        self.forwarding.interest(f, msg, key)  # what it asks of the future: forwarded declarations follow it
+        if msg.mode not in (InterestMode.CURRENT, InterestMode.CURRENT_FUTURE):
             return
         iid, fid, opts = msg.interest_id, f.fid, msg.options
         if opts & InterestOptions.SUBSCRIBERS:
             for k, d in self.s.sub_decls.items():
                 if key is None or intersects(k, key):
                     self.s.declare(DeclareSubscriber(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
-            for fw in self.forwarding.declarations_for(SUB, f, key):
-                self.s.declare(fw.declaration(), iid, face=fid)
+            self.forwarding.answer(SUB, f, key, iid)
         if opts & InterestOptions.QUERYABLES:
             for k, d in self.s.qabl_decls.items():
                 if key is None or intersects(k, key):
                     self.s.declare(
                         DeclareQueryable(d.wire_id, WireExpr(0, k, True), complete=d.complete), iid, face=fid
                     )
-            for fw in self.forwarding.declarations_for(QABL, f, key):
-                self.s.declare(fw.declaration(), iid, face=fid)
+            self.forwarding.answer(QABL, f, key, iid)
         if opts & InterestOptions.TOKENS:
             for k, d in self.s.token_decls.items():
                 if key is None or intersects(k, key):
                     self.s.declare(DeclareToken(d.wire_id, WireExpr(0, k, True)), iid, face=fid)
-            for fw in self.forwarding.declarations_for(TOKEN, f, key):
-                self.s.declare(fw.declaration(), iid, face=fid)
+            self.forwarding.answer(TOKEN, f, key, iid)
         self.s.declare(DeclareFinal(), iid, face=fid)
 
     # --- time --------------------------------------------------------------------------------

@@ -28,6 +28,9 @@ from pyzenoh.codec import (
     DeclareSubscriber,
     DeclareToken,
     Del,
+    Interest,
+    InterestMode,
+    InterestOptions,
     Push,
     Put,
     Request,
@@ -49,6 +52,9 @@ from pyzenoh.session.core.state import CoreState, Face
 #: Queries relayed and not yet final, at most (settable per session: Forwarding.max_relays).
 MAX_RELAYS = 10_000
 
+#: Future interests of one client followed at most (Forwarding.max_interests).
+MAX_INTERESTS = 10_000
+
 #: what a face declared, by kind: the declaration and the undeclaration this session sends
 SUB, QABL, TOKEN = "sub", "qabl", "token"
 
@@ -62,9 +68,9 @@ class Forwarded:
     src: int
     wire_id: int
     key: str
-    #: its face is a client's (then it went to every other face, else to clients only)
-    from_client: bool
     complete: bool = False
+    #: the faces it was declared to (its undeclaration goes to them)
+    sent: set[int] = dataclasses.field(default_factory=set)
 
     def declaration(self) -> DeclareSubscriber | DeclareQueryable | DeclareToken:
         we = WireExpr(0, self.key, True)
@@ -81,6 +87,9 @@ class Forwarded:
             return UndeclareQueryable(self.wire_id)
         # as zenoh's, a token's undeclaration names its key
         return UndeclareToken(self.wire_id, WireExpr(0, self.key, True))
+
+
+_OPTION = {SUB: InterestOptions.SUBSCRIBERS, QABL: InterestOptions.QUERYABLES, TOKEN: InterestOptions.TOKENS}
 
 
 class Forwarding:
@@ -100,6 +109,11 @@ class Forwarding:
         #: a query past it is answered by this session's queryables only, and counted
         self.max_relays = MAX_RELAYS
         self.relays_refused = 0
+        #: client face -> its CurrentFuture/Future interests: id -> (options, key or None)
+        self.interests: dict[int, dict[int, tuple[int, str | None]]] = {}
+        #: interests kept per client face at most (past it: answered, not followed; counted)
+        self.max_interests = MAX_INTERESTS
+        self.interests_refused = 0
 
     # --- the rule ----------------------------------------------------------------------------
 
@@ -130,20 +144,64 @@ class Forwarding:
             return
         fw = self.decls.get((kind, src, eid))
         if fw is None:
-            client = f.peer.whatami is WhatAmI.CLIENT
-            fw = self.decls[(kind, src, eid)] = Forwarded(kind, src, self.s.wire_id(), key, client, complete)
+            fw = self.decls[(kind, src, eid)] = Forwarded(kind, src, self.s.wire_id(), key, complete)
         elif (fw.key, fw.complete) == (key, complete):
             return  # the same again (announced for another interest)
         else:
             fw.key, fw.complete = key, complete
         for dst in self._targets(src):
-            self.s.declare(fw.declaration(), face=dst.fid)
+            if self._follows(dst, fw):
+                self._declare_to(dst.fid, fw)
 
     def undeclared(self, kind: str, eid: int) -> None:
         fw = self.decls.pop((kind, self.s.face_id, eid), None)
         if fw is not None:
-            for dst in self._targets(fw.src):
-                self.s.declare(fw.undeclaration(), face=dst.fid)
+            self._undeclare(fw)
+
+    def _declare_to(self, fid: int, fw: Forwarded, interest_id: int | None = None) -> None:
+        self.s.declare(fw.declaration(), interest_id, face=fid)
+        fw.sent.add(fid)
+
+    def _undeclare(self, fw: Forwarded) -> None:
+        for fid in sorted(fw.sent):
+            if fid in self.s.faces:
+                self.s.declare(fw.undeclaration(), face=fid)
+
+    def _follows(self, dst: Face, fw: Forwarded) -> bool:
+        """Whether a new declaration goes to ``dst`` unasked: to a peer always (peers
+        announce everything), to a client only under a future interest of its that covers
+        it (measured: a 1.10.2 peer declares nothing else to a client)."""
+        if dst.peer.whatami is not WhatAmI.CLIENT:
+            return True
+        option = _OPTION[fw.kind]
+        return any(
+            opts & option and (k is None or intersects(k, fw.key))
+            for opts, k in self.interests.get(dst.fid, {}).values()
+        )
+
+    def interest(self, f: Face, msg: Interest, key: str | None) -> None:
+        """An interest of face ``f`` (a client's): its current part is answered by the
+        caller with :meth:`answer`, its future part followed here until its FINAL."""
+        if self.s.mode is not WhatAmI.PEER or f.peer.whatami is not WhatAmI.CLIENT:
+            return
+        mine = self.interests.setdefault(f.fid, {})
+        if msg.mode is InterestMode.FINAL:
+            mine.pop(msg.interest_id, None)
+        elif msg.mode in (InterestMode.FUTURE, InterestMode.CURRENT_FUTURE):
+            if len(mine) >= self.max_interests and msg.interest_id not in mine:
+                self.interests_refused += 1
+                return
+            mine[msg.interest_id] = (int(msg.options), key)
+
+    def answer(self, kind: str, dst: Face, key: str | None, interest_id: int) -> None:
+        """The forwarded entities of ``kind`` face ``dst`` may know of that intersect
+        ``key``, declared to it in answer to its interest."""
+        followed = interest_id in self.interests.get(dst.fid, {})
+        for fw in self.declarations_for(kind, dst, key):
+            if followed:
+                self._declare_to(dst.fid, fw, interest_id)
+            else:  # a current-only answer (a liveliness get): no undeclaration will follow
+                self.s.declare(fw.declaration(), interest_id, face=dst.fid)
 
     def declarations_for(self, kind: str, dst: Face, key: str | None = None) -> list[Forwarded]:
         """The forwarded entities of ``kind`` face ``dst`` may know of (``key``: those
@@ -167,18 +225,19 @@ class Forwarding:
             return
         if f.peer.whatami is WhatAmI.CLIENT:
             f.declared = True
+            return  # a client is told what it asks for (its interests)
         for kind in (SUB, QABL, TOKEN):
             for fw in self.declarations_for(kind, f):
-                self.s.declare(fw.declaration(), face=f.fid)
+                self._declare_to(f.fid, fw)
 
     def face_lost(self, fid: int) -> None:
         """A face is gone (already out of the faces): its entities are undeclared where
         they were forwarded; the queries relayed to it end without it, those it asked go."""
+        self.interests.pop(fid, None)
         for k in [k for k in self.decls if k[1] == fid]:
-            fw = self.decls.pop(k)
-            for dst in list(self.s.faces.values()):
-                if fw.from_client or dst.peer.whatami is WhatAmI.CLIENT:  # the rule, its source gone
-                    self.s.declare(fw.undeclaration(), face=dst.fid)
+            self._undeclare(self.decls.pop(k))
+        for fw in self.decls.values():
+            fw.sent.discard(fid)
         for rid, r in list(self.relayed.items()):
             if r.src == fid:
                 self._drop(r)
