@@ -21,7 +21,8 @@ subscribers, queryables and tokens, then D_FINAL(0) to a peer as 1.10.2 peers do
 face takes what it declared with it (token DELETEs, matching False) and ends the gets
 that waited on it. Peer faces get no interests: a peer sends its declarations unasked,
 then D_FINAL(0); from then on data and queries go to it only where it declared a
-matching subscriber or queryable (before that, everything goes).
+matching subscriber or queryable (before that, everything goes). A peer also forwards
+between its clients and its other links (:mod:`.forwarding`).
 
 :class:`SessionCore` is its state (:class:`.state.CoreState`, the tables every rule reads)
 and one object per region, each in its own module and built with the state and the
