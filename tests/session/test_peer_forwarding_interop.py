@@ -237,3 +237,33 @@ def test_triangle_of_peers_answers_once(kinds: str) -> None:
                         expect(lambda qr=qr: qr.matching_status.matching, "the querier matching C1's queryable")
                         assert answers(asker, "fw/q/a") == ["c1"]
                     del qabl
+
+
+def pz_client(connect: str) -> pz.Session:
+    return pz.open(
+        {"mode": "client", "connect": {"endpoints": [connect]}, "scouting": {"multicast": {"enabled": False}}}
+    )
+
+
+@pytest.mark.parametrize("kind", ["real", "pz"])
+def test_pyzenoh_clients_of_one_peer(kind: str) -> None:
+    """Two pyzenoh clients of one peer: samples once each, a get answered once, a token seen."""
+    ep = _ep()
+    p = peer(kind, ep)
+    with opened(p):
+        c1, c2 = pz_client(ep), pz_client(ep)
+        with opened(c1, c2):
+            got, ev = Counts(), Events()
+            keep = [
+                c2.declare_subscriber("fw/t/**", got),
+                c1.declare_queryable("fw/q/**", lambda q: q.reply(q.key_expr, "c1")),
+                c2.liveliness().declare_subscriber("fw/tok/**", ev, history=True),
+            ]
+            tok = c1.liveliness().declare_token("fw/tok/c1")
+            warm(lambda v: c1.put("fw/t/a", v), [got])
+            counted(lambda v: c1.put("fw/t/a", v), [got])
+            expect(lambda: answers(c2, "fw/q/a") == ["c1"], "C2's get answered by C1")
+            expect(lambda: ev.has("PUT", "fw/tok/c1"), "C1's token seen by C2")
+            tok.undeclare()
+            expect(lambda: ev.has("DELETE", "fw/tok/c1"), "C1's token gone for C2")
+            del keep
