@@ -28,11 +28,15 @@ from pyzenoh.codec import (
     WireExpr,
     ZenohId,
 )
+from pyzenoh.codec import (
+    DeclareKeyExpr as DeclareKeyExprBody,
+)
 from pyzenoh.codec.data import Reply
 from pyzenoh.session.core import SessionCore
 from pyzenoh.transport.link import Established
 
 A, B, P, Q = 1, 2, 3, 4
+ZID7 = ZenohId(7)
 ALL = InterestOptions.KEYEXPRS | InterestOptions.SUBSCRIBERS | InterestOptions.QUERYABLES | InterestOptions.TOKENS
 KINDS = {A: WhatAmI.CLIENT, B: WhatAmI.CLIENT, P: WhatAmI.PEER, Q: WhatAmI.PEER}
 
@@ -199,3 +203,28 @@ def test_a_client_follows_what_its_future_interests_cover() -> None:
     n.recv(A, Interest(4, InterestMode.FINAL))
     n.recv(P, sub(10, "k/a"))
     assert n.sent() == []
+
+
+def test_a_run_of_pushes_is_relayed_message_by_message() -> None:
+    """A run (one FRAME of same-shape PUSHes) from a client goes on as its PUSHes, key in
+    full, payloads and timestamps each its own."""
+    from pyzenoh.codec import Frame, Timestamp, encode_network_message
+    from pyzenoh.dataplane import PushRun, decode_batch
+
+    n = Peer()
+    n.recv(P, sub(5, "a/**"))
+    n.sent()
+    out = bytearray()
+    Frame(True, 1, (), 5).write_header(out)
+    n.recv(A, Declare(DeclareKeyExprBody(3, WireExpr(0, "a/b"))))
+    for i in range(8):
+        out += encode_network_message(Push(WireExpr(3, ""), Put(b"x%d" % i, timestamp=Timestamp(1000 + i, ZID7))))
+    (frame,) = decode_batch(bytes(out), keep_raw=True, runs=True, stamped=True)
+    run = frame.messages[0]
+    assert isinstance(run, PushRun) and run.count == 8
+    n.core.select_face(A)
+    n.core.on_push_run(run)
+    pushes = [(f, m) for f, m in n.sent() if isinstance(m, Push)]
+    assert [f for f, _ in pushes] == [P] * 8
+    assert {m.wire_expr for _, m in pushes} == {WireExpr(0, "a/b")}
+    assert [(m.body.payload, m.body.timestamp.time) for _, m in pushes] == [(b"x%d" % i, 1000 + i) for i in range(8)]
