@@ -8,8 +8,10 @@ traffic, so nothing arrives twice (measured on 1.10.2: a client of P1 in a trian
 peers P1, P2, P3 puts 5 samples; P2, P3 and a client of P3 get 5 each).
 
 A subscriber, queryable or liveliness token a face declared is declared again, under an
-id of this session, to the faces the rule allows (at once, to faces that open later, and
-in the answers to their interests, liveliness gets included); it goes when its face
+id of this session, to the faces the rule allows: to a peer at once (or when it opens),
+to a client only as its interests ask (in the answer to an interest, liveliness gets
+included, then while a CurrentFuture interest covers it: captured on a 1.10.2 peer,
+which tells a client nothing else); it is undeclared where it went when its face
 undeclares it or is lost. A PUSH is relayed to the faces the rule allows that declared a
 matching subscriber, a REQUEST (under a request id of ours) to those that declared a
 matching queryable; their RESPONSEs go back to the asker and one RESPONSE_FINAL once
