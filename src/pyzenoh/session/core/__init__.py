@@ -21,7 +21,8 @@ subscribers, queryables and tokens, then D_FINAL(0) to a peer as 1.10.2 peers do
 face takes what it declared with it (token DELETEs, matching False) and ends the gets
 that waited on it. Peer faces get no interests: a peer sends its declarations unasked,
 then D_FINAL(0); from then on data and queries go to it only where it declared a
-matching subscriber or queryable (before that, everything goes).
+matching subscriber or queryable (before that, everything goes). A peer also forwards
+between its clients and its other links (:mod:`.forwarding`).
 
 :class:`SessionCore` is its state (:class:`.state.CoreState`, the tables every rule reads)
 and one object per region, each in its own module and built with the state and the
@@ -33,6 +34,7 @@ regions it calls:
 * :mod:`.queries`: queryables, queriers, gets and their replies;
 * :mod:`.liveliness`: tokens, liveliness subscribers and gets;
 * :mod:`.faces`: faces opening (state replay) and lost, the session closing;
+* :mod:`.forwarding`: what a peer relays between its clients and its other links;
 * :mod:`.dispatch`: received messages to their region, declarations, interests, timers.
 """
 
@@ -43,6 +45,7 @@ from pyzenoh.codec.transport import PRIORITY_DATA as PRIORITY_DATA
 from pyzenoh.session import types as t
 from pyzenoh.session.core.dispatch import Dispatch
 from pyzenoh.session.core.faces import Faces
+from pyzenoh.session.core.forwarding import Forwarding
 from pyzenoh.session.core.liveliness import Liveliness
 from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.pubsub import PubSub
@@ -91,11 +94,12 @@ class SessionCore(CoreState):
     ) -> None:
         super().__init__(zid, mode, responder, query_timeout_s=query_timeout_s)
         self.matching = Matching(self)
-        self.pubsub = PubSub(self, self.matching)
-        self.queries = Queries(self, self.matching)
+        self.forwarding = Forwarding(self, self.matching)
+        self.pubsub = PubSub(self, self.matching, self.forwarding)
+        self.queries = Queries(self, self.matching, self.forwarding)
         self.liveliness = Liveliness(self)
-        self.face_rules = Faces(self, self.liveliness, self.matching, self.queries)
-        self.dispatch = Dispatch(self, self.liveliness, self.matching, self.pubsub, self.queries)
+        self.face_rules = Faces(self, self.liveliness, self.matching, self.queries, self.forwarding)
+        self.dispatch = Dispatch(self, self.liveliness, self.matching, self.pubsub, self.queries, self.forwarding)
         # dispatch
         self.handle_timer = self.dispatch.handle_timer
         self.next_deadline = self.dispatch.next_deadline

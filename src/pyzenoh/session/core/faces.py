@@ -29,6 +29,7 @@ from pyzenoh.codec import (
 from pyzenoh.codec import primitives as _p
 from pyzenoh.codec.network import OAM_LINKSTATE, QOS_DECLARE
 from pyzenoh.session import types as t
+from pyzenoh.session.core.forwarding import Forwarding
 from pyzenoh.session.core.liveliness import Liveliness
 from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.queries import Queries
@@ -39,11 +40,14 @@ from pyzenoh.transport.link import Established
 class Faces:
     """Faces opening and closing, the session closing, info listeners."""
 
-    def __init__(self, s: CoreState, liveliness: Liveliness, matching: Matching, queries: Queries) -> None:
+    def __init__(
+        self, s: CoreState, liveliness: Liveliness, matching: Matching, queries: Queries, forwarding: Forwarding
+    ) -> None:
         self.s = s
         self.liveliness = liveliness
         self.matching = matching
         self.queries = queries
+        self.forwarding = forwarding
 
     # --- a face opens ------------------------------------------------------------------------
 
@@ -122,6 +126,7 @@ class Faces:
             self.s.declare(DeclareQueryable(d.wire_id, WireExpr(0, key, True), complete=d.complete), face=fid)
         for key, d in self.s.token_decls.items():
             self.s.declare(DeclareToken(d.wire_id, WireExpr(0, key, True)), face=fid)
+        self.forwarding.face_opened(f)
         if not f.routerish:
             # a 1.10.2 peer ends its initial declarations to a peer with D_FINAL(0)
             self.s.declare(DeclareFinal(), 0, face=fid)
@@ -178,6 +183,7 @@ class Faces:
             self.s.peer = None
         if self.s.closed:
             return
+        self.forwarding.face_lost(fid)
         subs = {k: v for k, v in self.s.remote_subs.items() if k[0] != fid}
         if len(subs) != len(self.s.remote_subs):
             self.s.remote_subs = subs

@@ -32,6 +32,7 @@ from pyzenoh.codec.transport import PRIORITY_DATA
 from pyzenoh.dataplane import PushRun
 from pyzenoh.keyexpr import KeyExpr
 from pyzenoh.session import instrumentation as ins
+from pyzenoh.session.core.forwarding import Forwarding
 from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.state import (
     END,
@@ -50,9 +51,10 @@ from pyzenoh.session.samples import PRIORITIES, local_sample, run_samples, wire_
 class PubSub:
     """Subscribers, publishers and publications."""
 
-    def __init__(self, s: CoreState, matching: Matching) -> None:
+    def __init__(self, s: CoreState, matching: Matching, forwarding: Forwarding) -> None:
         self.s = s
         self.matching = matching
+        self.forwarding = forwarding
 
     # --- subscribers -------------------------------------------------------------------------
 
@@ -224,6 +226,7 @@ class PubSub:
         key = self.s.resolve(run.first.wire_expr)
         if key is None:
             return
+        self.forwarding.push_run(run, key)
         sinks = self.matching.matching_subs(key)
         if not sinks:
             return
@@ -238,6 +241,7 @@ class PubSub:
         key = self.s.resolve(msg.wire_expr)
         if key is None:
             return
+        self.forwarding.push(msg, key)
         sinks = self.matching.matching_subs(key)
         if not sinks:
             return

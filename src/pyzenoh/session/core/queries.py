@@ -41,6 +41,7 @@ from pyzenoh.codec.transport import PRIORITY_DATA
 from pyzenoh.keyexpr.relations import intersects
 from pyzenoh.session import instrumentation as ins
 from pyzenoh.session import types as t
+from pyzenoh.session.core.forwarding import Forwarding
 from pyzenoh.session.core.matching import Matching
 from pyzenoh.session.core.state import (
     END,
@@ -67,9 +68,10 @@ def _ts_key(ts: t.Timestamp | None) -> tuple[int, int]:
 class Queries:
     """Queryables, queriers and gets."""
 
-    def __init__(self, s: CoreState, matching: Matching) -> None:
+    def __init__(self, s: CoreState, matching: Matching, forwarding: Forwarding) -> None:
         self.s = s
         self.matching = matching
+        self.forwarding = forwarding
 
     # --- queryables --------------------------------------------------------------------------
 
@@ -115,7 +117,8 @@ class Queries:
         key = self.s.resolve(msg.wire_expr)
         matches = [] if key is None or self.s.ke(key) is None else self.matching.local_queryables(key, msg.target)
         if not matches or key is None:
-            self.s.send(ResponseFinal(msg.request_id, qos=QOS_REQUEST), prio, face=self.s.face_id)
+            if not self.forwarding.local_final(self.s.face_id, msg.request_id):
+                self.s.send(ResponseFinal(msg.request_id, qos=QOS_REQUEST), prio, face=self.s.face_id)
             return
         inc = IncomingQuery(
             msg.request_id, key, len(matches), prio, ts_stack=self.s.received_stack(msg.ts_stack), fid=self.s.face_id
@@ -191,7 +194,7 @@ class Queries:
             if g is not None:
                 g.local_pending -= 1
                 self.maybe_finish(g)
-        else:
+        elif not self.forwarding.local_final(inc.fid, inc.rid):
             self.s.send(ResponseFinal(inc.rid, qos=QOS_REQUEST), inc.priority, face=inc.fid)
 
     # --- queriers ----------------------------------------------------------------------------
