@@ -10,10 +10,18 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+from pyzenoh.localnet import free_port
+from pyzenoh.scouting.core import ADDRESS_ENV
+
 #: The suite's one fixtures plugin: routers, sessions and waits (see tests/fixtures).
 pytest_plugins = ["tests.fixtures.plugin"]
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+# pyzenoh peers answer SCOUTs and autoconnect to what they find, as zenoh's: each test
+# process (an xdist worker, and what it starts) scouts on a multicast port of its own, so
+# parallel tests never meet. Tests of scouting itself name their ports.
+os.environ[ADDRESS_ENV] = f"224.0.0.224:{free_port()}"
 
 settings.register_profile(
     "ci",

@@ -17,6 +17,7 @@ from pyzenoh.codec.scouting import (
 from pyzenoh.errors import UsageError
 from pyzenoh.router.scouting import ScoutingSettings, scouting_settings
 from pyzenoh.scouting.core import (
+    ADDRESS_ENV,
     Interface,
     ResponderCore,
     ScouterCore,
@@ -39,12 +40,21 @@ HOST = [LO, IFB, ETH]
 # --- settings ------------------------------------------------------------------------------
 
 
-def test_router_defaults_are_zenohds() -> None:
+def test_router_defaults_are_zenohds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ADDRESS_ENV)  # the suite's own group (tests/conftest.py)
     s = scouting_settings({})
     assert s == ScoutingSettings()
     assert (s.enabled, s.address, s.interface, s.ttl, s.listen) == (True, "224.0.0.224:7446", "auto", 1, True)
     assert s.autoconnect == WhatAmIMatcher.empty() and (s.timeout_ms, s.delay_ms) == (3000, 500)
     assert parse_scouting({}, "client").autoconnect == R | P | C
+
+
+def test_the_default_group_can_be_moved_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ADDRESS_ENV, "224.0.0.224:17446")
+    assert parse_scouting({}, "peer").address == "224.0.0.224:17446"
+    assert parse_scouting({"scouting": {"multicast": {"address": "224.0.0.225:7446"}}}, "peer").address == (
+        "224.0.0.225:7446"
+    )
 
 
 def test_settings_read_zenohs_keys_and_mode_dependent_values() -> None:

@@ -21,6 +21,7 @@ Behaviour of eclipse-zenoh 1.10.2, measured on loopback (zenoh-mesh.md 3) and re
 from __future__ import annotations
 
 import ipaddress
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,9 @@ from pyzenoh.errors import UsageError
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 DEFAULT_ADDRESS = "224.0.0.224:7446"
+#: Changes pyzenoh's default group (a config's ``scouting/multicast/address`` still wins):
+#: a lab, or a test suite running in parallel, keeps its nodes apart with it.
+ADDRESS_ENV = "PYZENOH_SCOUTING_ADDRESS"
 DEFAULT_INTERFACE = "auto"
 DEFAULT_TTL = 1
 DEFAULT_TIMEOUT_MS = 3_000
@@ -107,6 +111,11 @@ class ScoutingSettings:
         return self.timeout_ms / 1000.0
 
 
+def default_address() -> str:
+    """zenoh's multicast group, unless :data:`ADDRESS_ENV` names another."""
+    return os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS
+
+
 def parse_scouting(tree: Mapping[str, Any], mode: str) -> ScoutingSettings:
     """Read zenoh's ``scouting`` keys (and ``pyzenoh/scouting``) for a node in ``mode``.
 
@@ -122,7 +131,7 @@ def parse_scouting(tree: Mapping[str, Any], mode: str) -> ScoutingSettings:
     mcast = _section(scouting, "multicast", "scouting/")
     own = _section(_section(tree, "pyzenoh"), "scouting", "pyzenoh/")
     enabled = _bool(mcast.get("enabled"), True, "scouting/multicast/enabled")
-    address = _str(mcast.get("address"), DEFAULT_ADDRESS, "scouting/multicast/address")
+    address = _str(mcast.get("address"), default_address(), "scouting/multicast/address")
     interface = _str(mcast.get("interface"), DEFAULT_INTERFACE, "scouting/multicast/interface")
     ttl = _int(mcast.get("ttl"), DEFAULT_TTL, "scouting/multicast/ttl")
     listen = _bool(_by_mode(mcast.get("listen"), mode), True, "scouting/multicast/listen")

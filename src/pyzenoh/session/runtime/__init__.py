@@ -18,6 +18,7 @@ state and the parts it calls:
 * :mod:`.links` -- link events: established links as faces, received messages, closes;
 * :mod:`.dialling` -- one dial, each endpoint in turn, the retry backoff, redialling;
 * :mod:`.gossip` -- dialling the peers that gossip names (autoconnect);
+* :mod:`.discovery` -- a peer's multicast scouting: answering SCOUTs, dialling what it finds;
 * :mod:`.opening` -- listening, dialling ``connect/endpoints`` or scouting, a failed open;
 * :mod:`.handoff` -- work handed to the loop from other threads, waiting for room;
 * :mod:`.responder` -- replies from queries answered on any thread;
@@ -35,6 +36,7 @@ from pyzenoh.session.core import SessionCore
 from pyzenoh.session.runtime.callbacks import Callbacks
 from pyzenoh.session.runtime.closing import Closing
 from pyzenoh.session.runtime.dialling import Dialler
+from pyzenoh.session.runtime.discovery import MulticastDiscovery
 from pyzenoh.session.runtime.gossip import GOSSIP_DIAL_DELAY_S, GossipDials, gossip_autoconnect
 from pyzenoh.session.runtime.handoff import Handoff, R
 from pyzenoh.session.runtime.links import LinkFaces
@@ -69,10 +71,14 @@ class Runtime:
         self.faces = LinkFaces(s, core, self.core_pump)
         self.dialler = Dialler(s, self.faces)
         self.gossip: GossipDials | None = None
-        if s.whatami is WhatAmI.PEER and gossip_autoconnect(config):
-            self.gossip = GossipDials(s, self.dialler)
-            self.faces.on_gossip = self.gossip.on_gossip
-        self.opening = Opening(s, self.faces, self.dialler, self.core_pump)
+        self.discovery: MulticastDiscovery | None = None
+        if s.whatami is WhatAmI.PEER:
+            dials = GossipDials(s, self.dialler)
+            if gossip_autoconnect(config):
+                self.gossip = dials
+                self.faces.on_gossip = dials.on_gossip
+            self.discovery = MulticastDiscovery(s, dials)
+        self.opening = Opening(s, self.faces, self.dialler, self.core_pump, self.discovery)
         self.closing = Closing(s, core, self.core_pump, self.handoff, self.callbacks)
         # pump
         self.pump = self.core_pump.pump

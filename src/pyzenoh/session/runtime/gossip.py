@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 
 from pyzenoh.codec import NetworkOam, WhatAmI, ZenohId
 from pyzenoh.codec.network import OAM_LINKSTATE
@@ -57,32 +58,39 @@ class GossipDials:
         except LinkStateDecodeError as exc:
             log.debug("undecodable link state: %s", exc)
             return
-        s = self.s
         for st in states:
-            zid = st.zid
-            if (
-                zid is None
-                or st.whatami is not WhatAmI.PEER
-                or not st.locators
-                or zid.value >= s.zid.value
-                or zid in self._dialling
-                or s.peer_connected(zid)
-            ):
-                continue
-            self._dialling.add(zid)
-            s.spawn(self._dial(zid, [loc for loc in st.locators if loc.startswith(("tcp/", "tls/"))]))
+            if st.zid is not None and st.whatami is WhatAmI.PEER:
+                self.consider(st.zid, st.whatami, st.locators or ())
 
-    async def _dial(self, zid: ZenohId, locators: list[str]) -> None:
+    def consider(
+        self, zid: ZenohId, whatami: WhatAmI, locators: Sequence[str], delay: float = GOSSIP_DIAL_DELAY_S
+    ) -> None:
+        """A node learnt of (by gossip or by scouting) is dialled, once, unless it is
+        connected already; of two peers only the one with the greater zid dials."""
+        s = self.s
+        usable = [loc for loc in locators if loc.startswith(("tcp/", "tls/"))]
+        if (
+            zid == s.zid
+            or not usable
+            or (whatami is WhatAmI.PEER and zid.value >= s.zid.value)
+            or zid in self._dialling
+            or s.peer_connected(zid)
+        ):
+            return
+        self._dialling.add(zid)
+        s.spawn(self._dial(zid, usable, delay))
+
+    async def _dial(self, zid: ZenohId, locators: list[str], delay: float) -> None:
         try:
-            await asyncio.sleep(GOSSIP_DIAL_DELAY_S)
+            await asyncio.sleep(delay)
             for loc in locators:
                 if self.s.closed or self.s.peer_connected(zid):
                     return
                 try:
                     await self.dialler.dial_once(loc.split("?", 1)[0])
-                    log.info("connected to gossiped peer %s at %s", zid, loc)
+                    log.info("connected to %s at %s", zid, loc)
                     return
                 except DIAL_ERRORS as exc:
-                    log.debug("gossiped peer %s at %s: %s", zid, loc, exc)
+                    log.debug("%s at %s: %s", zid, loc, exc)
         finally:
             self._dialling.discard(zid)

@@ -13,6 +13,7 @@ import threading
 from pyzenoh.errors import PyZenohError, SessionOpenError
 from pyzenoh.session.connector import open_timeout_s, retry_conf
 from pyzenoh.session.runtime.dialling import Dialler
+from pyzenoh.session.runtime.discovery import MulticastDiscovery
 from pyzenoh.session.runtime.links import LinkFaces
 from pyzenoh.session.runtime.pump import CorePump
 from pyzenoh.session.runtime.state import DEFAULT_ENDPOINT, RuntimeState
@@ -28,11 +29,20 @@ class Opening:
     loop thread, adds its listeners; dials through ``dialler``; accepted links' events
     go to ``faces``."""
 
-    def __init__(self, s: RuntimeState, faces: LinkFaces, dialler: Dialler, pump: CorePump) -> None:
+    def __init__(
+        self,
+        s: RuntimeState,
+        faces: LinkFaces,
+        dialler: Dialler,
+        pump: CorePump,
+        discovery: MulticastDiscovery | None = None,
+    ) -> None:
+        """``discovery``: a peer's multicast scouting, started once it listens."""
         self.s = s
         self.faces = faces
         self.dialler = dialler
         self.pump = pump
+        self.discovery = discovery
 
     async def connect(self) -> None:
         """Open: listen (a peer), then dial ``connect/endpoints`` as zenoh 1.10.2 does
@@ -86,6 +96,8 @@ class Opening:
                         log.warning("could not listen on %s: %s", ep, exc)
                         continue
                     raise SessionOpenError(f"could not listen on {ep}: {exc}") from None  # exit_on_failure
+        if peer and s.listeners and self.discovery is not None:
+            self.discovery.start()  # as zenoh's peers: answer SCOUTs, scout, autoconnect
         eps = cfg.connect
         if not eps:
             if peer and s.listeners:
