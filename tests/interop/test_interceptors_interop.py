@@ -242,9 +242,7 @@ def _get(session: Any, key: str, payload: bytes | None = None) -> list[str]:
     return out
 
 
-def test_ingress_query_downsampling_ends_the_dropped_queries_at_once(
-    clients: tuple[Any, Any], queryable: None
-) -> None:
+def test_ingress_query_downsampling_ends_the_dropped_queries_at_once(clients: tuple[Any, Any], queryable: None) -> None:
     _, sub = clients
     assert [_get(sub, "qq/i/a") for _ in range(3)] == [["r0"], [], []]
 
