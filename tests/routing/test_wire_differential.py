@@ -319,6 +319,9 @@ def departures(proxy: RecordingProxy, router_port: int, mode: str) -> None:
     routed(o2, "dq/x", query=True, target=zenoh.QueryTarget.ALL_COMPLETE)  # o2's own is not complete
     q2.undeclare()
     handled(o2)
+    # ... and c has taken in what the router told it of that (a peer learns q2 is gone, and
+    # then answers its get from its own complete queryable alone, without the router).
+    handled(c)
     list(querier.get())
     o2.close()
     proxy.told(UndeclareToken, 2)  # o2's token
