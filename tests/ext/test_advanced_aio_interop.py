@@ -21,7 +21,7 @@ import pyzenoh
 import pyzenoh.ext.aio as pxa
 from pyzenoh.session import aio
 from tests.ext.advanced_helpers import WAIT, reachable, sns, texts, tokens
-from tests.ext.aio_helpers import aexpect, aexpect_blocking, aflushed, arecv, arouted
+from tests.ext.aio_helpers import aexpect, aexpect_blocking, aflushed, aflushed_to, arecv, arouted
 from tests.fixtures.procs import Proc, pyzenoh_config
 from tests.waits import routed
 
@@ -60,14 +60,21 @@ def test_aio_subscriber_queries_like_the_real_one(zenohd: Proc, zs: zenoh.Sessio
     period = datetime.timedelta(seconds=0.2)
 
     async def queries_of(
-        declare: Callable[[], Awaitable[Any]], undeclare: Callable[[Any], Awaitable[None]]
+        declare: Callable[[], Awaitable[Any]],
+        undeclare: Callable[[Any], Awaitable[None]],
+        landed: Callable[[], Awaitable[None]],
     ) -> set[tuple[str, str]]:
         seen.clear()
         sub = await declare()
         await aexpect(lambda: len(seen) >= 3, "history, token and periodic queries")
         await undeclare(sub)
-        await asyncio.sleep(0.1)  # the queries in flight land before the next round clears ``seen``
+        await landed()  # the queries in flight land before the next round clears ``seen``
         return set(seen)
+
+    async def real_landed() -> None:
+        # Not observable: a periodic query the real subscriber's timer fired just before
+        # the undeclaration reaches its own session's spy locally, on the timer's task.
+        await asyncio.sleep(0.1)
 
     async def beat_queries_of(
         declare: Callable[[], Awaitable[Any]], undeclare: Callable[[Any], Awaitable[None]]
@@ -109,8 +116,9 @@ def test_aio_subscriber_queries_like_the_real_one(zenohd: Proc, zs: zenoh.Sessio
                 recovery=pxa.RecoveryConfig(periodic_queries=period),
             )
 
-        real_queries = await queries_of(real, real_undeclare)
-        my_queries = await queries_of(mine, mine_undeclare)
+        real_queries = await queries_of(real, real_undeclare, real_landed)
+        # s's queries travel the data lane ahead of a probe put
+        my_queries = await queries_of(mine, mine_undeclare, lambda: aflushed_to(s, zs))
         assert my_queries == real_queries
         assert (f"{key}/@adv/**", "_max=5;_time=[now(-1.5s)..];_anyke") in my_queries
         assert (f"{key}/@adv/*/{zs.zid()}/77/**", "_sn=..;_anyke") in my_queries

@@ -48,13 +48,18 @@ def test_subscriber_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Ses
     history = {"detect_late_publishers": True, "max_samples": 5, "max_age": 1.5}
     period = datetime.timedelta(seconds=0.2)
 
-    def queries_of(declare: Callable[[], Any]) -> set[tuple[str, str]]:
+    def queries_of(declare: Callable[[], Any], landed: Callable[[], None]) -> set[tuple[str, str]]:
         seen.clear()
         sub = declare()
         assert until(lambda: len(seen) >= 3)  # history, token, and periodic queries
         sub.undeclare()
-        time.sleep(0.1)  # the queries still in flight land before the next round clears ``seen``
+        landed()  # the queries still in flight land before the next round clears ``seen``
         return set(seen)
+
+    def real_landed() -> None:
+        # Not observable: a periodic query the real subscriber's timer fired just before
+        # the undeclaration reaches its own session's spy locally, on the timer's task.
+        time.sleep(0.1)
 
     real = queries_of(
         lambda: zx.declare_advanced_subscriber(
@@ -63,7 +68,8 @@ def test_subscriber_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Ses
             lambda s: None,
             history=zx.HistoryConfig(**history),
             recovery=zx.RecoveryConfig(periodic_queries=period),
-        )
+        ),
+        real_landed,
     )
     mine = queries_of(
         lambda: px.declare_advanced_subscriber(
@@ -72,7 +78,8 @@ def test_subscriber_queries_like_the_real_one(ps: pyzenoh.Session, zs: zenoh.Ses
             lambda s: None,
             history=px.HistoryConfig(**history),
             recovery=px.RecoveryConfig(periodic_queries=period),
-        )
+        ),
+        lambda: flushed(ps, zs),  # ps's queries travel the data lane ahead of a probe put
     )
     assert mine == real
     assert (f"{key}/@adv/**", "_max=5;_time=[now(-1.5s)..];_anyke") in mine

@@ -189,7 +189,7 @@ def send_and_count(pub: Any, key: str, col: Collector, n: int, tag: str) -> list
     for i in range(n):
         pub.put(key, f"{tag}-{i}")
     col.wait_for(lambda ps: sum(p.startswith(tag) for p in ps) >= n, 10.0)
-    time.sleep(SETTLE_S)
+    time.sleep(SETTLE_S)  # an absence: no duplicate comes late
     return [p for p in col.payloads() if p.startswith(tag)]
 
 

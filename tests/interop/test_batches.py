@@ -192,7 +192,7 @@ def publish(endpoint: str, qos: bool, tag: bytes, sends: list[Send], key: str = 
         for s in sends:
             pubs[(s.priority, s.reliable, s.express)].put(payload(tag, s))
             if s.pause_after:
-                time.sleep(0.05)
+                time.sleep(0.05)  # the point: a gap in time between two sends
     finally:
         session.close()
 

@@ -197,6 +197,7 @@ class World:
         for link_name, n in wants.items():
             link = self.links[link_name]
             until(lambda link=link, n=n: link.count_since(link.marks[-1]) >= n, STEP_TIMEOUT)
+        # An absence: no message beyond the step's comes late (counted by the comparison).
         time.sleep(EXTRA_SETTLE if self._seen_before_last() else SETTLE)
 
     def _seen_before_last(self) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 
 from pyzenoh.localnet import free_port
 from tests.pipeline.zenoh_helpers import Collector, client
+from tests.waits import expect, routed, until, value_of
 
 pytest.importorskip("zenoh")
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
@@ -25,37 +25,46 @@ def _record_real_traffic(rec_dir: Path) -> int:
         [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router", "-l", endpoint, "--record", str(rec_dir)],
     )
     sessions: list[Any] = []
+    svc: Any = None
+
+    def connected() -> Any:
+        try:
+            return client(endpoint)
+        except Exception:  # noqa: BLE001 - zenoh raises its own error type (not listening yet)
+            return None
+
     try:
-        for _ in range(100):  # the router listens within a few hundred ms
-            try:
-                sessions.append(client(endpoint))
-                break
-            except Exception:  # noqa: BLE001 - zenoh raises its own error type
-                time.sleep(0.1)
-        assert sessions, "pyzenoh router did not come up"
-        sessions += [client(endpoint), client(endpoint)]
-        pub, subscriber, server = sessions
+        sessions.append(value_of(connected, "pyzenoh router listening"))
+        sessions += [client(endpoint), client(endpoint), client(endpoint)]
+        pub, subscriber, server, watch = sessions
         got = Collector()
         sub = subscriber.declare_subscriber("demo/**", got)
         server.declare_queryable("svc/**", lambda q: q.reply(str(q.key_expr), b"answer"))
         token = subscriber.liveliness().declare_token("alive/sub")
-        probe_deadline = time.monotonic() + 30
-        while time.monotonic() < probe_deadline and not got.matching("demo/probe"):
-            pub.put("demo/probe", b"p")  # until the subscription is known to the router
-            time.sleep(0.05)
+        routed(pub, "demo/probe")  # the subscription is known to the router
+        pub.put("demo/probe", b"p")
         for i in range(30):
             pub.put(f"demo/{i % 3}", f"v{i}".encode())
             pub.put("other/x", b"nobody listens")
+        routed(pub, "svc/one", query=True)
         replies = [r.ok.payload.to_bytes() for r in pub.get("svc/one?x=1", timeout=5) if r.ok]
         assert replies == [b"answer"]
         got.wait_for("demo/", 30 + len(got.matching("demo/probe")))
+        # The queryable's end, seen by a querier of another session: the router has
+        # handled its link's close before it stops (its record says "link_closed").
+        svc = watch.declare_querier("svc/one")
+        expect(lambda: svc.matching_status.matching, "the queryable known to the watcher")
         token.undeclare()
         sub.undeclare()
-        time.sleep(0.3)
+        # A liveliness get on the same link is answered once the router has handled both.
+        list(subscriber.liveliness().get("nothing/here", timeout=20))
     finally:
-        for s in sessions:
+        for s in sessions[:3]:
             s.close()
-        time.sleep(0.3)
+        if svc is not None:
+            until(lambda: not svc.matching_status.matching)
+        for s in sessions[3:]:
+            s.close()
         router.send_signal(signal.SIGTERM)  # closes the recording cleanly
         try:
             router.wait(timeout=20)

@@ -178,7 +178,7 @@ def test_router_killed_the_recorder_process_closes_the_segment(tmp_path: Path) -
         line = proc.stdout.readline()
         assert line.startswith("ready "), line
         recorder_pid = int(line.split()[1])
-        time.sleep(0.2)
+        time.sleep(0.2)  # the point: the child records on, so the kill lands in the middle of it
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()

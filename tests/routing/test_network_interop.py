@@ -360,7 +360,7 @@ def test_real_router_gossip_with_peers() -> None:
             return admin(router, "@/a1/router/linkstate/**") or None
 
         texts = value_of(settled)
-        time.sleep(0.2)  # let any last gossip land
+        time.sleep(0.2)  # an absence: no last gossip changes the states read below
         texts = admin(router, "@/a1/router/linkstate/**")
         info = json.loads(admin(router, "@/a1/router")["@/a1/router"])
         records = {"d4": list(r1.records), "e5": list(r2.records)}

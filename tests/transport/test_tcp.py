@@ -266,7 +266,7 @@ def test_drop_when_full_and_block_until_room() -> None:
             await asyncio.sleep(0.001)  # the kernel takes a little more for a while
         assert streak >= 50 and client.dropped >= 50 and client.is_full
         waiter = asyncio.ensure_future(client.wait_writable())
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # an absence: the waiter stays pending while the peer reads nothing
         assert not waiter.done()
         server_link.resume_reading()
         await asyncio.wait_for(waiter, WAIT)
