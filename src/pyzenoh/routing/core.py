@@ -37,6 +37,9 @@ from types import MappingProxyType
 from pyzenoh.codec import (
     Declare,
     DeclareKeyExpr,
+    DeclareQueryable,
+    DeclareSubscriber,
+    DeclareToken,
     Interest,
     NetworkMessage,
     NetworkOam,
@@ -44,6 +47,9 @@ from pyzenoh.codec import (
     Request,
     Response,
     ResponseFinal,
+    UndeclareQueryable,
+    UndeclareSubscriber,
+    UndeclareToken,
     WhatAmI,
     WireExpr,
     ZenohId,
@@ -309,16 +315,13 @@ class RoutingCore:
         f = self._tables.faces.get(face)
         if f is None:
             return None
-        body = msg.body if isinstance(msg, Declare) else msg
-        we = getattr(body, "wire_expr", None)
+        we, keyexpr = _wire_expr_of(msg)
         if we is None:
-            we = getattr(body, "ext_wire_expr", None)  # U_TOKEN id 0 names its key there
-        if not isinstance(we, WireExpr):
             return None
         if we.scope == 0:
             return we.suffix or None
         # Like zenoh, a D_KEYEXPR scope names an id of the receiver of the D_KEYEXPR.
-        sender_side = False if isinstance(body, DeclareKeyExpr) else we.mapping_sender
+        sender_side = False if keyexpr else we.mapping_sender
         # Ids the face declared are "sender" ids on input and "receiver" ids on output.
         table = f.remote_ids if sender_side == incoming else f.local_ids
         prefix = table.get(we.scope)
@@ -459,3 +462,19 @@ class RoutingCore:
     def _on_oam(self, f: Face, msg: NetworkOam) -> None:
         if msg.oam_id != OAM_LINKSTATE or not isinstance(msg.body, bytes) or not f.region.on_linkstate(f, msg.body):
             self._tables.drop(f.fid, "unexpected OAM", msg)
+
+
+def _wire_expr_of(msg: NetworkMessage) -> tuple[WireExpr | None, bool]:
+    """A message's wire expression (None: it names no key), and whether it is a
+    D_KEYEXPR's (whose scope is an id of the receiver's)."""
+    match msg:
+        case Push() | Request() | Response() | Interest():
+            return msg.wire_expr, False
+        case Declare(body=DeclareKeyExpr() as body):
+            return body.wire_expr, True
+        case Declare(body=DeclareSubscriber() | DeclareQueryable() | DeclareToken() as body):
+            return body.wire_expr, False
+        case Declare(body=UndeclareSubscriber() | UndeclareQueryable() | UndeclareToken() as body):
+            return body.ext_wire_expr, False  # a U_TOKEN of id 0 names its key there
+        case _:
+            return None, False
