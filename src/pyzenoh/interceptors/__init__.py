@@ -116,22 +116,12 @@ class KeyPolicy:
         for q in self.qos:
             r = q.rewrites(msg)
             if r is not None:
-                out = r if out is None else _merge(out, r)
+                out = r if out is None else out.then(r)
         if out is None:
             return KEEP
         self.policy.rewrites += 1
         self.policy.counts[f"qos/network/{out.item}"] += 1
         return out
-
-
-def _merge(a: Rewrite, b: Rewrite) -> Rewrite:
-    """Items apply in order: a later one's fields write over an earlier one's."""
-    return Rewrite(
-        b.item,
-        b.priority if b.priority is not None else a.priority,
-        b.congestion_control if b.congestion_control is not None else a.congestion_control,
-        b.express if b.express is not None else a.express,
-    )
 
 
 @dataclass(slots=True)

@@ -84,6 +84,16 @@ class Rewrite:
     congestion_control: int | None = None
     express: bool | None = None
 
+    def then(self, later: Rewrite) -> Rewrite:
+        """This rewrite followed by ``later``: its fields write over this one's (items
+        apply in order; egress rewrites come after ingress ones)."""
+        return Rewrite(
+            later.item,
+            later.priority if later.priority is not None else self.priority,
+            later.congestion_control if later.congestion_control is not None else self.congestion_control,
+            later.express if later.express is not None else self.express,
+        )
+
 
 KEEP = Keep()
 Decision = Keep | Drop | Rewrite

@@ -36,18 +36,6 @@ def rewritten_qos(qos: int, rewrite: Rewrite) -> int:
     return qos
 
 
-def _merged(first: Rewrite | None, then: Rewrite | None) -> Rewrite | None:
-    """Ingress rewrites first, the egress ones over them."""
-    if first is None or then is None:
-        return then if first is None else first
-    return Rewrite(
-        then.item,
-        then.priority if then.priority is not None else first.priority,
-        then.congestion_control if then.congestion_control is not None else first.congestion_control,
-        then.express if then.express is not None else first.express,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What the interceptors let through of one message: the destination faces kept, per
@@ -103,7 +91,7 @@ class InterceptedRoute:
                 del rewrites[fid]
                 dropped.append((fid, decision))
             elif isinstance(decision, Rewrite):
-                rewrites[fid] = _merged(first, decision)
+                rewrites[fid] = decision if first is None else first.then(decision)
         # only a QoS that changes: an unchanged message keeps the received bytes
         qos_of = {fid: q for fid, r in rewrites.items() if r is not None and (q := rewritten_qos(qos, r)) != qos}
         return Verdict(frozenset(kept), qos_of, tuple(dropped))
