@@ -205,101 +205,123 @@ def _data(row: list[Any], body: Put | Del) -> None:
 
 
 def _fill(row: list[Any], msg: object) -> None:
-    if isinstance(msg, Push):
-        row[C_MSG] = "push"
-        _wire(row, msg.wire_expr)
-        _qos(row, msg.qos)
-        _data(row, msg.body)
-        if msg.timestamp is not None and row[C_TS] is None:
+    match msg:
+        case Push():
+            _push(row, msg)
+        case Request():
+            _request(row, msg)
+        case Response():
+            _response(row, msg)
+        case ResponseFinal():
+            row[C_MSG] = "response_final"
+            row[C_RID] = msg.request_id
+            _qos(row, msg.qos)
             _timestamp(row, msg.timestamp)
-    elif isinstance(msg, Request):
-        row[C_MSG] = "request"
-        row[C_RID] = msg.request_id
-        _wire(row, msg.wire_expr)
-        _qos(row, msg.qos)
-        row[C_TARGET] = _TARGETS.get(int(msg.target), str(int(msg.target)))
-        row[C_BUDGET] = msg.budget
-        row[C_TIMEOUT] = msg.timeout_ms
-        q: Query = msg.body
-        row[C_BODY] = "query"
-        if q.consolidation is not None:
-            row[C_CONS] = _CONSOLIDATION.get(q.consolidation, "auto")
-        row[C_PARAMS] = q.parameters
-        if q.body is not None:
-            row[C_PAYLOAD] = q.body.payload
-            row[C_PSIZE] = len(q.body.payload)
-            row[C_ENC] = _encoding(q.body.encoding)
-        else:
-            row[C_PSIZE] = 0
-        if q.attachment is not None:
-            row[C_ATT] = len(q.attachment)
-        if q.source_info is not None:
-            row[C_SRCZID] = str(q.source_info.zid)
-            row[C_SRCEID] = q.source_info.eid
+        case Declare():
+            _declare(row, msg)
+        case Interest():
+            row[C_MSG] = "interest"
+            row[C_IID] = msg.interest_id
+            row[C_IMODE] = _INTEREST_MODES.get(int(msg.mode), str(int(msg.mode)))
+            row[C_IOPTS] = int(msg.options)
+            row[C_IAGG] = msg.aggregate
+            _wire(row, msg.wire_expr)
+            _qos(row, msg.qos)
+            _timestamp(row, msg.timestamp)
+        case NetworkOam():
+            row[C_MSG] = "oam"
+            row[C_OAM] = msg.oam_id
+            _qos(row, msg.qos)
+            _timestamp(row, msg.timestamp)
+            if isinstance(msg.body, bytes):
+                row[C_PAYLOAD] = msg.body
+                row[C_PSIZE] = len(msg.body)
+
+
+def _push(row: list[Any], msg: Push) -> None:
+    row[C_MSG] = "push"
+    _wire(row, msg.wire_expr)
+    _qos(row, msg.qos)
+    _data(row, msg.body)
+    if msg.timestamp is not None and row[C_TS] is None:
         _timestamp(row, msg.timestamp)
-    elif isinstance(msg, Response):
-        row[C_MSG] = "response"
-        row[C_RID] = msg.request_id
-        _wire(row, msg.wire_expr)
-        _qos(row, msg.qos)
-        if msg.responder is not None:
-            row[C_RZID] = str(msg.responder.zid)
-            row[C_REID] = msg.responder.eid
-        body = msg.body
-        if isinstance(body, Reply):
+
+
+def _request(row: list[Any], msg: Request) -> None:
+    row[C_MSG] = "request"
+    row[C_RID] = msg.request_id
+    _wire(row, msg.wire_expr)
+    _qos(row, msg.qos)
+    row[C_TARGET] = _TARGETS.get(int(msg.target), str(int(msg.target)))
+    row[C_BUDGET] = msg.budget
+    row[C_TIMEOUT] = msg.timeout_ms
+    q: Query = msg.body
+    row[C_BODY] = "query"
+    if q.consolidation is not None:
+        row[C_CONS] = _CONSOLIDATION.get(q.consolidation, "auto")
+    row[C_PARAMS] = q.parameters
+    if q.body is not None:
+        row[C_PAYLOAD] = q.body.payload
+        row[C_PSIZE] = len(q.body.payload)
+        row[C_ENC] = _encoding(q.body.encoding)
+    else:
+        row[C_PSIZE] = 0
+    if q.attachment is not None:
+        row[C_ATT] = len(q.attachment)
+    if q.source_info is not None:
+        row[C_SRCZID] = str(q.source_info.zid)
+        row[C_SRCEID] = q.source_info.eid
+    _timestamp(row, msg.timestamp)
+
+
+def _response(row: list[Any], msg: Response) -> None:
+    row[C_MSG] = "response"
+    row[C_RID] = msg.request_id
+    _wire(row, msg.wire_expr)
+    _qos(row, msg.qos)
+    if msg.responder is not None:
+        row[C_RZID] = str(msg.responder.zid)
+        row[C_REID] = msg.responder.eid
+    match msg.body:
+        case Reply() as reply:
             row[C_RKIND] = "reply"
-            _data(row, body.body)
-            if body.consolidation is not None:
-                row[C_CONS] = _CONSOLIDATION.get(body.consolidation, "auto")
-        elif isinstance(body, Err):
+            _data(row, reply.body)
+            if reply.consolidation is not None:
+                row[C_CONS] = _CONSOLIDATION.get(reply.consolidation, "auto")
+        case Err() as err:
             row[C_RKIND] = "err"
             row[C_BODY] = "err"
-            row[C_PAYLOAD] = body.payload
-            row[C_PSIZE] = len(body.payload)
-            row[C_ENC] = _encoding(body.encoding)
-            if body.source_info is not None:
-                row[C_SRCZID] = str(body.source_info.zid)
-                row[C_SRCEID] = body.source_info.eid
-        if row[C_TS] is None:
-            _timestamp(row, msg.timestamp)
-    elif isinstance(msg, ResponseFinal):
-        row[C_MSG] = "response_final"
-        row[C_RID] = msg.request_id
-        _qos(row, msg.qos)
+            row[C_PAYLOAD] = err.payload
+            row[C_PSIZE] = len(err.payload)
+            row[C_ENC] = _encoding(err.encoding)
+            if err.source_info is not None:
+                row[C_SRCZID] = str(err.source_info.zid)
+                row[C_SRCEID] = err.source_info.eid
+    if row[C_TS] is None:
         _timestamp(row, msg.timestamp)
-    elif isinstance(msg, Declare):
-        row[C_MSG] = "declare"
-        row[C_IID] = msg.interest_id
-        _qos(row, msg.qos)
-        _timestamp(row, msg.timestamp)
-        b = msg.body
-        row[C_BODY], row[C_DKIND], row[C_DOP] = _DECLS[type(b)]
-        if isinstance(b, DeclareKeyExpr | UndeclareKeyExpr):
+
+
+def _declare(row: list[Any], msg: Declare) -> None:
+    row[C_MSG] = "declare"
+    row[C_IID] = msg.interest_id
+    _qos(row, msg.qos)
+    _timestamp(row, msg.timestamp)
+    b = msg.body
+    row[C_BODY], row[C_DKIND], row[C_DOP] = _DECLS[type(b)]
+    match b:
+        case DeclareKeyExpr() | UndeclareKeyExpr():
             row[C_EID] = b.expr_id
-        elif not isinstance(b, DeclareFinal):
+        case DeclareFinal():
+            pass
+        case _:
             row[C_EID] = b.entity_id
-        if isinstance(b, DeclareKeyExpr | DeclareSubscriber | DeclareQueryable | DeclareToken):
-            _wire(row, b.wire_expr)
-        if isinstance(b, DeclareQueryable):
+    match b:
+        case DeclareQueryable():
             row[C_QCOMPLETE] = b.complete
             row[C_QDIST] = b.distance
-    elif isinstance(msg, Interest):
-        row[C_MSG] = "interest"
-        row[C_IID] = msg.interest_id
-        row[C_IMODE] = _INTEREST_MODES.get(int(msg.mode), str(int(msg.mode)))
-        row[C_IOPTS] = int(msg.options)
-        row[C_IAGG] = msg.aggregate
-        _wire(row, msg.wire_expr)
-        _qos(row, msg.qos)
-        _timestamp(row, msg.timestamp)
-    elif isinstance(msg, NetworkOam):
-        row[C_MSG] = "oam"
-        row[C_OAM] = msg.oam_id
-        _qos(row, msg.qos)
-        _timestamp(row, msg.timestamp)
-        if isinstance(msg.body, bytes):
-            row[C_PAYLOAD] = msg.body
-            row[C_PSIZE] = len(msg.body)
+            _wire(row, b.wire_expr)
+        case DeclareKeyExpr() | DeclareSubscriber() | DeclareToken():
+            _wire(row, b.wire_expr)
 
 
 def message_row(

@@ -206,18 +206,21 @@ class LocalSession:
     def _on_send(self, send: Send) -> None:
         msg = send.message
         try:
-            if isinstance(msg, Push):
-                self._on_push(msg)
-            elif isinstance(msg, Response):
-                self._on_response(msg)
-            elif isinstance(msg, ResponseFinal):
-                get = self._gets.pop(msg.request_id, None)
-                if get is not None:
-                    get.finish()
-            elif isinstance(msg, Request):
-                self._on_request(msg)
-            elif isinstance(msg, Declare):
-                self._key_ids.on_declare(msg.body)
+            match msg:
+                case Push():
+                    self._on_push(msg)
+                case Response():
+                    self._on_response(msg)
+                case ResponseFinal():
+                    get = self._gets.pop(msg.request_id, None)
+                    if get is not None:
+                        get.finish()
+                case Request():
+                    self._on_request(msg)
+                case Declare():
+                    self._key_ids.on_declare(msg.body)
+                case _:
+                    pass
         except Exception:  # a plugin's bug must never reach the router's delivery
             self.callback_errors += 1
             log.exception("plugin %s: failed handling %s", self.name, type(msg).__name__)

@@ -54,7 +54,7 @@ class PushLanes:
         if route.dests:
             stamp = msg.body.timestamp
             latest = None if stamp is None else Timestamp(max(run.times()), stamp.id)
-            stamping = self._stamping(msg.body.__class__ is Put, latest)
+            stamping = self._stamping(isinstance(msg.body, Put), latest)
             if stamping is Stamping.FUTURE:
                 self._push_run_one_by_one(f, run, reliable)  # re-stamped or dropped there
                 return

@@ -209,7 +209,7 @@ class PubSub:
         dests = route.dests
         acl = route.acl
         if acl is not None:  # access control restricts this route (never when it is off)
-            decision = acl.put if msg.body.__class__ is Put else acl.delete
+            decision = acl.put if isinstance(msg.body, Put) else acl.delete
             if decision is not None:
                 acl_dests = self._acl_dests(f, route.key, decision)
                 if acl_dests is None:
@@ -224,7 +224,7 @@ class PubSub:
         body = msg.body
         stamped = False
         if dests:
-            stamping = self.stamping(body.__class__ is Put, body.timestamp)
+            stamping = self.stamping(isinstance(body, Put), body.timestamp)
             if stamping is Stamping.FUTURE and self._config.drop_future_timestamp:
                 self.tables.drop(f.fid, "timestamp too far in the future", msg)
                 return
@@ -264,8 +264,7 @@ class PubSub:
         """The destinations the interceptors leave a message, with the QoS rewritten per
         face (None: dropped on the way in). Every drop is reported to the tables."""
         body = msg.body
-        if body.__class__ is Put:
-            assert isinstance(body, Put)
+        if isinstance(body, Put):
             seen = Message(Kind.PUT, key, len(body.payload), len(body.attachment or b""))
         else:
             seen = Message(Kind.DELETE, key, 0, len(body.attachment or b""))

@@ -110,29 +110,33 @@ class AdminSpace:
         self._key_ids.clear()
 
     def _on_send(self, send: Send) -> None:
-        msg = send.message
-        if isinstance(msg, Request):
-            face = self.face_id
-            if face is None:
-                return
-            key = self._resolve(msg.wire_expr)
-            if key is None:
-                self.stats.unresolved += 1
-                key = self.view.key_of(face, msg, incoming=False)
-            params = msg.body.parameters
-            # Answer on the next loop turn: the daemon is still delivering the request
-            # (its other destinations may not have it yet) when it calls this sink.
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                self._answer(face, msg.request_id, msg.qos, key, params)
-            else:
-                loop.call_soon(self._answer, face, msg.request_id, msg.qos, key, params)
-        elif isinstance(msg, Push):
-            self._on_write(msg)
-        elif isinstance(msg, Declare):
-            self._key_ids.on_declare(msg.body)
-        # Nothing else is expected: the face declares no subscriber and no interest.
+        match send.message:
+            case Request() as msg:
+                self._on_query(msg)
+            case Push() as msg:
+                self._on_write(msg)
+            case Declare() as msg:
+                self._key_ids.on_declare(msg.body)
+            case _:
+                pass  # nothing else is expected: the face declares no subscriber and no interest
+
+    def _on_query(self, msg: Request) -> None:
+        face = self.face_id
+        if face is None:
+            return
+        key = self._resolve(msg.wire_expr)
+        if key is None:
+            self.stats.unresolved += 1
+            key = self.view.key_of(face, msg, incoming=False)
+        params = msg.body.parameters
+        # Answer on the next loop turn: the daemon is still delivering the request
+        # (its other destinations may not have it yet) when it calls this sink.
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._answer(face, msg.request_id, msg.qos, key, params)
+        else:
+            loop.call_soon(self._answer, face, msg.request_id, msg.qos, key, params)
 
     def _on_write(self, msg: Push) -> None:
         """A PUT or DELETE on ``@/<zid>/router/config/**`` (adminspace.rs's ``send_push``)."""

@@ -102,7 +102,7 @@ class Dialler:
 
     def _on_dialled_event(self, endpoint: str, link: TcpLink, ev: Event) -> None:
         """Events of a link this session dialled: when it is lost, it is dialled again."""
-        if type(ev) is LinkClosed:
+        if isinstance(ev, LinkClosed):
             was_open = self.faces.is_open(link)
             self.faces.link_closed(link, ev, dialled=True)
             if was_open and not self.s.closed:

@@ -84,7 +84,7 @@ class Handoff:
                 fn = ops.popleft()
                 budget -= 1
                 try:
-                    if type(fn) is Joinable:
+                    if isinstance(fn, Joinable):
                         budget -= self._run_joined(fn, ops, budget)
                     else:
                         fn()
@@ -106,7 +106,7 @@ class Handoff:
         items = [first.item]
         while ops and len(items) <= room:
             nxt = ops[0]
-            if type(nxt) is not Joinable or nxt.group is not group:
+            if not isinstance(nxt, Joinable) or nxt.group is not group:
                 break
             items.append(nxt.item)
             ops.popleft()

@@ -50,7 +50,7 @@ class LinkFaces:
             if isinstance(ev, Received):
                 msg = ev.message
                 core.on_message(msg, self.s.loop.time())
-                if msg.__class__ is NetworkOam and self.on_gossip is not None:
+                if isinstance(msg, NetworkOam) and self.on_gossip is not None:
                     self.on_gossip(msg)
             else:
                 core.on_push_run(ev.run)

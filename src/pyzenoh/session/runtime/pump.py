@@ -41,7 +41,7 @@ class CorePump:
                 links = s.links
                 one = s.link if len(links) == 1 else None
                 for msg, reliable, prio, droppable, express, fid in core.take_outbox():
-                    if type(msg) is EncodedRun:
+                    if isinstance(msg, EncodedRun):
                         self._send_run(msg, reliable, prio, droppable, express, fid)
                     elif one is not None:
                         one.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
@@ -58,7 +58,7 @@ class CorePump:
                         if sink.flow is sink:
                             self._unblock(sink)
                         continue
-                    if item.__class__ is SampleBatch:
+                    if isinstance(item, SampleBatch):
                         sink.push_many(item.samples)
                     else:
                         sink.push(item)
