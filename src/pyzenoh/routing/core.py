@@ -112,9 +112,10 @@ class RoutingCore:
         # The rules, each given the tables and the rules it calls. The mesh's south (the
         # rules that change the NORTH face's holders) is connected once they exist.
         self._mesh = RouterMesh(t, locators)
-        self._pubsub = PubSub(t, self._mesh)
+        intercepting = self._interceptors is not None
+        self._pubsub = PubSub(t, self._mesh, intercepting=intercepting)
         self._lanes = PushLanes(t, self._pubsub)
-        self._queries = Queries(t, self._mesh, intercepting=interceptors is not None and not interceptors.empty)
+        self._queries = Queries(t, self._mesh, intercepting=intercepting)
         self._tokens = Tokens(t, self._mesh)
         self._interests = Interests(t)
         self._declarations = Declarations(t, self._pubsub, self._queries, self._tokens)

@@ -114,11 +114,13 @@ class Lane(IntEnum):
 class PubSub:
     """Subscriber tables and data routing."""
 
-    def __init__(self, tables: Tables, mesh: RouterMesh) -> None:
+    def __init__(self, tables: Tables, mesh: RouterMesh, *, intercepting: bool = False) -> None:
         """``mesh``: where routers' subscribers are, and what is told when the south
-        starts or stops holding one."""
+        starts or stops holding one. ``intercepting``: some face may have interceptors
+        (without, a route never looks for them)."""
         self.tables = tables
         self.mesh = mesh
+        self.intercepting = intercepting
         # The hot path's lookups, bound once (the tables never replace these objects).
         self._routes = tables.data_routes
         self._push_heads = tables.push_heads
@@ -152,8 +154,10 @@ class PubSub:
                     dests[fid] = (self.tables.best_key(d, key), None)
             routed = tuple((fid, we, node) for fid, (we, node) in sorted(dests.items()))
             acl = None if self.tables.acl is None else self._acl_push(f, key, routed)
-            faces = self.tables.faces
-            intercept = InterceptedRoute.of(key, f.intercept_in, ((d, faces[d].intercept_out) for d in dests))
+            intercept = None
+            if self.intercepting:
+                faces = self.tables.faces
+                intercept = InterceptedRoute.of(key, f.intercept_in, ((d, faces[d].intercept_out) for d in dests))
             route = DataRoute(
                 key,
                 routed,
