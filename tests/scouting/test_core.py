@@ -216,3 +216,33 @@ def test_scouter_reports_matching_hellos_only() -> None:
     assert decode_scouting_message(ScouterCore(R | P | C, now=0.0, zid=ZenohId(5)).scout) == Scout(
         R | P | C, ZenohId(5)
     )
+
+
+_A, _B = ZenohId(1), ZenohId(2)
+
+
+def test_autoconnect_strategy_as_zenohs_should_autoconnect() -> None:
+    # a router's default: no kind, so never
+    assert not parse_scouting({}, "router").should_autoconnect(_B, _A, WhatAmI.ROUTER)
+    tree = {"scouting": {"multicast": {"autoconnect": {"router": ["router", "peer"]}}}}
+    always = parse_scouting(tree, "router")
+    assert always.should_autoconnect(_A, _B, WhatAmI.ROUTER) and always.should_autoconnect(_B, _A, WhatAmI.ROUTER)
+    assert not always.should_autoconnect(_A, _B, WhatAmI.CLIENT)  # not a listed kind
+    assert not always.should_autoconnect(_A, _A, WhatAmI.ROUTER)  # never itself
+    for strategy in ("greater-zid", {"to_router": "greater-zid"}, {"router": {"to_router": "greater-zid"}}):
+        tree["scouting"]["multicast"]["autoconnect_strategy"] = strategy
+        s = parse_scouting(tree, "router")
+        assert s.should_autoconnect(_B, _A, WhatAmI.ROUTER) and not s.should_autoconnect(_A, _B, WhatAmI.ROUTER)
+    # per target: greater-zid to routers only, peers always
+    tree["scouting"]["multicast"]["autoconnect_strategy"] = {"to_router": "greater-zid", "to_peer": "always"}
+    s = parse_scouting(tree, "router")
+    assert s.should_autoconnect(_A, _B, WhatAmI.PEER) and not s.should_autoconnect(_A, _B, WhatAmI.ROUTER)
+    # another mode's strategy does not apply
+    tree["scouting"]["multicast"]["autoconnect_strategy"] = {"peer": "greater-zid"}
+    assert parse_scouting(tree, "router").should_autoconnect(_A, _B, WhatAmI.ROUTER)
+
+
+def test_a_bad_autoconnect_strategy_is_refused() -> None:
+    tree = {"scouting": {"multicast": {"autoconnect_strategy": "sometimes"}}}
+    with pytest.raises(UsageError):
+        parse_scouting(tree, "router")

@@ -178,7 +178,9 @@ def test_a_dropped_entity_is_undeclared_unless_it_has_a_callback(
         if undeclared:
             assert until(lambda: not watcher.admin(kind, name), step=ADMIN_STEP), f"a dropped {name} stayed declared"
         else:
-            assert not until(lambda: not watcher.admin(kind, name), timeout=STAYS_S, step=ADMIN_STEP), f"a dropped {name} went"
+            assert not until(lambda: not watcher.admin(kind, name), timeout=STAYS_S, step=ADMIN_STEP), (
+                f"a dropped {name} went"
+            )
     finally:
         s.close()
 

@@ -48,6 +48,8 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
             "scouting/multicast/interface",
             "scouting/multicast/ttl",
             "scouting/multicast/listen",
+            "scouting/multicast/autoconnect",
+            "scouting/multicast/autoconnect_strategy",
             "scouting/gossip/enabled",
             "timestamping/enabled",
             "queries_default_timeout",

@@ -32,6 +32,7 @@ from pyzenoh.router.admission import Admission
 from pyzenoh.router.backpressure import BLOCK_WAIT_SHARE
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.delivery import Delivery
+from pyzenoh.router.discovery import RouterDiscovery
 from pyzenoh.router.forwarding import Forwarding, Ingress
 from pyzenoh.router.memory import (
     RELEASE_AFTER_ENTITIES,
@@ -158,6 +159,7 @@ class RouterDaemon:
         #: starts its plugins there, as zenoh's runtime does before opening its listeners.
         self.before_listen: Callable[[], Awaitable[None]] | None = None
         self._scouting: Responder | None = None
+        self.discovery = RouterDiscovery(config.scouting, self.zid, self.faces.has_zid, self._dial_scouted)
         self.admission = Admission(config, self.stats.refused)
         # Entities gone since memory was last given back (see router/memory.py).
         self._entities_freed = 0
@@ -193,6 +195,8 @@ class RouterDaemon:
             log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))
         # Answers SCOUTs with HELLO (zenoh.scout(), clients with no endpoints).
         self._scouting = await start_responder(self.config.scouting, self.zid, WhatAmI.ROUTER, self.listen_endpoints)
+        # Dials what it scouts, when scouting/multicast/autoconnect lists kinds for a router.
+        self.discovery.start()
         for endpoint in self.config.connect:
             self._connectors.append(asyncio.create_task(self._keep_connected(endpoint)))
         log.info("router %s started", self.zid)
@@ -200,6 +204,7 @@ class RouterDaemon:
     async def stop(self) -> None:
         """CLOSE every session, stop listening, flush the recorder."""
         self._stopping = True
+        self.discovery.close()
         if self._scouting is not None:
             self._scouting.close()
             self._scouting = None
@@ -247,14 +252,7 @@ class RouterDaemon:
         delay = cfg.retry_period_init_ms / 1000.0
         while not self._stopping:
             try:
-                link = await connect(
-                    endpoint,
-                    self.link_config,
-                    self._on_event,
-                    max_queue_bytes=cfg.send_queue_max_bytes,
-                    reassembly_budget=self.reassembly_budget,
-                    tls=cfg.tls,
-                )
+                link = await self._dial(endpoint)
             except (OSError, ConnectionError, TimeoutError) as exc:
                 log.debug("connect %s failed: %s (retry in %.1f s)", endpoint, exc, delay)
             except UsageError as exc:  # e.g. a TLS file removed since the start
@@ -267,6 +265,21 @@ class RouterDaemon:
                     log.info("link to %s lost; reconnecting in %.1f s", endpoint, delay)
             await asyncio.sleep(delay)
             delay = min(delay * cfg.retry_period_increase_factor, cfg.retry_period_max_ms / 1000.0)
+
+    async def _dial(self, endpoint: str) -> TcpLink:
+        """A link to ``endpoint``, its events handled as every link's."""
+        cfg = self.config
+        return await connect(
+            endpoint,
+            self.link_config,
+            self._on_event,
+            max_queue_bytes=cfg.send_queue_max_bytes,
+            reassembly_budget=self.reassembly_budget,
+            tls=cfg.tls,
+        )
+
+    async def _dial_scouted(self, locator: str) -> asyncio.Future[LinkClosed]:
+        return (await self._dial(locator)).closed
 
     # --- time --------------------------------------------------------------------------
 

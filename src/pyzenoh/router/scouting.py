@@ -1,7 +1,8 @@
 """Scouting for the router daemon: zenohd's ``scouting`` keys and the SCOUT responder.
 
 A router (zenohd's defaults) answers SCOUTs that ask for routers on 224.0.0.224:7446 and
-never sends HELLOs on its own; it does not autoconnect to what it could scout.
+never sends HELLOs on its own. Dialling what it scouts (``autoconnect``) is
+:mod:`pyzenoh.router.discovery`.
 Recognised keys::
 
     scouting: {

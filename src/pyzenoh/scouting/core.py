@@ -88,6 +88,9 @@ class ScoutingSettings:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     delay_ms: int = DEFAULT_DELAY_MS
     unicast: str | None = None
+    #: the kinds ``autoconnect_strategy`` says "greater-zid" for (zenoh's default: none,
+    #: "always")
+    greater_zid_only: WhatAmIMatcher = NO_KINDS
 
     def __post_init__(self) -> None:
         group, _ = parse_socket_address(self.address, "scouting/multicast/address")
@@ -101,6 +104,14 @@ class ScoutingSettings:
             raise UsageError("scouting/multicast/interface is empty")
         if self.unicast is not None:
             parse_socket_address(self.unicast, "pyzenoh/scouting/unicast")
+
+    def should_autoconnect(self, own: ZenohId, other: ZenohId, whatami: WhatAmI) -> bool:
+        """zenoh's ``AutoConnect::should_autoconnect``: ``other``'s kind is among the
+        autoconnect kinds and, where the strategy is "greater-zid", ``own`` is the
+        greater zid (so of two such nodes only one dials)."""
+        if other == own or not self.autoconnect.matches(whatami):
+            return False
+        return not self.greater_zid_only.matches(whatami) or own.value > other.value
 
     @property
     def group(self) -> tuple[IPAddress, int]:
@@ -147,7 +158,43 @@ def parse_scouting(tree: Mapping[str, Any], mode: str) -> ScoutingSettings:
     unicast = own.get("unicast")
     if unicast is not None and not isinstance(unicast, str):
         raise UsageError('pyzenoh/scouting/unicast must be a "HOST:PORT" string')
-    return ScoutingSettings(enabled, address, interface, ttl, listen, autoconnect, timeout, delay, unicast)
+    strategy = _strategy(_by_strategy_mode(mcast.get("autoconnect_strategy"), mode))
+    return ScoutingSettings(enabled, address, interface, ttl, listen, autoconnect, timeout, delay, unicast, strategy)
+
+
+_STRATEGIES = ("always", "greater-zid")
+_TARGETS = {"to_router": WhatAmI.ROUTER, "to_peer": WhatAmI.PEER, "to_client": WhatAmI.CLIENT}
+
+
+def _by_strategy_mode(value: Any, mode: str) -> Any:
+    """``autoconnect_strategy`` is a strategy, a ``{to_router: ..}`` map, or either of
+    them per mode (``{peer: {to_peer: "greater-zid"}}``)."""
+    if isinstance(value, Mapping) and value and set(value) <= set(_MODES):
+        return value.get(mode)
+    return value
+
+
+def _strategy(value: Any) -> WhatAmIMatcher:
+    """The kinds a strategy value says "greater-zid" for."""
+    if value is None:
+        return NO_KINDS
+    if isinstance(value, str):
+        per_target = {kind: value for kind in _TARGETS}
+    elif isinstance(value, Mapping):
+        per_target = {k: v for k, v in value.items() if v is not None}
+    else:
+        raise UsageError('scouting/multicast/autoconnect_strategy must be "always", "greater-zid" or a map of them')
+    greater = NO_KINDS
+    for target, strategy in per_target.items():
+        if target not in _TARGETS:
+            continue  # zenoh drops unknown targets (the config check names them)
+        if strategy not in _STRATEGIES:
+            raise UsageError(
+                f"scouting/multicast/autoconnect_strategy/{target}: {strategy!r} is not one of {_STRATEGIES}"
+            )
+        if strategy == "greater-zid":
+            greater |= WhatAmIMatcher.parse(_TARGETS[target])
+    return greater
 
 
 def _section(tree: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
