@@ -21,17 +21,12 @@ from pyzenoh.codec import Hello, ZenohId
 from pyzenoh.errors import UsageError
 from pyzenoh.scouting.core import ScoutingSettings
 from pyzenoh.scouting.udp import UdpScouter
-from pyzenoh.transport.endpoint import PROTOCOLS
+from pyzenoh.transport.endpoint import dialable
 
 log = logging.getLogger(__name__)
 
 #: Errors a dial of one scouted locator can end with; the next locator is tried.
 DIAL_ERRORS = (OSError, ConnectionError, TimeoutError, UsageError)
-
-
-def dialable(locators: tuple[str, ...]) -> list[str]:
-    """The locators of a HELLO this node has a link kind for, in the HELLO's order."""
-    return [loc for loc in locators if loc.split("/", 1)[0] in PROTOCOLS]
 
 
 class RouterDiscovery:

@@ -42,6 +42,7 @@ from pyzenoh.scouting.core import ScoutingSettings, parse_scouting
 from pyzenoh.scouting.udp import UdpScouter
 from pyzenoh.session.config import Config, to_config
 from pyzenoh.session.handlers import ChannelClosedError, Handler, Sink, make_sink
+from pyzenoh.transport.endpoint import dialable
 
 __all__ = ["Hello", "Scout", "WhatAmI", "WhatAmIMatcher", "connect_scouted", "scout"]
 
@@ -337,8 +338,8 @@ async def connect_scouted(
                 what, address=settings.address, interface=settings.interface, ttl=settings.ttl
             ) as scouter:
                 async for hello in scouter:
-                    for loc in hello.locators:
-                        if not loc.startswith(("tcp/", "tls/")) or loc in tried:
+                    for loc in dialable(hello.locators):
+                        if loc in tried:
                             continue
                         tried.add(loc)
                         try:

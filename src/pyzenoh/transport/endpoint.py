@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from typing_extensions import override
@@ -22,6 +23,12 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 7447
 #: The link protocols of ``Endpoint.parse``.
 PROTOCOLS = ("tcp", "tls", "unixsock-stream")
+
+
+def dialable(locators: Iterable[str]) -> list[str]:
+    """The locators (a HELLO's, a link state's) of a link kind this node can dial, in
+    their order."""
+    return [loc for loc in locators if loc.split("/", 1)[0] in PROTOCOLS]
 
 
 @dataclass(frozen=True, slots=True)

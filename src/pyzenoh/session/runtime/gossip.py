@@ -14,6 +14,7 @@ from pyzenoh.codec.network import OAM_LINKSTATE
 from pyzenoh.session.config import Config
 from pyzenoh.session.runtime.dialling import Dialler
 from pyzenoh.session.runtime.state import DIAL_ERRORS, RuntimeState
+from pyzenoh.transport.endpoint import dialable
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class GossipDials:
         """A node learnt of (by gossip or by scouting) is dialled, once, unless it is
         connected already; of two peers only the one with the greater zid dials."""
         s = self.s
-        usable = [loc for loc in locators if loc.startswith(("tcp/", "tls/"))]
+        usable = dialable(locators)
         if (
             zid == s.zid
             or not usable
