@@ -21,7 +21,7 @@ from pyzenoh.codec import (
     frame_batch,
 )
 from pyzenoh.dataplane import PushRun
-from pyzenoh.dataplane.joining import MIN_JOIN, Joined, join
+from pyzenoh.dataplane.joining import MAX_JOINED, MIN_JOIN, Joined, join
 from pyzenoh.transport.link import (
     Event,
     Link,
@@ -98,13 +98,18 @@ def test_single_push_batches_become_one_run() -> None:
     assert link._rx_last[11] == (sn + 499) & mask
 
 
-def test_join_stops_at_the_negotiated_batch_size() -> None:
+def test_small_batch_links_are_joined_past_their_batch_size() -> None:
+    # zenoh-pico's 2 KiB batches each hold one 1 KiB PUT: joined all the same (the joined
+    # FRAME never goes on the wire), bounded by MAX_JOINED, meaning what they mean one by one
     link, sn = router_side(batch_size=2048)
-    batches = [encode_batch([Frame(True, (sn + i) & link._mask, (put(i, 100),))]) for i in range(100)]
-    joined = join(batches, 0, link._mask, link._reader.max_payload)
-    assert joined is not None and len(joined.payload) <= link._reader.max_payload
+    batches = [encode_batch([Frame(True, (sn + i) & link._mask, (put(i, 1024),))]) for i in range(200)]
+    joined = join(batches, 0, link._mask)
+    assert joined is not None and link._reader.max_payload < len(joined.payload) <= MAX_JOINED
+    assert joined.stop < len(batches)  # the bound cut it
     events = link.receive_data(b"".join(frame_batch(p) for p in batches), 1.0)
-    assert sum(e.run.count if isinstance(e, ReceivedRun) else 1 for e in events) == 100  # type: ignore[union-attr]
+    assert sum(e.run.count if isinstance(e, ReceivedRun) else 1 for e in events) == 200  # type: ignore[union-attr]
+    assert len(events) < 10
+    assert flat(events) == flat(whole_and_one_by_one(batches, batch_size=2048)[1])
 
 
 def test_what_is_never_joined() -> None:

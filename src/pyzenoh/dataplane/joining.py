@@ -20,12 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyzenoh.codec import Frame
+from pyzenoh.codec.batch import MAX_BATCH_PAYLOAD
 from pyzenoh.codec.transport import FLAG_R
 from pyzenoh.dataplane.runs import PushRun
 from pyzenoh.dataplane.scan import ID_FRAME, frame_head
 
 #: Fewest consecutive batches worth joining: below, they are decoded one by one.
 MIN_JOIN = 4
+#: Most bytes one joined FRAME holds. Not the link's negotiated batch size: the joined
+#: FRAME never goes on the wire, and a small-batch peer (zenoh-pico's 2 KiB) would then
+#: never have two 1 KiB PUTs joined; a 64 KiB batch is what a zenohd peer may send anyway.
+MAX_JOINED = MAX_BATCH_PAYLOAD
 
 
 @dataclass(slots=True)
@@ -45,9 +50,9 @@ class Joined:
     last_sn: int
 
 
-def join(batches: Sequence[bytes], start: int, mask: int, limit: int) -> Joined | None:
+def join(batches: Sequence[bytes], start: int, mask: int, limit: int = MAX_JOINED) -> Joined | None:
     """Batches from ``start`` on that one FRAME can hold (at least :data:`MIN_JOIN`, all
-    together at most ``limit`` bytes: the negotiated batch payload), or None."""
+    together at most ``limit`` bytes), or None."""
     n = len(batches)
     if n - start < MIN_JOIN:
         return None

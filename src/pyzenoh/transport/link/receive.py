@@ -58,7 +58,7 @@ class Receiving(Handshake):
                     batches[i:] = [decompress_batch(b, limit) for b in batches[i:]]
                     plain = n
                 if n - i >= MIN_JOIN and i >= one_by_one and self.config.push_runs and self.state is State.ESTABLISHED:
-                    joined = join(batches, i, self._mask, self._reader.max_payload)
+                    joined = join(batches, i, self._mask)
                     if joined is not None:
                         if self._on_joined(joined, events):
                             i = joined.stop
