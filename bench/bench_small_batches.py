@@ -8,7 +8,12 @@ per router: batches per second the router took, messages per second delivered, a
 router's CPU time per batch (user + system, from /proc); then pyzenoh/real ratios.
 Rounds alternate which router goes first (the machines are noisy).
 
-Run: ``python bench/bench_small_batches.py [--rounds 2] [--payload 1024] [--batches 150000]``
+With ``--pico BUILD`` (a zenoh-pico cmake build with ``-DBUILD_EXAMPLES=ON``) the
+publisher and subscriber are zenoh-pico's own ``z_pub_thr`` and ``z_sub_thr`` instead: the
+rates they print (ten a second) over the run, medians, and the router's CPU per message.
+
+Run: ``python bench/bench_small_batches.py [--rounds 2] [--payload 1024] [--batches 150000]
+[--pico BUILD --seconds 10]``
 """
 
 from __future__ import annotations
@@ -142,6 +147,48 @@ def one_run(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     }
 
 
+def _rates(out: str) -> list[float]:
+    rates = []
+    for line in out.splitlines():
+        try:
+            rates.append(float(line))
+        except ValueError:
+            pass
+    return rates
+
+
+def one_pico_run(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """zenoh-pico's z_pub_thr and z_sub_thr through the router for ``args.seconds``."""
+    port = free_port()
+    endpoint = f"tcp/127.0.0.1:{port}"
+    examples = args.pico / "examples"
+    with router(kind, port, tmp) as proc:
+        # stdbuf: the examples print with stdio, fully buffered into a pipe and lost at SIGTERM
+        line = ["stdbuf", "-oL"]
+        sub = subprocess.Popen([*line, examples / "z_sub_thr", "-e", endpoint], stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # the subscriber's declaration reaches the router (no way to observe it from here)
+        pub = subprocess.Popen(
+            [*line, examples / "z_pub_thr", "-s", str(args.payload), "-e", endpoint], stdout=subprocess.PIPE, text=True
+        )
+        cpu0 = cpu_seconds(proc.pid)
+        time.sleep(args.seconds)
+        cpu = cpu_seconds(proc.pid) - cpu0
+        for p in (pub, sub):
+            p.terminate()
+        pub_out, _ = pub.communicate(timeout=10)
+        sub_out, _ = sub.communicate(timeout=10)
+    pub_rates, sub_rates = _rates(pub_out)[1:], _rates(sub_out)[1:]  # the first: a partial period
+    taken = statistics.median(pub_rates) if pub_rates else 0.0
+    delivered = statistics.median(sub_rates) if sub_rates else 0.0
+    return {
+        "batches": int(taken * args.seconds),
+        "batches_per_s": taken,
+        "delivered": len(sub_rates),
+        "delivered_per_s": delivered,
+        "cpu_us_per_batch": cpu / (taken * args.seconds) * 1e6 if taken else float("nan"),
+    }
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=2)
@@ -149,19 +196,24 @@ def main() -> int:
     p.add_argument("--batches", type=int, default=150_000, help="batches written per run")
     p.add_argument("--seconds", type=float, default=15.0, help="bound on the writing time per run")
     p.add_argument("--batch-size", type=int, default=PICO_BATCH_SIZE, help="the client's batch size")
+    p.add_argument("--pico", type=Path, metavar="BUILD", help="zenoh-pico's z_pub_thr/z_sub_thr from this build")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results to PATH")
     args = p.parse_args()
+    run = one_pico_run if args.pico else one_run
     print(
         f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}, load {os.getloadavg()[0]:.2f} at start",
         flush=True,
     )
-    print(f"{args.batches} one-message batches of a {args.payload} B PUT (batch size {args.batch_size})")
+    if args.pico:
+        print(f"zenoh-pico z_pub_thr -s {args.payload} -> z_sub_thr for {args.seconds:g} s ({args.pico})")
+    else:
+        print(f"{args.batches} one-message batches of a {args.payload} B PUT (batch size {args.batch_size})")
     results: dict[str, list[dict[str, Any]]] = {REAL: [], PYZENOH: []}
     with tempfile.TemporaryDirectory(prefix="benchsmall") as tmp:
         for rnd in range(args.rounds):
             for kind in (REAL, PYZENOH) if rnd % 2 == 0 else (PYZENOH, REAL):
-                r = one_run(kind, args, Path(tmp))
+                r = run(kind, args, Path(tmp))
                 results[kind].append(r)
                 print(
                     f"  round {rnd + 1}/{args.rounds} {kind:15s} {r['batches_per_s']:10,.0f} batches/s taken, "
