@@ -36,7 +36,7 @@ from typing import Any
 from common import DRIVER_PRELUDE, cpu_model, cpu_seconds, start_pyzenoh_router, start_real_router, stop
 from loadgen import PICO_BATCH_SIZE, RawClient
 
-from pyzenoh.localnet import free_port
+from pyzenoh.localnet import free_port, wait_listening
 
 REAL, PYZENOH = "zenohd 1.10.2", "pyzenoh router"
 KEY = "bench/small"
@@ -63,16 +63,33 @@ SUBSCRIBER = DRIVER_PRELUDE + textwrap.dedent(
 )
 
 
+#: ``--workers``: how many pyzenoh router processes (router/workers.py); 1: a plain router.
+WORKERS = [1]
+
+
 @contextmanager
 def router(kind: str, port: int, tmp: Path) -> Iterator[subprocess.Popen[bytes]]:
     if kind == REAL:
         proc = start_real_router(port)
+    elif WORKERS[0] > 1:
+        cfg = {"scouting": {"multicast": {"enabled": False}}}
+        argv = [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router", "--workers", str(WORKERS[0])]
+        argv += ["-l", f"tcp/127.0.0.1:{port}", "--cfg", ":" + json.dumps(cfg)]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+        wait_listening(port, proc, 30)
+        time.sleep(1.0)  # every worker listens (the first one listening is not all of them)
     else:
         proc = start_pyzenoh_router(port, tmp / f"router-{port}.json5")
     try:
         yield proc
     finally:
         stop(proc)
+
+
+def router_cpu(proc: subprocess.Popen[bytes]) -> float:
+    """CPU seconds of the router process and of its workers (its children)."""
+    out = subprocess.run(["pgrep", "-P", str(proc.pid)], check=False, capture_output=True, text=True).stdout.split()
+    return cpu_seconds(proc.pid) + sum(cpu_seconds(int(pid)) for pid in out if pid.isdigit())
 
 
 class Subscriber:
@@ -129,11 +146,11 @@ def one_run(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 warm = pub.one_message_batches(KEY, payload, 100)
             base = sub.count()
             data = pub.one_message_batches(KEY, payload, args.batches)
-            cpu0 = cpu_seconds(proc.pid)
+            cpu0 = router_cpu(proc)
             t0 = time.perf_counter()
             sent = pub.write(data, args.batches, args.seconds)
             delivered, last_at = sub.settled(t0)
-            cpu = cpu_seconds(proc.pid) - cpu0
+            cpu = router_cpu(proc) - cpu0
         finally:
             pub.close()
             sub.close()
@@ -170,9 +187,9 @@ def one_pico_run(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, An
         pub = subprocess.Popen(
             [*line, examples / "z_pub_thr", "-s", str(args.payload), "-e", endpoint], stdout=subprocess.PIPE, text=True
         )
-        cpu0 = cpu_seconds(proc.pid)
+        cpu0 = router_cpu(proc)
         time.sleep(args.seconds)
-        cpu = cpu_seconds(proc.pid) - cpu0
+        cpu = router_cpu(proc) - cpu0
         for p in (pub, sub):
             p.terminate()
         pub_out, _ = pub.communicate(timeout=10)
@@ -196,10 +213,12 @@ def main() -> int:
     p.add_argument("--batches", type=int, default=150_000, help="batches written per run")
     p.add_argument("--seconds", type=float, default=15.0, help="bound on the writing time per run")
     p.add_argument("--batch-size", type=int, default=PICO_BATCH_SIZE, help="the client's batch size")
+    p.add_argument("--workers", type=int, default=1, help="pyzenoh router --workers N")
     p.add_argument("--pico", type=Path, metavar="BUILD", help="zenoh-pico's z_pub_thr/z_sub_thr from this build")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results to PATH")
     args = p.parse_args()
     run = one_pico_run if args.pico else one_run
+    WORKERS[0] = args.workers
     print(
         f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}, load {os.getloadavg()[0]:.2f} at start",

@@ -524,6 +524,9 @@ OWN_SCHEMA = ObjV(
             null=True,
         ),
         "routing": ObjV({"enforce_budget": _bool(False, null=True)}, null=True),
+        # SO_REUSEPORT on the TCP listeners: set by `pyzenoh router --workers N` in each
+        # worker's config (router/workers.py), so the workers share the endpoints.
+        "listen": ObjV({"reuse_port": _bool(False, null=True)}, null=True),
         # The REST plugin's limits (pyzenoh.plugins.rest.config; zenoh's plugins/rest takes
         # only its own keys, so pyzenoh's go here).
         "rest": ObjV(

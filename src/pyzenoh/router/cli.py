@@ -145,9 +145,30 @@ async def run_router(config: RouterConfig) -> None:
     await app.serve_forever()
 
 
+def _workers(args: argparse.Namespace, count: int) -> int:
+    """``--workers N`` (N > 1): supervise N routers of one mesh (router/workers.py)."""
+    from pyzenoh.router.workers import Supervisor
+
+    tree = tree_from_args(args)
+    if args.record:
+        tree = insert_at(tree, "pyzenoh/record/dir", args.record)
+    if args.msgq is not None:
+        tree = insert_at(tree, "pyzenoh/msgq/enabled", True)
+        if args.msgq:
+            tree = insert_at(tree, "pyzenoh/msgq/socket_file", args.msgq)
+    supervisor = Supervisor(tree, count, log_level=args.log_level)
+    log.info("%d workers behind %s", count, ", ".join(supervisor.trees[0]["listen"]["endpoints"][:-1]))
+    return run_loop(supervisor.run(), tls=False)
+
+
 def _router(args: argparse.Namespace) -> int:
     apply_rust_log(os.environ.get("RUST_LOG"))
     try:
+        from pyzenoh.router.workers import parse_workers
+
+        count = parse_workers(args.workers)
+        if count > 1:
+            return _workers(args, count)
         config = config_from_args(args)
     except UsageError as exc:
         log.error("%s", exc)
@@ -214,6 +235,12 @@ def register_cli(subparsers: Any) -> None:
         "--adminspace-permissions",
         metavar="[r|w|rw|none]",
         help="read and/or write permissions on the admin space (default r)",
+    )
+    p.add_argument(
+        "--workers",
+        metavar="N",
+        default="1",
+        help="run N router processes behind the same endpoints, as one Zenoh mesh ('auto': one per core); default 1",
     )
     p.add_argument("-V", "--version", action="version", version=_version())
     p.add_argument("--record", metavar="DIR", help="record all traffic into DIR (MCAP segments)")

@@ -161,6 +161,9 @@ class RouterConfig:
     #: downsampling, low_pass_filter and qos/network (None: none configured). Each face
     #: gets its own state from it (:meth:`Interceptors.for_face`).
     interceptors: Interceptors | None = None
+    #: SO_REUSEPORT on the TCP listeners (``pyzenoh/listen/reuse_port``): one of
+    #: ``--workers`` router processes sharing the endpoints.
+    reuse_port: bool = False
     #: The whole config tree this was read from (plugins read their sections from it;
     #: admin-space writes edit it). None: built in code, no plugins.
     tree: Any = None
@@ -277,6 +280,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         record=record,
         msgq=msgq,
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
+        reuse_port=bool(_get(tree, "pyzenoh/listen/reuse_port", False)),
         gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
         adminspace=admin_enabled(tree),
         metadata=tree.get("metadata"),

@@ -190,6 +190,7 @@ class RouterDaemon:
                 admit=self._admit,
                 reassembly_budget=self.reassembly_budget,
                 tls=self.config.tls,
+                reuse_port=self.config.reuse_port,
             )
             self.listeners.append(listener)
             log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))

@@ -721,8 +721,12 @@ async def listen(
     admit: Callable[[TcpLink], bool] | None = None,
     reassembly_budget: ReassemblyBudget | None = None,
     tls: TlsConfig | None = None,
+    reuse_port: bool = False,
 ) -> TcpListener:
     """Listen on ``endpoint``; each connection becomes a :class:`TcpLink` (acceptor).
+
+    ``reuse_port``: SO_REUSEPORT on a TCP listener, so several processes listen on the
+    same address and the kernel spreads connections over them (``--workers``).
 
     ``on_event(link, event)`` sees every link's :class:`Established`, :class:`Received`
     and :class:`LinkClosed` events (a failed TLS handshake is a LinkClosed before any
@@ -760,11 +764,17 @@ async def listen(
         # As zenohd: a listener on [::] takes IPv4 connections too (asyncio's would be
         # IPv6 only). Their local address is then IPv4-mapped (::ffff:a.b.c.d).
         sock = socket.create_server(
-            (ep.host, ep.port), family=socket.AF_INET6, backlog=LISTEN_BACKLOG, dualstack_ipv6=True
+            (ep.host, ep.port),
+            family=socket.AF_INET6,
+            backlog=LISTEN_BACKLOG,
+            dualstack_ipv6=True,
+            reuse_port=reuse_port,
         )
         server = await loop.create_server(factory, sock=sock)
     else:
-        server = await loop.create_server(factory, ep.host, ep.port, reuse_address=True, backlog=LISTEN_BACKLOG)
+        server = await loop.create_server(
+            factory, ep.host, ep.port, reuse_address=True, reuse_port=reuse_port or None, backlog=LISTEN_BACKLOG
+        )
     return TcpListener(server, links, ep)
 
 
