@@ -79,6 +79,11 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         wait_listening(port, proc, WAIT)
+        # Every worker listens once the mesh is whole: a worker listens before it dials.
+        import zenoh
+
+        with zenoh.open(zenoh_config(endpoint)) as s:
+            assert until(lambda: len([r for r in s.get("@/*/router", timeout=2) if r.ok]) == 2), "no mesh"
         yield proc, endpoint
     finally:
         stop_process(proc)

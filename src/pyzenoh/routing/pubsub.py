@@ -444,6 +444,8 @@ class PubSub:
             if south != any(h != NORTH for h in before):
                 self.mesh.south_subs_changed(key, south)
         for d in self.tables.live_faces():
+            if not d.interests and not d.local_subs.contains_simple(key):
+                continue  # nothing to tell it or to take back (the common face: a client without interests)
             was = self._sub_visible(d, before)
             now = self._sub_visible(d, holders)
             if now and not was:

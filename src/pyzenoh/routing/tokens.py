@@ -52,6 +52,8 @@ class Tokens:
             if south != any(h != NORTH for h in before):
                 self.mesh.south_tokens_changed(key, south)
         for d in self.tables.live_faces():
+            if not d.interests and key not in d.local_tokens:
+                continue  # nothing to tell it or to take back (a face without interests)
             now = self._token_visible(d, holders)
             if declared:
                 # Every face that should see it and was not told (or was told it went,
