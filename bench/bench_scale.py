@@ -123,13 +123,21 @@ def percentiles(values: list[float]) -> tuple[float, float]:
     return values[len(values) // 2], values[min(len(values) - 1, int(len(values) * 0.99))]
 
 
+#: Both routers refuse sessions past their defaults (zenohd: 1,000 sessions; pyzenoh: 1,000
+#: links per address): raised for the benchmark, with the same value on both.
+MAX_SESSIONS = 20_000
+
+
 @contextlib.contextmanager
 def router(kind: str, tmp: Path, conf: dict[str, Any] | None = None, port: int | None = None) -> Iterator[Any]:
     port = port or free_port()
     if kind == REAL:
-        proc = start_real_router(port, conf)
+        proc = start_real_router(port, {"transport/unicast/max_sessions": MAX_SESSIONS, **(conf or {})})
     else:
-        tree: dict[str, Any] = {}
+        tree: dict[str, Any] = {
+            "transport": {"unicast": {"max_sessions": MAX_SESSIONS}},
+            "pyzenoh": {"limits": {"max_links_per_address": MAX_SESSIONS}},
+        }
         if conf and "connect/endpoints" in conf:
             tree["connect"] = {"endpoints": conf["connect/endpoints"]}
         proc = start_pyzenoh_router(port, tmp / f"r{port}.json5", tree)

@@ -74,6 +74,7 @@ TABLES = (
     "messages",
     "links",
     "routes",
+    "samples",
     "traffic",
     "queries",
     "declarations",
@@ -177,10 +178,11 @@ def run_pipeline(
     messages = export("messages")
     prog.done(f"{counts['messages']} rows")
 
-    prog.stage("links and routes")
+    prog.stage("links, routes and samples")
     links = save("links", _load(spark, rec_dir, "links").where(~F.col("carried")))
     routes = export("routes")
-    prog.done(f"{counts['links']} link events, {counts['routes']} routes")
+    export("samples")
+    prog.done(f"{counts['links']} link events, {counts['routes']} routes, {counts['samples']} samples")
 
     steps: list[tuple[str, Callable[[], DataFrame]]] = [
         ("traffic", lambda: traffic_table(messages)),

@@ -76,7 +76,20 @@ LINKS_DDL = (
     " reason STRING, carried BOOLEAN, cause BIGINT, flow STRING, message STRING, key STRING"
 )
 
-TABLE_DDL = {"messages": MESSAGES_DDL, "routes": ROUTES_DDL, "links": LINKS_DDL}
+# One row per published sample (pipeline/samples.py): the position of its rx record (when
+# first seen), then the sample, its HLC timestamp and its payload as typed values.
+SAMPLES_DDL = ", ".join(  # noqa: FLY002 - one line per group of columns
+    [
+        _POSITION,
+        "link INT, publisher_zid STRING, publisher_whatami STRING",
+        "key STRING, kind STRING, priority INT",
+        "payload BINARY, payload_size INT, encoding STRING, attachment BINARY",
+        "hlc_ns BIGINT, hlc_id STRING, source_zid STRING, source_eid BIGINT",
+        "value_text STRING, value_json STRING, value_number DOUBLE",
+    ]
+)
+
+TABLE_DDL = {"messages": MESSAGES_DDL, "routes": ROUTES_DDL, "links": LINKS_DDL, "samples": SAMPLES_DDL}
 
 
 def ddl_columns(ddl: str) -> list[str]:
@@ -538,6 +551,7 @@ def spark_schema(ddl: str) -> StructType:
         "STRING": t.StringType(),
         "BINARY": t.BinaryType(),
         "BOOLEAN": t.BooleanType(),
+        "DOUBLE": t.DoubleType(),
         "TIMESTAMP": t.TimestampType(),
         "ARRAY<INT>": t.ArrayType(t.IntegerType()),
     }

@@ -27,6 +27,7 @@ implemented (see the project's Spark notes: it corrupts later queries in 4.3.0).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -56,6 +57,7 @@ from typing_extensions import override
 from pyzenoh.errors import DecodeError, UsageError
 from pyzenoh.pipeline import rows as R
 from pyzenoh.pipeline.columnar import ChunkRows, chunk_rows, index_offsets, rows_batch
+from pyzenoh.pipeline.samples import SampleRows
 from pyzenoh.recording import format as fmt
 from pyzenoh.recording.reader import (
     SegmentInfo,
@@ -69,7 +71,8 @@ if TYPE_CHECKING:
 
 FORMAT_NAME = "pyzenoh"
 DEFAULT_PARTITION_RECORDS = 200_000
-TABLE_CHANNEL = {"messages": fmt.CH_NET, "routes": fmt.CH_ROUTE, "links": fmt.CH_LINK}
+#: The recording channel each table is read from (samples: from the network messages).
+TABLE_CHANNEL = {"messages": fmt.CH_NET, "routes": fmt.CH_ROUTE, "links": fmt.CH_LINK, "samples": fmt.CH_NET}
 
 LinkState = tuple[tuple[int, str | None, str | None, str | None], ...]
 
@@ -301,12 +304,68 @@ def read_slice(part: SegmentSlice, schema: pa.Schema, batch_rows: int = R.BATCH_
     """Decode one slice into Arrow batches of ``schema``."""
     if part.channel == fmt.CH_NET and schema == _messages_schema():
         return _message_batches(part, schema, batch_rows)
+    if part.channel == fmt.CH_NET and schema == _samples_schema():
+        return R.rows_to_batches(sample_rows(part), schema, batch_rows)
     return R.rows_to_batches(slice_rows(part), schema, batch_rows)
 
 
 @functools.cache
 def _messages_schema() -> pa.Schema:
     return R.arrow_schema(R.MESSAGES_DDL)
+
+
+@functools.cache
+def _samples_schema() -> pa.Schema:
+    return R.arrow_schema(R.SAMPLES_DDL)
+
+
+def sample_rows(part: SegmentSlice) -> Iterator[tuple[Any, ...]]:
+    """The ``samples`` rows of a slice (:mod:`.samples`): those of its rx records, each
+    completed by its copies in the same chunk (so rows do not depend on the slicing)."""
+    links = _links(part)
+    collector = SampleRows(part.seg, part.run)
+    with open(part.path, "rb") as f:
+        for records_at, records_len, first, _, _ in part.chunks:
+            if first >= part.stop:
+                break
+            row = collector.finish()  # copies in another chunk are not looked for
+            if row is not None:
+                yield row
+            mv = memoryview(_read_group(f, part.path, records_at, records_at + records_len))
+            try:
+                entries = fmt.iter_chunk_messages(mv)
+            except DecodeError:
+                continue  # a corrupt chunk: its messages rows say so; it has no samples
+            ordinal = first
+            for channel, log_time, a, b in entries:
+                if channel == fmt.CH_LINK:
+                    with contextlib.suppress(DecodeError):
+                        _follow_link(links, fmt.parse_link(mv[a:b], log_time))
+                    continue
+                if channel != fmt.CH_NET:
+                    continue
+                o = ordinal
+                ordinal += 1
+                if o < part.start or log_time > fmt.MAX_TIME_NS:
+                    continue
+                try:
+                    n = fmt.parse_net(mv[a:b], log_time)
+                except DecodeError:
+                    continue
+                row = collector.on_record(o, n, links.get(n.link), o < part.stop)
+                if row is not None:
+                    yield row
+    row = collector.finish()
+    if row is not None:
+        yield row
+
+
+def _follow_link(links: dict[int, tuple[str | None, str | None, str | None]], lrec: fmt.LinkRecord) -> None:
+    """A link record: the links open at this point of the recording change."""
+    if lrec.event == "open":
+        links[lrec.link] = (lrec.zid, lrec.whatami, lrec.remote)
+    elif lrec.event == "close":  # a denial changes no link
+        links.pop(lrec.link, None)
 
 
 def _read_group(f: BinaryIO, path: str, records_at: int, group_end: int) -> bytes:
@@ -402,10 +461,7 @@ def _chunk_rows(
             except DecodeError:
                 lrec = None
             if lrec is not None:
-                if lrec.event == "open":
-                    links[lrec.link] = (lrec.zid, lrec.whatami, lrec.remote)
-                elif lrec.event == "close":  # a denial changes no link
-                    links.pop(lrec.link, None)
+                _follow_link(links, lrec)
         if channel != want:
             continue
         o = ordinal
