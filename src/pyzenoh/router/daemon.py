@@ -338,7 +338,7 @@ class RouterDaemon:
 
     def _on_established(self, link: TcpLink, ev: Established) -> None:
         self.admission.established(id(link))
-        if sum(1 for _ in self.faces.links()) >= self.config.max_sessions:
+        if self.faces.linked >= self.config.max_sessions:
             self.admission.refuse("max_sessions", _address(link.remote_address))
             link.close(CloseReason.MAX_SESSIONS)
             return

@@ -31,14 +31,18 @@ class DaemonFaces:
     """The daemon's faces by id, and the face of each link (by the link object's id).
 
     ``by_id`` and ``by_link`` are read directly on the hot path; only :meth:`add` and
-    :meth:`remove` change them. :meth:`view` is what readers outside the daemon get.
+    :meth:`remove` change them. :meth:`view` is what readers outside the daemon get. The
+    faces per zid are counted as they come and go: a new session asks whether its zid is
+    there, and with 10,000 sessions a scan of every face per handshake was the cost of
+    opening them (quadratic).
     """
 
-    __slots__ = ("_next", "_view", "by_id", "by_link")
+    __slots__ = ("_next", "_view", "_zids", "by_id", "by_link")
 
     def __init__(self) -> None:
         self.by_id: dict[int, DaemonFace] = {}
         self.by_link: dict[int, int] = {}
+        self._zids: dict[ZenohId, int] = {}
         self._next = 1
         self._view = MappingProxyType(self.by_id)
 
@@ -51,12 +55,24 @@ class DaemonFaces:
         self.by_id[face.face_id] = face
         if face.link is not None:
             self.by_link[id(face.link)] = face.face_id
+        self._zids[face.zid] = self._zids.get(face.zid, 0) + 1
 
     def remove(self, face_id: int) -> DaemonFace | None:
         face = self.by_id.pop(face_id, None)
-        if face is not None and face.link is not None:
-            self.by_link.pop(id(face.link), None)
+        if face is not None:
+            if face.link is not None:
+                self.by_link.pop(id(face.link), None)
+            left = self._zids[face.zid] - 1
+            if left:
+                self._zids[face.zid] = left
+            else:
+                del self._zids[face.zid]
         return face
+
+    @property
+    def linked(self) -> int:
+        """How many faces have a link (the sessions; local faces have none)."""
+        return len(self.by_link)
 
     def of_link(self, link: TcpLink) -> int | None:
         return self.by_link.get(id(link))
@@ -69,7 +85,7 @@ class DaemonFaces:
         return (f.link for f in self.by_id.values() if f.link is not None)
 
     def has_zid(self, zid: ZenohId) -> bool:
-        return any(f.zid == zid for f in self.by_id.values())
+        return zid in self._zids
 
     def view(self) -> Mapping[int, DaemonFace]:
         """The faces, read only (the admin space's)."""
