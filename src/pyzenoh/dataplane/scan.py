@@ -222,6 +222,8 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
 def read_z32(buf: bytes, p: int, end: int) -> tuple[int, int] | None:
     """The z32 VLE at ``buf[p]`` and the offset after it; None when it is truncated, longer
     than five bytes or over 32 bits (the codec then says what is wrong)."""
+    if p < end and buf[p] < 0x80:  # one byte: lengths, ids, small SNs (most of them)
+        return buf[p], p + 1
     n = 0
     shift = 0
     for _ in range(5):
