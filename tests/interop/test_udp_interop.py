@@ -1,0 +1,141 @@
+"""``udp/HOST:PORT`` links between pyzenoh and real eclipse-zenoh 1.10.2, differentially:
+the same configuration (a udp and a tcp listener) on a real router and on ``pyzenoh
+router``, real clients and peers over udp on 127.0.0.1: pub/sub both ways, get,
+liveliness, payloads fragmented over several datagrams. Then a pyzenoh client over udp to
+a real router, and router links over udp both ways.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zenoh
+
+import pyzenoh.session as pz
+from pyzenoh.localnet import free_port
+from tests.fixtures.procs import opened, pyzenoh_router_process, start_router
+from tests.interop.test_tls_interop import crosses, zenoh_crosses
+from tests.waits import until
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+
+WAIT = 15.0
+BIG = 300_000  # over one 65487-byte datagram: fragmented over 5
+
+
+@dataclass
+class Router:
+    kind: str
+    udp: str
+    tcp: str
+
+
+def router_config(udp_port: int, tcp_port: int, connect: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "mode": "router",
+        "listen": {"endpoints": [f"udp/127.0.0.1:{udp_port}", f"tcp/127.0.0.1:{tcp_port}"]},
+        "connect": {"endpoints": connect or []},
+        "scouting": {"multicast": {"enabled": False}, "gossip": {"enabled": False}},
+    }
+
+
+@contextlib.contextmanager
+def any_router(kind: str, tmp: Path, connect: list[str] | None = None) -> Iterator[Router]:
+    """The same configuration on a real zenoh router or on ``pyzenoh router``."""
+    udp_port, tcp_port = free_port(), free_port()
+    config = router_config(udp_port, tcp_port, connect)
+    ends = Router(kind, f"udp/127.0.0.1:{udp_port}", f"tcp/127.0.0.1:{tcp_port}")
+    if kind == "zenohd":
+        flat = {"listen/endpoints": config["listen"]["endpoints"], "connect/endpoints": config["connect"]["endpoints"]}
+        proc = start_router(extra=flat)
+        try:
+            yield ends
+        finally:
+            proc.stop()
+        return
+    with pyzenoh_router_process(config, tmp / f"pz-{tcp_port}.json5", [tcp_port]) as (proc, log):
+        yield ends
+        assert proc.poll() is None, log.read_text()
+
+
+def zopen(endpoint: str, mode: str = "client") -> zenoh.Session:
+    c = zenoh.Config()
+    c.insert_json5("mode", json.dumps(mode))
+    c.insert_json5("connect/endpoints", json.dumps([endpoint]))
+    c.insert_json5("scouting/multicast/enabled", "false")
+    return zenoh.open(c)
+
+
+def big_crosses(pub: Any, sub: Any, key: str) -> None:
+    """A payload of several datagrams arrives whole (best effort: retried, bounded)."""
+    got: queue.Queue[bytes] = queue.Queue()
+    payload = bytes(range(256)) * (BIG // 256)
+    s = sub.declare_subscriber(key, lambda sample: got.put(bytes(sample.payload.to_bytes())))
+    try:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            pub.put(key, payload)
+            with contextlib.suppress(queue.Empty):
+                assert got.get(timeout=0.5) == payload
+                return
+        raise AssertionError(f"no {BIG}-byte sample crossed on {key}")
+    finally:
+        s.undeclare()
+
+
+@pytest.mark.parametrize("kind", ["zenohd", "pyzenoh"])
+def test_zenoh_clients_and_peers_over_udp(kind: str, tmp_path: Path) -> None:
+    with any_router(kind, tmp_path) as r:
+        a = zopen(r.udp)
+        b = zopen(r.udp, "peer")
+        c = zopen(r.tcp)
+        with opened(a, b, c):
+            assert until(lambda: bool(list(a.info.routers_zid())), WAIT)
+            assert zenoh_crosses(b, a, "udp/pubsub").startswith(b"udp/pubsub:")
+            zenoh_crosses(a, c, "udp/to-tcp")
+            zenoh_crosses(c, a, "udp/from-tcp")
+            queryable = a.declare_queryable("udp/q", lambda q: q.reply("udp/q", b"answer"))
+            deadline = time.monotonic() + WAIT
+            replies: list[bytes] = []
+            while not replies and time.monotonic() < deadline:
+                replies = [x.ok.payload.to_bytes() for x in c.get("udp/q", timeout=2.0) if x.ok is not None]
+            assert replies == [b"answer"]
+            queryable.undeclare()
+            token = a.liveliness().declare_token("udp/alive")
+            try:
+                assert until(lambda: any(x.ok is not None for x in c.liveliness().get("udp/**", timeout=2.0)), WAIT)
+            finally:
+                token.undeclare()
+            big_crosses(b, a, "udp/big")
+            big_crosses(c, a, "udp/big-from-tcp")
+            big_crosses(a, c, "udp/big-to-tcp")
+
+
+def test_pyzenoh_client_to_zenoh_router(tmp_path: Path) -> None:
+    with any_router("zenohd", tmp_path) as r:
+        ps = pz.open({"mode": "client", "connect": {"endpoints": [r.udp]}})
+        zs = zopen(r.tcp)
+        with opened(ps, zs):
+            crosses(lambda data: zs.put("pzudp/a", data), lambda cb: ps.declare_subscriber("pzudp/a", cb), "pzudp/a")
+            crosses(lambda data: ps.put("pzudp/b", data), lambda cb: zs.declare_subscriber("pzudp/b", cb), "pzudp/b")
+            big_crosses(zs, ps, "pzudp/big")
+            big_crosses(ps, zs, "pzudp/big-out")
+
+
+@pytest.mark.parametrize(("near_kind", "far_kind"), [("pyzenoh", "zenohd"), ("zenohd", "pyzenoh")])
+def test_router_links_over_udp(near_kind: str, far_kind: str, tmp_path: Path) -> None:
+    with any_router(far_kind, tmp_path) as far_r, any_router(near_kind, tmp_path, connect=[far_r.udp]) as near_r:
+        near = zopen(near_r.tcp)
+        far = zopen(far_r.tcp)
+        with opened(near, far):
+            zenoh_crosses(far, near, "r2r/in")
+            zenoh_crosses(near, far, "r2r/out")
+            big_crosses(far, near, "r2r/big")
