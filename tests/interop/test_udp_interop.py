@@ -61,9 +61,9 @@ def any_router(kind: str, tmp: Path, connect: list[str] | None = None) -> Iterat
         finally:
             proc.stop()
         return
-    with pyzenoh_router_process(config, tmp / f"pz-{tcp_port}.json5", [tcp_port]) as (proc, log):
+    with pyzenoh_router_process(config, tmp / f"pz-{tcp_port}.json5", [tcp_port]) as (popen, log):
         yield ends
-        assert proc.poll() is None, log.read_text()
+        assert popen.poll() is None, log.read_text()
 
 
 def zopen(endpoint: str, mode: str = "client") -> zenoh.Session:

@@ -54,6 +54,18 @@ MAX_PENDING_DATAGRAMS = 1024
 MAX_HANDSHAKE_DATAGRAMS = 16
 #: A source whose link ended is ignored this long (late and flooding datagrams).
 CLOSED_SOURCE_QUIET_S = 1.0
+#: Receive buffer asked for each udp socket (the kernel caps it at net.core.rmem_max): the
+#: default 208 KiB holds three full datagrams, less than one 300 kB message's burst.
+UDP_RCVBUF_BYTES = 4 * 1024 * 1024
+
+
+def _grow_rcvbuf(transport: asyncio.BaseTransport) -> None:
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UDP_RCVBUF_BYTES)
+        except OSError as exc:
+            log.debug("cannot set the udp receive buffer: %s", exc)
 
 
 def udp_config(config: LinkConfig) -> LinkConfig:
@@ -87,6 +99,8 @@ class DatagramStream(asyncio.Transport):
         self.received = 0
         #: Why this side ended the link, if it did for the peer's datagrams.
         self.fault: str | None = None
+        #: Told once when the link ends for the peer's datagrams (the listener counts it).
+        self.on_fault: Callable[[], None] | None = None
 
     # --- from the peer -------------------------------------------------------------------
 
@@ -112,7 +126,18 @@ class DatagramStream(asyncio.Transport):
 
     def _deliver(self, datagram: bytes) -> None:
         # the sans-IO link reads prefixed batches: the datagram is one
-        self.link.data_received(len(datagram).to_bytes(2, "little") + datagram)
+        link = self.link
+        link.data_received(len(datagram).to_bytes(2, "little") + datagram)
+        if link.closed.done() and self.fault is None:
+            ev = link.closed.result()
+            if not ev.by_peer and ev.reason == CloseReason.INVALID:  # the datagram was bad
+                self._faulted(ev.detail)
+
+    def _faulted(self, fault: str) -> None:
+        self.fault = fault
+        log.warning("udp link with %s ended: %s", _show(self.get_extra_info("peername")), fault)
+        if self.on_fault is not None:
+            self.on_fault()
 
     def _drain(self) -> None:
         while self._pending and self._reading and not self._closing:
@@ -122,8 +147,7 @@ class DatagramStream(asyncio.Transport):
         """End the link for the peer's datagrams: the reason logged, CLOSE sent."""
         if self._closing:
             return
-        self.fault = fault
-        log.warning("udp link with %s ended: %s", _show(self.get_extra_info("peername")), fault)
+        self._faulted(fault)
         self._pending.clear()
         self.link.close(CloseReason.INVALID)
         self.close()
@@ -222,6 +246,7 @@ class _Connected(asyncio.DatagramProtocol):
     @override
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = t = cast(asyncio.DatagramTransport, transport)
+        _grow_rcvbuf(t)
         extra = {"sockname": t.get_extra_info("sockname"), "peername": t.get_extra_info("peername")}
         self.stream = DatagramStream(self.link, t.sendto, extra, lambda _: t.close(), lambda: _transport_size(t))
         self.link.connection_made(self.stream)
@@ -280,6 +305,7 @@ class UdpServer(asyncio.DatagramProtocol):
     @override
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.DatagramTransport, transport)
+        _grow_rcvbuf(transport)
 
     @override
     def datagram_received(self, data: bytes, addr: Any) -> None:
@@ -313,16 +339,18 @@ class UdpServer(asyncio.DatagramProtocol):
 
         extra = {"sockname": transport.get_extra_info("sockname"), "peername": addr}
         stream = DatagramStream(link, send, extra, self._forget, lambda: _transport_size(transport))
+        stream.on_fault = self._count_fault
         self.sources[addr] = stream
         link.connection_made(stream)  # admitted, or closed at once (then forgotten)
         return None if stream.is_closing() else stream
+
+    def _count_fault(self) -> None:
+        self.faults += 1
 
     def _forget(self, stream: DatagramStream) -> None:
         addr = stream.get_extra_info("peername")
         if self.sources.get(addr) is stream:
             del self.sources[addr]
-        if stream.fault is not None:
-            self.faults += 1
         quiet = self._quiet
         if len(quiet) >= self.max_sources:  # bounded: the expired go, else the oldest
             now = self._loop.time()
