@@ -23,7 +23,7 @@ import pyzenoh.session as pz
 from pyzenoh.localnet import free_port
 from tests.fixtures.procs import opened, pyzenoh_router_process, start_router
 from tests.interop.test_tls_interop import crosses, zenoh_crosses
-from tests.waits import until
+from tests.waits import until, value_of
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -44,6 +44,7 @@ def router_config(udp_port: int, tcp_port: int, connect: list[str] | None = None
         "listen": {"endpoints": [f"udp/127.0.0.1:{udp_port}", f"tcp/127.0.0.1:{tcp_port}"]},
         "connect": {"endpoints": connect or []},
         "scouting": {"multicast": {"enabled": False}, "gossip": {"enabled": False}},
+        "adminspace": {"enabled": True},
     }
 
 
@@ -54,7 +55,11 @@ def any_router(kind: str, tmp: Path, connect: list[str] | None = None) -> Iterat
     config = router_config(udp_port, tcp_port, connect)
     ends = Router(kind, f"udp/127.0.0.1:{udp_port}", f"tcp/127.0.0.1:{tcp_port}")
     if kind == "zenohd":
-        flat = {"listen/endpoints": config["listen"]["endpoints"], "connect/endpoints": config["connect"]["endpoints"]}
+        flat = {
+            "listen/endpoints": config["listen"]["endpoints"],
+            "connect/endpoints": config["connect"]["endpoints"],
+            "adminspace/enabled": True,
+        }
         proc = start_router(extra=flat)
         try:
             yield ends
@@ -117,6 +122,37 @@ def test_zenoh_clients_and_peers_over_udp(kind: str, tmp_path: Path) -> None:
             big_crosses(b, a, "udp/big")
             big_crosses(c, a, "udp/big-from-tcp")
             big_crosses(a, c, "udp/big-to-tcp")
+
+
+@pytest.mark.parametrize("kind", ["zenohd", "pyzenoh"])
+def test_admin_space_shows_udp_locators_and_sessions(kind: str, tmp_path: Path) -> None:
+    with any_router(kind, tmp_path) as r:
+        a = zopen(r.udp)
+        c = zopen(r.tcp)
+        with opened(a, c):
+            rid = value_of(lambda: next(iter(c.info.routers_zid()), None), "router id")
+            doc = value_of(
+                lambda: next((json.loads(x.ok.payload.to_string()) for x in c.get(f"@/{rid}/router") if x.ok), None),
+                "@/<zid>/router",
+            )
+            assert r.udp in doc["locators"] and r.tcp in doc["locators"]
+            links = [link for sess in doc["sessions"] for link in sess["links"]]
+            assert any(x["src"] == r.udp and x["dst"].startswith("udp/127.0.0.1:") for x in links)
+
+
+def test_pyzenoh_client_link_info_as_zenoh(tmp_path: Path) -> None:
+    """A udp link as zenoh's session reports it: mtu 65487, not streamed, best effort."""
+    with any_router("zenohd", tmp_path) as r:
+        ps = pz.open({"mode": "client", "connect": {"endpoints": [r.udp]}})
+        zs = zopen(r.udp)
+        with opened(ps, zs):
+            ours, theirs = str(next(iter(ps.info.links()))), str(next(iter(zs.info.links())))
+            tail = 'mtu: 65487, is_streamed: false, interfaces: ["lo"], auth_identifier: None'
+            assert tail in theirs and tail in ours, (ours, theirs)
+            assert ours.endswith("reliability: Some(BestEffort) }") and theirs.endswith(
+                "reliability: Some(BestEffort) }"
+            )
+            assert f"dst: {r.udp}" in ours
 
 
 def test_pyzenoh_client_to_zenoh_router(tmp_path: Path) -> None:

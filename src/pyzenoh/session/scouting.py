@@ -323,8 +323,8 @@ async def connect_scouted(
 ) -> T | None:
     """Scout as zenoh's client does and return ``attempt(locator)`` of the first locator
     that connects; None when scouting is off or found nothing within ``scouting/timeout``
-    (the caller then falls back; why is appended to ``errors``). Only ``tcp/`` and
-    ``tls/`` locators are tried."""
+    (the caller then falls back; why is appended to ``errors``). Only ``tcp/``,
+    ``tls/`` and ``udp/`` locators are tried."""
     settings = _settings(cfg)
     if not settings.enabled:
         return None
@@ -338,7 +338,7 @@ async def connect_scouted(
             ) as scouter:
                 async for hello in scouter:
                     for loc in hello.locators:
-                        if not loc.startswith(("tcp/", "tls/")) or loc in tried:
+                        if not loc.startswith(("tcp/", "tls/", "udp/")) or loc in tried:
                             continue
                         tried.add(loc)
                         try:
