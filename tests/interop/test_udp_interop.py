@@ -38,8 +38,11 @@ class Router:
     tcp: str
 
 
-def router_config(udp_port: int, tcp_port: int, connect: list[str] | None = None) -> dict[str, Any]:
-    return {
+def router_config(
+    udp_port: int, tcp_port: int, connect: list[str] | None = None, acl: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    extra = {} if acl is None else {"access_control": acl}
+    return extra | {
         "mode": "router",
         "listen": {"endpoints": [f"udp/127.0.0.1:{udp_port}", f"tcp/127.0.0.1:{tcp_port}"]},
         "connect": {"endpoints": connect or []},
@@ -49,10 +52,12 @@ def router_config(udp_port: int, tcp_port: int, connect: list[str] | None = None
 
 
 @contextlib.contextmanager
-def any_router(kind: str, tmp: Path, connect: list[str] | None = None) -> Iterator[Router]:
+def any_router(
+    kind: str, tmp: Path, connect: list[str] | None = None, acl: dict[str, Any] | None = None
+) -> Iterator[Router]:
     """The same configuration on a real zenoh router or on ``pyzenoh router``."""
     udp_port, tcp_port = free_port(), free_port()
-    config = router_config(udp_port, tcp_port, connect)
+    config = router_config(udp_port, tcp_port, connect, acl)
     ends = Router(kind, f"udp/127.0.0.1:{udp_port}", f"tcp/127.0.0.1:{tcp_port}")
     if kind == "zenohd":
         flat = {
@@ -60,6 +65,8 @@ def any_router(kind: str, tmp: Path, connect: list[str] | None = None) -> Iterat
             "connect/endpoints": config["connect"]["endpoints"],
             "adminspace/enabled": True,
         }
+        if acl is not None:
+            flat["access_control"] = acl
         proc = start_router(extra=flat)
         try:
             yield ends
@@ -175,3 +182,41 @@ def test_router_links_over_udp(near_kind: str, far_kind: str, tmp_path: Path) ->
             zenoh_crosses(far, near, "r2r/in")
             zenoh_crosses(near, far, "r2r/out")
             big_crosses(far, near, "r2r/big")
+
+
+#: Puts on acl/deny/** are refused from udp links only (access control's link_protocols).
+ACL = {
+    "enabled": True,
+    "default_permission": "allow",
+    "rules": [
+        {
+            "id": "no-udp-puts",
+            "messages": ["put"],
+            "flows": ["ingress"],
+            "permission": "deny",
+            "key_exprs": ["acl/deny/**"],
+        }
+    ],
+    "subjects": [{"id": "udp", "link_protocols": ["udp"]}],
+    "policies": [{"rules": ["no-udp-puts"], "subjects": ["udp"]}],
+}
+
+
+@pytest.mark.parametrize("kind", ["zenohd", "pyzenoh"])
+def test_access_control_link_protocols_udp(kind: str, tmp_path: Path) -> None:
+    with any_router(kind, tmp_path, acl=ACL) as r:
+        u = zopen(r.udp)
+        t = zopen(r.tcp)
+        with opened(u, t):
+            zenoh_crosses(u, t, "acl/ok/u")  # udp, another key: allowed
+            zenoh_crosses(t, u, "acl/deny/t")  # tcp: allowed
+            got: queue.Queue[bytes] = queue.Queue()
+            sub = t.declare_subscriber("acl/deny/u", lambda sample: got.put(bytes(sample.payload.to_bytes())))
+            try:
+                zenoh_crosses(u, t, "acl/ok/after")  # the subscriber's route is in place
+                for _ in range(20):
+                    u.put("acl/deny/u", b"refused")
+                zenoh_crosses(u, t, "acl/ok/fence")  # sent after the refused puts: they had their chance
+                assert got.empty()
+            finally:
+                sub.undeclare()
