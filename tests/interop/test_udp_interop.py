@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -220,3 +221,42 @@ def test_access_control_link_protocols_udp(kind: str, tmp_path: Path) -> None:
                 assert got.empty()
             finally:
                 sub.undeclare()
+
+
+def test_bad_datagrams_end_only_their_source(tmp_path: Path) -> None:
+    """pyzenoh router: junk from one source (a flood of 2000 datagrams, bounded) ends that
+    source's link with a warning, is counted in the metrics, and a udp client is served
+    throughout."""
+    udp_port, tcp_port = free_port(), free_port()
+    config = router_config(udp_port, tcp_port)
+    with pyzenoh_router_process(config, tmp_path / "pz-bad.json5", [tcp_port]) as (popen, log):
+        a = zopen(f"udp/127.0.0.1:{udp_port}")
+        c = zopen(f"tcp/127.0.0.1:{tcp_port}")
+        junk = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with opened(a, c), contextlib.closing(junk):
+            zenoh_crosses(a, c, "bad/before")
+            junk.connect(("127.0.0.1", udp_port))
+            deadline = time.monotonic() + 5.0
+            for i in range(2000):
+                if time.monotonic() > deadline:
+                    break
+                with contextlib.suppress(BlockingIOError, ConnectionRefusedError):
+                    junk.send(b"\x01junk" + i.to_bytes(4, "little"))
+            zenoh_crosses(a, c, "bad/after")
+            zenoh_crosses(c, a, "bad/back")
+            rid = value_of(lambda: next(iter(c.info.routers_zid()), None), "router id")
+
+            def faults() -> str | None:
+                for rep in c.get(f"@/{rid}/router/metrics?compression=false", timeout=5.0):
+                    if rep.ok is not None:
+                        text = rep.ok.payload.to_string()
+                        line = next((x for x in text.splitlines() if 'udp_dropped_total{reason="faults"}' in x), None)
+                        if line is not None:
+                            return line
+                return None
+
+            line = value_of(faults, "the udp faults counter")
+            assert 1 <= float(line.split()[-1]) <= 10
+        assert popen.poll() is None
+    text = log.read_text()
+    assert "udp link with udp/127.0.0.1:" in text and "ended" in text

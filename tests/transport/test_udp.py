@@ -172,7 +172,7 @@ def test_bad_datagram_ends_only_its_link(kind: str, caplog: pytest.LogCaptureFix
                 assert not closed.by_peer
                 assert not accepted[0].is_closed
                 assert good.send(push("k/x", b"still here"))  # the other link carries on
-                assert isinstance(listener, UdpListener) and listener.udp.faults == 1
+                assert isinstance(listener, UdpListener) and listener.udp.counters.get("faults") == 1
             finally:
                 peer.close()
                 await good.aclose()
@@ -212,9 +212,9 @@ def test_flood_from_one_source_is_bounded(caplog: pytest.LogCaptureFixture) -> N
                 server = listener.udp
                 assert sent > 1000
                 periods = int(elapsed / CLOSED_SOURCE_QUIET_S) + 1
-                assert 1 <= server.faults + len(accepted) - 1 <= 2 * periods + 1
+                assert 1 <= server.counters.get("faults", 0) <= periods + 1
                 assert len(accepted) - 1 <= periods + 1  # at most one link per quiet period
-                assert server.dropped_quiet > 0
+                assert server.counters.get("quiet", 0) > 0
                 assert not good.is_closed and accepted[0] is not None and not accepted[0].is_closed
             finally:
                 flood.close()
@@ -263,7 +263,7 @@ def test_max_sources() -> None:
             first = await connect(where, CLIENT)
             with pytest.raises((ConnectionError, TimeoutError)):
                 await connect(where, LinkConfig(ZenohId.from_str("c2"), WhatAmI.CLIENT, handshake_timeout_s=0.5))
-            assert isinstance(listener, UdpListener) and listener.udp.dropped_over_sources >= 1
+            assert isinstance(listener, UdpListener) and listener.udp.counters.get("over_sources", 0) >= 1
             assert len(accepted) == 1
             await first.aclose()
         finally:

@@ -65,6 +65,7 @@ from pyzenoh.transport.tcp import (
     listen,
     prepare_tls,
 )
+from pyzenoh.transport.udp import UdpListener
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +190,8 @@ class RouterDaemon:
                 reassembly_budget=self.reassembly_budget,
                 tls=self.config.tls,
             )
+            if isinstance(listener, UdpListener):
+                listener.udp.counters = self.stats.udp_dropped  # counted in the router's metrics
             self.listeners.append(listener)
             log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))
         # Answers SCOUTs with HELLO (zenoh.scout(), clients with no endpoints).

@@ -291,11 +291,10 @@ class UdpServer(asyncio.DatagramProtocol):
         self._loop = asyncio.get_running_loop()
         self._closed = self._loop.create_future()
         self._accepting = True
-        #: Datagrams dropped: from a source over ``max_sources``, from a quiet source.
-        self.dropped_over_sources = 0
-        self.dropped_quiet = 0
-        #: Links ended for their datagrams (flood, oversized, truncated, empty).
-        self.faults = 0
+        #: By reason: datagrams dropped from a source over ``max_sources`` ("over_sources")
+        #: or from a quiet one ("quiet"); links ended for their datagrams ("faults": flood,
+        #: oversized, truncated, empty). The router shares its own dict (its metrics).
+        self.counters: dict[str, int] = {}
 
     @property
     def sockets(self) -> list[socket.socket]:
@@ -324,13 +323,13 @@ class UdpServer(asyncio.DatagramProtocol):
         until = self._quiet.get(addr)
         if until is not None:
             if until > now:
-                self.dropped_quiet += 1
+                self._count("quiet")
                 return None
             del self._quiet[addr]
         if len(self.sources) >= self.max_sources:
-            if not self.dropped_over_sources:
+            if not self.counters.get("over_sources"):
                 log.warning("udp listener: %d sources at once, datagrams from more dropped", self.max_sources)
-            self.dropped_over_sources += 1
+            self._count("over_sources")
             return None
         link = self.factory()
 
@@ -344,8 +343,11 @@ class UdpServer(asyncio.DatagramProtocol):
         link.connection_made(stream)  # admitted, or closed at once (then forgotten)
         return None if stream.is_closing() else stream
 
+    def _count(self, reason: str) -> None:
+        self.counters[reason] = self.counters.get(reason, 0) + 1
+
     def _count_fault(self) -> None:
-        self.faults += 1
+        self._count("faults")
 
     def _forget(self, stream: DatagramStream) -> None:
         addr = stream.get_extra_info("peername")
