@@ -270,3 +270,28 @@ def test_max_sources() -> None:
             await listener.close()
 
     asyncio.run(run())
+
+
+def test_connect_to_nobody_fails_fast_and_ipv6_dual_stack() -> None:
+    async def run() -> None:
+        from pyzenoh.localnet import free_port
+
+        t0 = time.monotonic()
+        with pytest.raises(ConnectionError):  # ICMP port unreachable ends the attempt
+            await connect(f"udp/127.0.0.1:{free_port()}", CLIENT)
+        assert time.monotonic() - t0 < 3.0
+        if not socket.has_dualstack_ipv6():
+            return
+        listener = await listen("udp/[::]:0", ROUTER)
+        try:
+            port = listener.endpoints[0].port
+            assert str(listener.endpoints[0]) == f"udp/[::]:{port}"
+            v4 = await connect(f"udp/127.0.0.1:{port}", CLIENT)
+            v6 = await connect(f"udp/[::1]:{port}", LinkConfig(ZenohId.from_str("c2"), WhatAmI.CLIENT))
+            assert v4.established.done() and v6.established.done() and v4.remote_address != v6.remote_address
+            await v4.aclose()
+            await v6.aclose()
+        finally:
+            await listener.close()
+
+    asyncio.run(run())
