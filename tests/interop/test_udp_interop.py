@@ -260,3 +260,21 @@ def test_bad_datagrams_end_only_their_source(tmp_path: Path) -> None:
         assert popen.poll() is None
     text = log.read_text()
     assert "udp link with udp/127.0.0.1:" in text and "ended" in text
+
+
+def test_pyzenoh_peer_listens_on_udp(tmp_path: Path) -> None:
+    """The client library's listen side: a real peer and a real client reach a pyzenoh peer over udp."""
+    port = free_port()
+    ps = pz.open(
+        {
+            "mode": "peer",
+            "listen": {"endpoints": [f"udp/127.0.0.1:{port}"]},
+            "scouting": {"multicast": {"enabled": False}},
+        }
+    )
+    zp = zopen(f"udp/127.0.0.1:{port}", "peer")
+    zc = zopen(f"udp/127.0.0.1:{port}")
+    with opened(zp, zc, ps):
+        crosses(lambda data: zp.put("pp/a", data), lambda cb: ps.declare_subscriber("pp/a", cb), "pp/a")
+        crosses(lambda data: ps.put("pp/b", data), lambda cb: zc.declare_subscriber("pp/b", cb), "pp/b")
+        big_crosses(zc, ps, "pp/big")
