@@ -292,3 +292,18 @@ def test_scouting_off_or_fruitless_leaves_the_fallback_to_the_caller(mcast_port:
     quiet = Config(_py_config(mcast_port, timeout=300))
     assert asyncio.run(connect_scouted(quiet, never, errors)) is None
     assert len(errors) == 1 and "scouting found no router|peer|client within 0.3 s" in errors[0]
+
+
+def test_hello_lists_udp_locators_as_zenohd(mcast_port: int) -> None:
+    """A router listening on udp/ only: real zenoh.scout() finds its udp locator in the
+    HELLO, from a pyzenoh router as from a real one."""
+    with (
+        py_router(_settings(mcast_port), listen="udp/127.0.0.1:0") as router,
+        real_scout(mcast_port, "router") as found,
+    ):
+        hello = found.get(timeout=WAIT)
+        assert router.endpoint.startswith("udp/127.0.0.1:")
+        assert hello.locators == [router.endpoint]
+    udp_ep = f"udp/127.0.0.1:{free_port()}"
+    with real_router(mcast_port, listen=udp_ep) as _, real_scout(mcast_port, "router") as found:
+        assert found.get(timeout=WAIT).locators == [udp_ep]

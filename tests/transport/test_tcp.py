@@ -119,7 +119,7 @@ def test_endpoint_parse(text: str, host: str, port: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["udp/1.2.3.4:5", "tcp/1.2.3.4", "tcp/::1:80", "tcp/[::1]80", "tcp/:80", "tcp/h:x", "tcp/h:70000"]
+    "text", ["vsock/1.2.3.4:5", "tcp/1.2.3.4", "tcp/::1:80", "tcp/[::1]80", "tcp/:80", "tcp/h:x", "tcp/h:70000"]
 )
 def test_endpoint_parse_errors(text: str) -> None:
     with pytest.raises(UsageError):

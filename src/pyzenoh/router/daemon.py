@@ -66,6 +66,7 @@ from pyzenoh.transport.tcp import (
     listen,
     prepare_tls,
 )
+from pyzenoh.transport.udp import UdpListener
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,8 @@ class RouterDaemon:
                 tls=self.config.tls,
                 reuse_port=self.config.reuse_port,
             )
+            if isinstance(listener, UdpListener):
+                listener.udp.counters = self.stats.udp_dropped  # counted in the router's metrics
             self.listeners.append(listener)
             log.info("listening on %s", ", ".join(str(e) for e in listener.endpoints))
         # Answers SCOUTs with HELLO (zenoh.scout(), clients with no endpoints).

@@ -112,3 +112,5 @@ class RouterStats:
     #: Messages the interceptors dropped or rewrote, by "<interceptor>/<item id>" (the
     #: interceptors' own counters; each drop is in the routing core's dropped too).
     intercepted: dict[str, int] = field(default_factory=dict)
+    #: udp listeners' datagram limits (transport/udp.py), all listeners together, by reason.
+    udp_dropped: dict[str, int] = field(default_factory=dict)

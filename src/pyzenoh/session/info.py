@@ -70,7 +70,7 @@ class Link:
         # zenoh's Debug format, as zenoh-python prints it
         interfaces = ", ".join(f'"{i}"' for i in self.interfaces)
         prios = None if self.priorities is None else f"({self.priorities[0]}, {self.priorities[1]})"
-        reliability = None if self.reliability is None else self.reliability.name.capitalize()
+        reliability = None if self.reliability is None else self.reliability.name.title().replace("_", "")
         return (
             f"Link {{ zid: {self.zid}, src: {self.src}, dst: {self.dst}, group: {_option(self.group)}, "
             f"mtu: {self.mtu}, is_streamed: {_rust(self.is_streamed)}, interfaces: [{interfaces}], "

@@ -324,8 +324,8 @@ async def connect_scouted(
 ) -> T | None:
     """Scout as zenoh's client does and return ``attempt(locator)`` of the first locator
     that connects; None when scouting is off or found nothing within ``scouting/timeout``
-    (the caller then falls back; why is appended to ``errors``). Only ``tcp/`` and
-    ``tls/`` locators are tried."""
+    (the caller then falls back; why is appended to ``errors``). Only ``tcp/``,
+    ``tls/`` and ``udp/`` locators are tried."""
     settings = _settings(cfg)
     if not settings.enabled:
         return None

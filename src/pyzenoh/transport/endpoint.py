@@ -1,4 +1,4 @@
-"""Endpoints (``tcp/HOST:PORT``, ``tls/HOST:PORT``) and what a link on one needs.
+"""Endpoints (``tcp/HOST:PORT``, ``tls/HOST:PORT``, ``udp/HOST:PORT``) and what a link on one needs.
 
 :class:`Endpoint` parses zenoh's endpoint syntax; :func:`prepare_tls` turns a ``tls/``
 endpoint and the TLS configuration (:mod:`pyzenoh.security.tls`) into the context and
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 7447
 #: The link protocols of ``Endpoint.parse``.
-PROTOCOLS = ("tcp", "tls", "unixsock-stream")
+PROTOCOLS = ("tcp", "tls", "unixsock-stream", "udp")
 
 
 def dialable(locators: Iterable[str]) -> list[str]:
@@ -51,8 +51,8 @@ class Endpoint:
         proto, sep, rest = text.partition("/")
         if not sep or proto not in PROTOCOLS:
             raise UsageError(
-                f"unsupported endpoint {text!r}: only tcp/HOST:PORT, tls/HOST:PORT and unixsock-stream/PATH"
-                " are implemented"
+                f"unsupported endpoint {text!r}: only tcp/HOST:PORT, tls/HOST:PORT, udp/HOST:PORT and"
+                " unixsock-stream/PATH are implemented"
             )
         rest, _, config = rest.partition("#")
         rest = rest.split("?", 1)[0]

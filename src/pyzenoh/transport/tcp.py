@@ -27,7 +27,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, cast
 
 from typing_extensions import override
@@ -642,6 +642,10 @@ async def connect(
     ep = endpoint if isinstance(endpoint, Endpoint) else Endpoint.parse(endpoint)
     loop = asyncio.get_running_loop()
     link_tls = prepare_tls(ep, tls, server_side=False, default_timeout_s=config.handshake_timeout_s)
+    if ep.protocol == "udp":  # a datagram carrier under TcpLink (udp.py builds on this module)
+        from pyzenoh.transport import udp
+
+        config = udp.udp_config(config)
 
     def factory() -> TcpLink:
         return TcpLink(
@@ -654,8 +658,11 @@ async def connect(
             tls=link_tls,
         )
 
+    opening: Coroutine[Any, Any, tuple[asyncio.BaseTransport, TcpLink]]
     if ep.protocol == UNIXSOCK:
         opening = loop.create_unix_connection(factory, ep.host)
+    elif ep.protocol == "udp":
+        opening = udp.open_udp(ep, factory)
     elif link_tls is None:
         opening = loop.create_connection(factory, ep.host, ep.port)
     else:
@@ -738,6 +745,10 @@ async def listen(
     loop = asyncio.get_running_loop()
     links: set[TcpLink] = set()
     link_tls = prepare_tls(ep, tls, server_side=True, default_timeout_s=config.handshake_timeout_s)
+    if ep.protocol == "udp":  # a datagram carrier under TcpLink (udp.py builds on this module)
+        from pyzenoh.transport import udp
+
+        config = udp.udp_config(config)
 
     def factory() -> TcpLink:
         link = TcpLink(
@@ -757,6 +768,8 @@ async def listen(
             on_accept(link)
         return link
 
+    if ep.protocol == "udp":
+        return await udp.listen_udp(ep, factory, links)
     if ep.protocol == UNIXSOCK:
         await replace_stale_socket(ep.host)
         server = await loop.create_unix_server(factory, ep.host, backlog=LISTEN_BACKLOG)

@@ -103,8 +103,9 @@ class Answers:
             link = face.link
             if link is None:
                 continue  # local faces (the admin space, the msgq bridge) are no transports
-            src = locator(link.local_address)
-            dst = locator(link.remote_address)
+            proto = getattr(link, "protocol", "tcp")
+            src = locator(link.local_address, proto)
+            dst = locator(link.remote_address, proto)
             out.append(SessionInfo(str(face.zid), face.whatami, ((src, dst),)))
         return out
 

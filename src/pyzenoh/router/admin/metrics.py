@@ -107,6 +107,7 @@ _HELP = {
     "pyzenoh_routing_query_timeouts": "Query destinations that timed out.",
     "pyzenoh_routing_dropped": "Messages the routing core ignored, by reason.",
     "pyzenoh_router_access_control_denied": "Messages access control denied, by rule id.",
+    "pyzenoh_router_udp_dropped": "udp listeners: datagrams dropped and links ended by their limits, by reason.",
     "pyzenoh_router_intercepted": "Messages interceptors dropped or rewrote, by interceptor/item.",
 }
 

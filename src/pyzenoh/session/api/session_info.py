@@ -104,9 +104,10 @@ def _face_link(rt: Runtime, fid: int) -> Link | None:
         peer.batch_size if mtu is None else mtu,
         interfaces=list(interface_names(local[0] if local else None, list_interfaces())),
         auth_identifier=peer.username,
-        # zenoh reports a QoS link's whole priority range, and a stream link's reliability
+        # zenoh reports a QoS link's whole priority range, and the link's reliability
         priorities=(0, 7) if peer.qos else None,
-        reliability=t.Reliability.RELIABLE,
+        is_streamed=proto != "udp",
+        reliability=t.Reliability.BEST_EFFORT if proto == "udp" else t.Reliability.RELIABLE,
     )
 
 

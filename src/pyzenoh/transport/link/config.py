@@ -74,6 +74,9 @@ class LinkConfig:
     #: Offer (opener) or accept (acceptor) lz4 batch compression (codec/compression.py);
     #: on only when both sides ask for it (zenoh's transport/unicast/compression/enabled).
     compression: bool = False
+    #: False on datagram links (udp/): a batch is a whole datagram, no length prefix, so
+    #: the peer may send the full negotiated batch size (zenoh's non-streamed links).
+    streamed: bool = True
 
     def __post_init__(self) -> None:
         if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:

@@ -149,7 +149,8 @@ class Handshake(LinkBase):
         if peer_lease_ms == 0:
             raise DecodeError("zero lease")
         assert self._peer_zid is not None and self._peer_whatami is not None
-        self._reader.set_max_batch_size(self._batch_size)
+        # (a datagram's batch has no prefix: the whole batch size is payload)
+        self._reader.set_max_batch_size(self._batch_size + (0 if self.config.streamed else LENGTH_PREFIX))
         self._tx_sn = [self._own_isn] * (NUM_PRIORITIES * 2)
         self._rx_last = [(peer_isn - 1) & self._mask] * (NUM_PRIORITIES * 2)
         self._lease_s = peer_lease_ms / 1000.0
