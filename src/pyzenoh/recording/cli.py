@@ -1,4 +1,5 @@
-"""``pyzenoh replay``: recorded samples played into a live router or mesh, as a client.
+"""``pyzenoh replay``: recorded samples played into a live router or mesh, as a client;
+``pyzenoh export-mcap``: the same samples written as MCAP with a schema per key.
 
 The selection and the pacing are :mod:`.replay`'s; here are the session, the waits and the
 progress line.
@@ -44,6 +45,20 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--no-timestamps", action="store_true", help="let the router stamp the samples anew")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(handler=_run)
+
+    x = subparsers.add_parser(
+        "export-mcap",
+        help="write recorded samples as an MCAP file with a JSON Schema per key (Foxglove, mcap tools)",
+        description=(
+            "Write the samples of one or more recordings (each once, as pyzenoh replay plays them) "
+            "to an MCAP file: one channel per key with a JSON Schema, JSON messages; JSON and "
+            "numeric text payloads become fields Foxglove can plot."
+        ),
+    )
+    x.add_argument("recordings", nargs="+", metavar="REC", help="a recording directory")
+    x.add_argument("-o", "--output", required=True, metavar="FILE", help="the MCAP file to write")
+    x.add_argument("--keys", metavar="KEYEXPR", help="only samples whose key intersects KEYEXPR")
+    x.set_defaults(handler=_export)
 
 
 def _when(value: str | None) -> tuple[float | None, int | None]:
@@ -100,6 +115,15 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(file=sys.stderr)
     print(f"replayed {played} samples ({played - deletes} puts, {deletes} deletes) in {took:.2f} s")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from pyzenoh.recording.mcap_export import export
+
+    samples = recorded_samples([read_records(path) for path in args.recordings], keys=args.keys)
+    counts = export(samples, args.output)
+    print(f"wrote {sum(counts.values())} samples on {len(counts)} channels to {args.output}")
     return 0
 
 
