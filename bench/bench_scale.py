@@ -126,6 +126,7 @@ def percentiles(values: list[float]) -> tuple[float, float]:
 #: Both routers refuse sessions past their defaults (zenohd: 1,000 sessions; pyzenoh: 1,000
 #: links per address): raised for the benchmark, with the same value on both.
 MAX_SESSIONS = 20_000
+MAX_DECLARATIONS = 10_000_000
 
 
 @contextlib.contextmanager
@@ -136,7 +137,14 @@ def router(kind: str, tmp: Path, conf: dict[str, Any] | None = None, port: int |
     else:
         tree: dict[str, Any] = {
             "transport": {"unicast": {"max_sessions": MAX_SESSIONS}},
-            "pyzenoh": {"limits": {"max_links_per_address": MAX_SESSIONS}},
+            # and its declaration caps (zenohd has none) above the subscribers part's counts
+            "pyzenoh": {
+                "limits": {
+                    "max_links_per_address": MAX_SESSIONS,
+                    "max_declarations_per_face": MAX_DECLARATIONS,
+                    "max_declarations_total": MAX_DECLARATIONS,
+                }
+            },
         }
         if conf and "connect/endpoints" in conf:
             tree["connect"] = {"endpoints": conf["connect/endpoints"]}
