@@ -233,6 +233,8 @@ def subscribers_part(kind: str, total: int, args: argparse.Namespace, tmp: Path)
                 payloads.append(c.link.data_to_send())
             rss0 = rss_mb(proc.pid)
             cpu0, t0 = cpu_seconds(proc.pid), time.perf_counter()
+            for c in clients:
+                c.sock.settimeout(None)  # a router may take minutes over a million declarations
             threads = [
                 threading.Thread(target=c.sock.sendall, args=(p,)) for c, p in zip(clients, payloads, strict=True)
             ]
