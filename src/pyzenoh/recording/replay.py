@@ -1,13 +1,11 @@
 """Which recorded samples a replay plays, and when: sans-IO (records in, samples out).
 
-A published sample enters a router once, on the face of its publisher: one rx record of
-a PUSH. The router's copies (tx records caused by it) carry the timestamp the router gave
-it, which the subscribers saw; a replay plays the sample with that timestamp, so that a
-replayed recording, recorded again, holds the same samples. In the recordings of several
-routers of a mesh, a sample is also an rx record on every router it crossed after the
-first, on a router face: those are hops, not samples, and are skipped (any router face's
-rx is skipped as soon as more than one recording is replayed). A sample is then played
-once, and in recorded order.
+What a recorded sample is, and its timestamp, is :mod:`.entering`'s rule: a replay plays
+a sample with the timestamp its router gave it, so that a replayed recording, recorded
+again, holds the same samples. In the recordings of several routers of a mesh, a sample
+is also an rx record on every router it crossed after the first, on a router face: those
+are hops, and are skipped as soon as more than one recording is replayed. A sample is then
+played once, and in recorded order.
 
 :func:`recorded_samples` selects (keys, time window); :class:`Pacing` says when each
 sample is due at a given speed.
@@ -19,9 +17,9 @@ import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from pyzenoh.codec import Del, Encoding, Push, Put, Timestamp, decode_network_message
-from pyzenoh.errors import DecodeError
+from pyzenoh.codec import Encoding, Put, Timestamp
 from pyzenoh.keyexpr.relations import intersects
+from pyzenoh.recording.entering import EnteredSample, EnteringSamples
 from pyzenoh.recording.format import LinkRecord, NetRecord, Record
 
 ROUTER = "router"
@@ -76,10 +74,9 @@ def recorded_samples(
 
 
 def _samples_of(records: Iterable[Record], skip_router_faces: bool) -> Iterator[RecordedSample]:
-    """One recording's samples, in its order, each with the timestamp its copies got."""
+    """One recording's samples, in its order (:mod:`.entering`'s rule)."""
     whatami: dict[int, str | None] = {}
-    pending: RecordedSample | None = None  # the last rx sample, until its copies are read
-    pending_seq = -1
+    entering = EnteringSamples()
     for rec in records:
         if isinstance(rec, LinkRecord):
             if rec.event == "opened":
@@ -87,59 +84,25 @@ def _samples_of(records: Iterable[Record], skip_router_faces: bool) -> Iterator[
             continue
         if not isinstance(rec, NetRecord):
             continue
-        if rec.direction == "tx":
-            if pending is not None and pending.timestamp is None and rec.cause == pending_seq:
-                stamped = _push_body(rec.raw)
-                if stamped is not None and stamped[1].timestamp is not None:
-                    pending = _with_timestamp(pending, stamped[1].timestamp)
-            continue
-        # an rx record: the copies of the one before are all read (they follow it)
-        if pending is not None:
-            yield pending
-            pending = None
-        if skip_router_faces and whatami.get(rec.link) == ROUTER:
-            continue
-        sample = _sample(rec)
-        if sample is not None:
-            pending, pending_seq = sample, rec.seq
-    if pending is not None:
-        yield pending
+        keep = not (skip_router_faces and whatami.get(rec.link) == ROUTER)
+        done = entering.on_record(rec, keep)
+        if done is not None and (sample := _sample(done)) is not None:
+            yield sample
+    done = entering.finish()
+    if done is not None and (sample := _sample(done)) is not None:
+        yield sample
 
 
-def _push_body(raw: bytes) -> tuple[Push, Put | Del] | None:
-    try:
-        msg = decode_network_message(raw)
-    except DecodeError:
+def _sample(entered: EnteredSample) -> RecordedSample | None:
+    rec, push, body = entered.record, entered.push, entered.body
+    if rec.key is None:
         return None
-    if isinstance(msg, Push) and isinstance(msg.body, Put | Del):
-        return msg, msg.body
-    return None
-
-
-def _sample(rec: NetRecord) -> RecordedSample | None:
-    found = _push_body(rec.raw)
-    if found is None or rec.key is None:
-        return None
-    push, body = found
     if isinstance(body, Put):
         encoding = None if body.encoding == Encoding.DEFAULT else body.encoding
         return RecordedSample(
-            rec.time_ns, rec.key, True, body.payload, encoding, body.attachment, body.timestamp, push.qos
+            rec.time_ns, rec.key, True, body.payload, encoding, body.attachment, entered.timestamp, push.qos
         )
-    return RecordedSample(rec.time_ns, rec.key, False, b"", None, body.attachment, body.timestamp, push.qos)
-
-
-def _with_timestamp(sample: RecordedSample, ts: Timestamp) -> RecordedSample:
-    return RecordedSample(
-        sample.time_ns,
-        sample.key,
-        sample.put,
-        sample.payload,
-        sample.encoding,
-        sample.attachment,
-        ts,
-        sample.qos,
-    )
+    return RecordedSample(rec.time_ns, rec.key, False, b"", None, body.attachment, entered.timestamp, push.qos)
 
 
 class Pacing:
