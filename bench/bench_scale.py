@@ -245,7 +245,7 @@ def subscribers_part(kind: str, total: int, args: argparse.Namespace, tmp: Path)
             # Every session's marker subscriber comes after its declarations: once the
             # router routes a PUT to each of them, it has handled all of them.
             reached: set[int] = set()
-            pub = RawClient(host, port, 0x5B0FFFFF)
+            pub = RawClient(host, port, 0x5B0FFFFF, timeout=args.declare_timeout)  # the router may be busy
             deadline = time.monotonic() + args.declare_timeout
             for c in clients:
                 c.sock.setblocking(False)

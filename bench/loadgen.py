@@ -36,8 +36,10 @@ class Sent:
 class RawClient:
     """One client link on a blocking socket, after a real handshake."""
 
-    def __init__(self, host: str, port: int, zid: int, batch_size: int = PICO_BATCH_SIZE) -> None:
-        self.sock = socket.create_connection((host, port), timeout=30)
+    def __init__(
+        self, host: str, port: int, zid: int, batch_size: int = PICO_BATCH_SIZE, timeout: float = 30.0
+    ) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         cfg = LinkConfig(ZenohId(zid), WhatAmI.CLIENT, batch_size=batch_size, lease_ms=60_000)
         self.link = SansIoLink(cfg, Role.OPENER, time.monotonic())
