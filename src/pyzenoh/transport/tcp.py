@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from aioquic.asyncio.server import QuicServer
 from typing_extensions import override
 
 from pyzenoh.codec import NetworkMessage
@@ -49,6 +50,7 @@ from pyzenoh.transport.link import (
     Role,
     State,
 )
+from pyzenoh.transport.quic import QUIC, open_quic, quic_configuration, serve_quic
 from pyzenoh.transport.unixsock import UNIXSOCK, remove_socket_file, replace_stale_socket
 
 __all__ = [
@@ -641,6 +643,25 @@ async def connect(
     """
     ep = endpoint if isinstance(endpoint, Endpoint) else Endpoint.parse(endpoint)
     loop = asyncio.get_running_loop()
+    if ep.protocol == QUIC:
+        qtls = tls.for_endpoint(ep.params, str(ep)) if tls is not None else None
+        conf = quic_configuration(qtls, server_side=False, server_name=ep.host)
+        conn = await open_quic(ep.host, ep.port, conf, config.handshake_timeout_s)
+        qlink = TcpLink(
+            config,
+            Role.OPENER,
+            on_event,
+            max_queue_bytes=max_queue_bytes,
+            keep_raw=keep_raw,
+            reassembly_budget=reassembly_budget,
+        )
+        conn.attach(qlink, conn._quic.get_next_available_stream_id())
+        try:
+            await asyncio.wait_for(asyncio.shield(qlink.established), config.handshake_timeout_s)
+        except BaseException:
+            qlink.abort()
+            raise
+        return qlink
     link_tls = prepare_tls(ep, tls, server_side=False, default_timeout_s=config.handshake_timeout_s)
 
     def factory() -> TcpLink:
@@ -680,8 +701,16 @@ async def connect(
 class TcpListener:
     """A listening socket whose accepted connections run the acceptor role."""
 
-    def __init__(self, server: asyncio.Server, links: set[TcpLink], endpoint: Endpoint | None = None) -> None:
+    def __init__(
+        self,
+        server: asyncio.Server | None,
+        links: set[TcpLink],
+        endpoint: Endpoint | None = None,
+        quic: tuple[QuicServer, tuple[str, int]] | None = None,
+    ) -> None:
         self.server = server
+        #: A quic/ listener's server and bound address (then ``server`` is None).
+        self.quic = quic
         self.links = links
         self.endpoint = endpoint
 
@@ -693,6 +722,9 @@ class TcpListener:
         TLS locators do: a client reaching it by that locator can verify the name.
         """
         ep = self.endpoint
+        if self.quic is not None:
+            return [Endpoint(self.quic[1][0], self.quic[1][1], QUIC)]
+        assert self.server is not None
         if ep is not None and ep.protocol == UNIXSOCK:
             return [ep]
         if ep is not None and ep.protocol == "tls":
@@ -701,11 +733,15 @@ class TcpListener:
         return [Endpoint(s.getsockname()[0], s.getsockname()[1]) for s in self.server.sockets]
 
     async def close(self, close_links: bool = True) -> None:
-        self.server.close()
+        if self.server is not None:
+            self.server.close()
         if close_links:
             for link in list(self.links):
                 await link.aclose()
-        await self.server.wait_closed()
+        if self.quic is not None:
+            self.quic[0].close()
+        if self.server is not None:
+            await self.server.wait_closed()
         if self.endpoint is not None and self.endpoint.protocol == UNIXSOCK:
             remove_socket_file(self.endpoint.host)
 
@@ -733,6 +769,10 @@ async def listen(
     ep = endpoint if isinstance(endpoint, Endpoint) else Endpoint.parse(endpoint)
     loop = asyncio.get_running_loop()
     links: set[TcpLink] = set()
+    quic_conf = None
+    if ep.protocol == QUIC:
+        qtls = tls.for_endpoint(ep.params, str(ep)) if tls is not None else None
+        quic_conf = quic_configuration(qtls, server_side=True, server_name=None)
     link_tls = prepare_tls(ep, tls, server_side=True, default_timeout_s=config.handshake_timeout_s)
 
     def factory() -> TcpLink:
@@ -753,6 +793,9 @@ async def listen(
             on_accept(link)
         return link
 
+    if quic_conf is not None:
+        quic = await serve_quic(ep.host, ep.port, quic_conf, factory)
+        return TcpListener(None, links, ep, quic)
     if ep.protocol == UNIXSOCK:
         await replace_stale_socket(ep.host)
         server = await loop.create_unix_server(factory, ep.host, backlog=LISTEN_BACKLOG)
