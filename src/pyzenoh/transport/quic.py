@@ -188,8 +188,8 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
     def attach(self, link: Any, stream_id: int) -> None:
         self.carrier = QuicStreamCarrier(self, stream_id)
         self.link = link
+        link.protocol = QUIC  # before connection_made: admit() may look at it
         link.connection_made(self.carrier)
-        link.protocol = QUIC
 
     def send(self, stream_id: int, data: bytes) -> None:
         try:
