@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import queue
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,7 +50,9 @@ def listen_tls(pki: Pki) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def pyzenoh_router(tmp: Path, pki: Pki, connect: list[str] | None = None) -> Iterator[PyRouter]:
+def pyzenoh_router(
+    tmp: Path, pki: Pki, connect: list[str] | None = None, acl: dict[str, Any] | None = None
+) -> Iterator[PyRouter]:
     port, qport = free_port(), free_port()
     config = {
         "mode": "router",
@@ -58,6 +61,8 @@ def pyzenoh_router(tmp: Path, pki: Pki, connect: list[str] | None = None) -> Ite
         "scouting": {"multicast": {"enabled": False}},
         "transport": {"link": {"tls": listen_tls(pki)}},
     }
+    if acl is not None:
+        config["access_control"] = acl
     with pyzenoh_router_process(config, tmp / f"pz-router-{port}.json5", [port]) as (proc, log):
         yield PyRouter(log, f"tcp/127.0.0.1:{port}", f"quic/127.0.0.1:{qport}")
         assert proc.poll() is None, log.read_text()
@@ -138,12 +143,16 @@ def test_pyzenoh_client_to_zenoh_router(pki: Pki) -> None:
 
 
 @contextlib.contextmanager
-def zenoh_router_tls(listen: list[str], tls: dict[str, Any], connect: list[str] | None = None) -> Iterator[Any]:
+def zenoh_router_tls(
+    listen: list[str], tls: dict[str, Any], connect: list[str] | None = None, acl: dict[str, Any] | None = None
+) -> Iterator[Any]:
     from tests.fixtures.procs import start_router
 
     extra: dict[str, Any] = {"listen/endpoints": listen, "transport/link/tls": tls}
     if connect:
         extra["connect/endpoints"] = connect
+    if acl is not None:
+        extra["access_control"] = acl
     proc = start_router(extra=extra)
     try:
         yield proc
@@ -175,3 +184,54 @@ def test_zenoh_router_connects_to_pyzenoh_router(tmp_path: Path, pki: Pki) -> No
             with opened(near, far):
                 zenoh_crosses(far, near, "r2r/in")
                 zenoh_crosses(near, far, "r2r/out")
+
+
+ACL = {
+    "enabled": True,
+    "default_permission": "allow",
+    "rules": [
+        {"id": "no-put", "messages": ["put"], "key_exprs": ["q/acl/**"], "flows": ["ingress"], "permission": "deny"}
+    ],
+    "subjects": [{"id": "quic", "link_protocols": ["quic"]}],
+    "policies": [{"rules": ["no-put"], "subjects": ["quic"]}],
+}
+
+
+def acl_outcome(quic_ep: str, tcp_ep: str, pki: Pki) -> list[str]:
+    """What a tcp/ subscriber gets of a quic client's and a tcp client's puts on q/acl/*
+    (then q/ok/* markers: once a marker arrived, anything the router let through did)."""
+    got: queue.Queue[str] = queue.Queue()
+    q, t, sub = zopen(quic_ep, pki.connect_config()), zopen(tcp_ep), zopen(tcp_ep)
+    with opened(q, t, sub):
+        s = sub.declare_subscriber("q/**", lambda sample: got.put(str(sample.key_expr)))
+        seen: list[str] = []
+        deadline = time.monotonic() + WAIT
+        while "q/ok/t" not in seen or "q/ok/q" not in seen:
+            assert time.monotonic() < deadline, seen
+            for who, session in (("q", q), ("t", t)):
+                session.put(f"q/acl/{who}", b"x")
+                session.put(f"q/ok/{who}", b"x")
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    seen.append(got.get(timeout=0.2))
+        s.undeclare()
+    return sorted({k for k in seen if k.startswith("q/acl/")})
+
+
+def test_access_control_link_protocols_differential(tmp_path: Path, pki: Pki) -> None:
+    """The same ACL (deny puts from quic links) on zenohd and pyzenoh router."""
+    port, qport = free_port(), free_port()
+    tls = listen_tls(pki)
+    with zenoh_router_tls([f"tcp/127.0.0.1:{port}", f"quic/127.0.0.1:{qport}"], tls, acl=ACL):
+        real = acl_outcome(f"quic/127.0.0.1:{qport}", f"tcp/127.0.0.1:{port}", pki)
+    with pyzenoh_router(tmp_path, pki, acl=ACL) as router:
+        ours = acl_outcome(router.quic, router.tcp, pki)
+    assert real == ["q/acl/t"], real
+    assert ours == real
+
+
+def test_admin_space_lists_the_quic_locator(pz_router: PyRouter, pki: Pki) -> None:
+    a = zopen(pz_router.quic, pki.connect_config())
+    with opened(a):
+        info = [json.loads(r.ok.payload.to_bytes()) for r in a.get("@/*/router", timeout=5.0) if r.ok is not None]
+        assert len(info) == 1 and pz_router.quic in info[0]["locators"], info
