@@ -236,7 +236,12 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
             if self.carrier is None:
                 if event.stream_id % 4 != 0 or self.make_link is None:
                     return  # only the opener's first bidirectional stream carries the link
-                self.attach(self.make_link(), event.stream_id)
+                try:
+                    link = self.make_link()
+                except ConnectionRefusedError:
+                    self.finish(error=True)
+                    return
+                self.attach(link, event.stream_id)
             elif event.stream_id != self.carrier.stream_id:
                 return
             carrier = self.carrier
@@ -305,14 +310,41 @@ def _close_socket_when_done(proto: ZenohQuicProtocol) -> None:
 _TASKS: set[asyncio.Task[None]] = set()
 
 
-async def serve_quic(
-    host: str, port: int, conf: QuicConfiguration, make_link: Callable[[], Any]
-) -> tuple[QuicServer, tuple[str, int]]:
-    """A QUIC listener whose connections' first bidirectional stream each become a link."""
+class QuicAcceptor:
+    """A QUIC listener: its connections' first bidirectional stream each become a link.
+
+    All its connections share one UDP socket, so :meth:`close` only stops taking new
+    links (the links' CLOSE still goes out); :meth:`shutdown` closes the socket."""
+
+    def __init__(self, server: QuicServer, address: tuple[str, int]) -> None:
+        self.quic_server = server
+        self.address = address
+        self.accepting = True
+
+    def close(self) -> None:
+        self.accepting = False
+
+    async def wait_closed(self) -> None:
+        return None
+
+    def shutdown(self) -> None:
+        self.accepting = False
+        self.quic_server.close()
+
+
+async def serve_quic(host: str, port: int, conf: QuicConfiguration, make_link: Callable[[], Any]) -> QuicAcceptor:
+    """Listen for QUIC connections on ``host:port``; ``make_link()`` builds each link."""
+    acceptor: QuicAcceptor | None = None
+
+    def link_if_accepting() -> Any:
+        if acceptor is not None and not acceptor.accepting:
+            raise ConnectionRefusedError("the listener is closing")
+        return make_link()
 
     def create(quic: QuicConnection, **kw: Any) -> ZenohQuicProtocol:
-        return ZenohQuicProtocol(quic, make_link, **kw)
+        return ZenohQuicProtocol(quic, link_if_accepting, **kw)
 
     server = await serve(host, port, configuration=conf, create_protocol=create)
     bound = server._transport.get_extra_info("sockname")  # type: ignore[union-attr]
-    return server, (bound[0], bound[1])
+    acceptor = QuicAcceptor(server, (bound[0], bound[1]))
+    return acceptor

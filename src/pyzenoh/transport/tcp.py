@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from aioquic.asyncio.server import QuicServer
 from typing_extensions import override
 
 from pyzenoh.codec import NetworkMessage
@@ -50,7 +49,7 @@ from pyzenoh.transport.link import (
     Role,
     State,
 )
-from pyzenoh.transport.quic import QUIC, open_quic, quic_configuration, serve_quic
+from pyzenoh.transport.quic import QUIC, QuicAcceptor, open_quic, quic_configuration, serve_quic
 from pyzenoh.transport.unixsock import UNIXSOCK, remove_socket_file, replace_stale_socket
 
 __all__ = [
@@ -703,14 +702,12 @@ class TcpListener:
 
     def __init__(
         self,
-        server: asyncio.Server | None,
+        server: asyncio.Server | QuicAcceptor,
         links: set[TcpLink],
         endpoint: Endpoint | None = None,
-        quic: tuple[QuicServer, tuple[str, int]] | None = None,
     ) -> None:
+        #: A quic/ listener's is a :class:`QuicAcceptor` (close() stops taking links).
         self.server = server
-        #: A quic/ listener's server and bound address (then ``server`` is None).
-        self.quic = quic
         self.links = links
         self.endpoint = endpoint
 
@@ -722,9 +719,8 @@ class TcpListener:
         TLS locators do: a client reaching it by that locator can verify the name.
         """
         ep = self.endpoint
-        if self.quic is not None:
-            return [Endpoint(self.quic[1][0], self.quic[1][1], QUIC)]
-        assert self.server is not None
+        if isinstance(self.server, QuicAcceptor):
+            return [Endpoint(self.server.address[0], self.server.address[1], QUIC)]
         if ep is not None and ep.protocol == UNIXSOCK:
             return [ep]
         if ep is not None and ep.protocol == "tls":
@@ -733,15 +729,13 @@ class TcpListener:
         return [Endpoint(s.getsockname()[0], s.getsockname()[1]) for s in self.server.sockets]
 
     async def close(self, close_links: bool = True) -> None:
-        if self.server is not None:
-            self.server.close()
+        self.server.close()
         if close_links:
             for link in list(self.links):
                 await link.aclose()
-        if self.quic is not None:
-            self.quic[0].close()
-        if self.server is not None:
-            await self.server.wait_closed()
+        if isinstance(self.server, QuicAcceptor):
+            self.server.shutdown()
+        await self.server.wait_closed()
         if self.endpoint is not None and self.endpoint.protocol == UNIXSOCK:
             remove_socket_file(self.endpoint.host)
 
@@ -794,8 +788,7 @@ async def listen(
         return link
 
     if quic_conf is not None:
-        quic = await serve_quic(ep.host, ep.port, quic_conf, factory)
-        return TcpListener(None, links, ep, quic)
+        return TcpListener(await serve_quic(ep.host, ep.port, quic_conf, factory), links, ep)
     if ep.protocol == UNIXSOCK:
         await replace_stale_socket(ep.host)
         server = await loop.create_unix_server(factory, ep.host, backlog=LISTEN_BACKLOG)
