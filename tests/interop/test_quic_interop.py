@@ -118,6 +118,8 @@ def test_client_of_another_ca_is_refused_router_serves_on(pz_router: PyRouter, p
     c.insert_json5("transport/link/tls", json.dumps(rogue.connect_config()))
     with pytest.raises(zenoh.ZError):
         zenoh.open(c)
+    # the reason is logged where the router's operator looks
+    assert until(lambda: "connection ended before any link" in pz_router.log.read_text(), WAIT)
     a = zopen(pz_router.quic, pki.connect_config())
     with opened(a):
         assert a.info.routers_zid()
