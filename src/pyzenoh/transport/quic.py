@@ -116,7 +116,7 @@ class QuicStreamCarrier(asyncio.Transport):
         if name == "sockname":
             return self._conn.sockname
         if name == "peername":
-            return self._conn.peername
+            return self._conn.peer()
         return default
 
     @override
@@ -184,6 +184,15 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
         super().connection_made(transport)
         self.sockname = transport.get_extra_info("sockname")
         self.peername = transport.get_extra_info("peername")
+
+    def peer(self) -> Any:
+        """The peer's (host, port): a listener's connections share its socket, so the
+        address is the one the connection's first datagram came from."""
+        if self.peername is None:
+            paths = self._quic._network_paths
+            if paths:
+                self.peername = tuple(paths[0].addr[:2])
+        return self.peername
 
     def attach(self, link: Any, stream_id: int) -> None:
         self.carrier = QuicStreamCarrier(self, stream_id)
@@ -259,7 +268,7 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
             detail = event.reason_phrase or f"error code {event.error_code:#x}"
             if self.link is None and self.carrier is None:
                 self.handshake_error = detail
-                log.info("quic %s: connection ended before any link: %s", self.peername, detail)
+                log.info("quic %s: connection ended before any link: %s", self.peer(), detail)
             self._ended = True
             self._end(f"quic connection closed: {detail}")
         self._check_writable()
