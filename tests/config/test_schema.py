@@ -165,7 +165,7 @@ def test_every_strictness_tag_has_a_case() -> None:
             "low_pass_filter",
         ),
         ("session", {"access_control": {"enabled": True}}, "access_control/enabled"),
-        ("router", {"listen": {"endpoints": ["quic/127.0.0.1:7447"]}}, "quic/127.0.0.1:7447"),
+        ("router", {"listen": {"endpoints": ["serial/127.0.0.1:7447"]}}, "serial/127.0.0.1:7447"),
         ("router", {"connect": {"endpoints": ["ws/127.0.0.1:7447"]}}, "ws/127.0.0.1:7447"),
         ("session", {"connect": {"endpoints": {"peer": ["vsock/127.0.0.1:7447"]}}}, "vsock/127.0.0.1:7447"),
         (

@@ -129,7 +129,7 @@ def test_zenohs_default_tree_opens_cleanly() -> None:
     [
         ({"transport": {"auth": {"pubkey": {"public_key_pem": "k"}}}}, "transport/auth/pubkey/public_key_pem"),
         ({"access_control": {"enabled": True}}, "access_control/enabled"),
-        ({"connect": {"endpoints": ["quic/127.0.0.1:7447"]}}, "quic/127.0.0.1:7447"),
+        ({"connect": {"endpoints": ["serial/127.0.0.1:7447"]}}, "serial/127.0.0.1:7447"),
         ({"downsampling": [{"messages": ["put"], "rules": [{"key_expr": "a", "freq": 1}]}]}, "downsampling"),
     ],
 )

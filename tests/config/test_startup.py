@@ -64,9 +64,9 @@ def _refusals(tmp: Path) -> list[tuple[str, str | dict[str, Any], list[str]]]:
         ),
         ("namespace", {"namespace": "site/a"}, ["refusing to start", "namespace"]),
         (
-            "quic endpoint",
-            {"listen": {"endpoints": [f"quic/127.0.0.1:{free_port()}"]}},
-            ["refusing to start", "quic/127.0.0.1"],
+            "serial endpoint",
+            {"listen": {"endpoints": ["serial/ttyUSB0"]}},
+            ["refusing to start", "serial/ttyUSB0"],
         ),
         (
             "ws endpoint",

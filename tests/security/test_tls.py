@@ -107,7 +107,7 @@ def test_tls_endpoints_parse_and_keep_their_protocol() -> None:
     assert str(Endpoint.parse("tls/[::1]:1")) == "tls/[::1]:1"
     assert Endpoint.parse("tcp/1.2.3.4:5").protocol == "tcp"
     with pytest.raises(UsageError, match="tls/HOST:PORT"):
-        Endpoint.parse("quic/1.2.3.4:5")
+        Endpoint.parse("serial/1.2.3.4:5")
 
 
 def test_tls_config_keys_as_zenohd(pki: Pki, server: KeyPair) -> None:

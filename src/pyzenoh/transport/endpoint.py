@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 7447
 #: The link protocols of ``Endpoint.parse``.
-PROTOCOLS = ("tcp", "tls", "unixsock-stream", "udp")
+PROTOCOLS = ("tcp", "tls", "unixsock-stream", "udp", "quic")
 
 
 def dialable(locators: Iterable[str]) -> list[str]:
@@ -51,8 +51,8 @@ class Endpoint:
         proto, sep, rest = text.partition("/")
         if not sep or proto not in PROTOCOLS:
             raise UsageError(
-                f"unsupported endpoint {text!r}: only tcp/HOST:PORT, tls/HOST:PORT, udp/HOST:PORT and"
-                " unixsock-stream/PATH are implemented"
+                f"unsupported endpoint {text!r}: only tcp/HOST:PORT, tls/HOST:PORT, udp/HOST:PORT, quic/HOST:PORT"
+                " and unixsock-stream/PATH are implemented"
             )
         rest, _, config = rest.partition("#")
         rest = rest.split("?", 1)[0]

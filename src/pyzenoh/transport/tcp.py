@@ -49,6 +49,7 @@ from pyzenoh.transport.link import (
     Role,
     State,
 )
+from pyzenoh.transport.quic import QUIC, QuicAcceptor, open_quic, quic_configuration, serve_quic
 from pyzenoh.transport.unixsock import UNIXSOCK, remove_socket_file, replace_stale_socket
 
 __all__ = [
@@ -641,6 +642,25 @@ async def connect(
     """
     ep = endpoint if isinstance(endpoint, Endpoint) else Endpoint.parse(endpoint)
     loop = asyncio.get_running_loop()
+    if ep.protocol == QUIC:
+        qtls = tls.for_endpoint(ep.params, str(ep)) if tls is not None else None
+        conf = quic_configuration(qtls, server_side=False, server_name=ep.host)
+        conn = await open_quic(ep.host, ep.port, conf, config.handshake_timeout_s)
+        qlink = TcpLink(
+            config,
+            Role.OPENER,
+            on_event,
+            max_queue_bytes=max_queue_bytes,
+            keep_raw=keep_raw,
+            reassembly_budget=reassembly_budget,
+        )
+        conn.attach(qlink, conn._quic.get_next_available_stream_id())
+        try:
+            await asyncio.wait_for(asyncio.shield(qlink.established), config.handshake_timeout_s)
+        except BaseException:
+            qlink.abort()
+            raise
+        return qlink
     link_tls = prepare_tls(ep, tls, server_side=False, default_timeout_s=config.handshake_timeout_s)
     if ep.protocol == "udp":  # a datagram carrier under TcpLink (udp.py builds on this module)
         from pyzenoh.transport import udp
@@ -687,7 +707,13 @@ async def connect(
 class TcpListener:
     """A listening socket whose accepted connections run the acceptor role."""
 
-    def __init__(self, server: asyncio.Server, links: set[TcpLink], endpoint: Endpoint | None = None) -> None:
+    def __init__(
+        self,
+        server: asyncio.Server | QuicAcceptor,
+        links: set[TcpLink],
+        endpoint: Endpoint | None = None,
+    ) -> None:
+        #: A quic/ listener's is a :class:`QuicAcceptor` (close() stops taking links).
         self.server = server
         self.links = links
         self.endpoint = endpoint
@@ -700,6 +726,8 @@ class TcpListener:
         TLS locators do: a client reaching it by that locator can verify the name.
         """
         ep = self.endpoint
+        if isinstance(self.server, QuicAcceptor):
+            return [Endpoint(self.server.address[0], self.server.address[1], QUIC)]
         if ep is not None and ep.protocol == UNIXSOCK:
             return [ep]
         if ep is not None and ep.protocol == "tls":
@@ -712,6 +740,8 @@ class TcpListener:
         if close_links:
             for link in list(self.links):
                 await link.aclose()
+        if isinstance(self.server, QuicAcceptor):
+            self.server.shutdown()
         await self.server.wait_closed()
         if self.endpoint is not None and self.endpoint.protocol == UNIXSOCK:
             remove_socket_file(self.endpoint.host)
@@ -744,6 +774,10 @@ async def listen(
     ep = endpoint if isinstance(endpoint, Endpoint) else Endpoint.parse(endpoint)
     loop = asyncio.get_running_loop()
     links: set[TcpLink] = set()
+    quic_conf = None
+    if ep.protocol == QUIC:
+        qtls = tls.for_endpoint(ep.params, str(ep)) if tls is not None else None
+        quic_conf = quic_configuration(qtls, server_side=True, server_name=None)
     link_tls = prepare_tls(ep, tls, server_side=True, default_timeout_s=config.handshake_timeout_s)
     if ep.protocol == "udp":  # a datagram carrier under TcpLink (udp.py builds on this module)
         from pyzenoh.transport import udp
@@ -770,6 +804,8 @@ async def listen(
 
     if ep.protocol == "udp":
         return await udp.listen_udp(ep, factory, links)
+    if quic_conf is not None:
+        return TcpListener(await serve_quic(ep.host, ep.port, quic_conf, factory), links, ep)
     if ep.protocol == UNIXSOCK:
         await replace_stale_socket(ep.host)
         server = await loop.create_unix_server(factory, ep.host, backlog=LISTEN_BACKLOG)

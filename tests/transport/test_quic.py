@@ -1,0 +1,63 @@
+"""quic/ links (pyzenoh only): a link both ways with a verified certificate, a client that
+does not trust the certificate refused with nothing else touched, a listener without a
+certificate refused at start, garbage datagrams on the listener's port ignored."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from pyzenoh.codec import WhatAmI, ZenohId
+from pyzenoh.errors import UsageError
+from pyzenoh.security.tls import TlsConfig, tls_config
+from pyzenoh.transport.link import LinkConfig
+from pyzenoh.transport.tcp import connect, listen
+from tests.security.certs import Pki
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def configs(pki: Pki) -> tuple[TlsConfig, TlsConfig, TlsConfig]:
+    server = pki.server()
+    listen_tls = tls_config({"transport": {"link": {"tls": pki.listen_config(server)}}})
+    connect_tls = tls_config({"transport": {"link": {"tls": pki.connect_config()}}})
+    rogue = pki.unrelated()
+    rogue_tls = tls_config({"transport": {"link": {"tls": rogue.connect_config()}}})
+    return listen_tls, connect_tls, rogue_tls
+
+
+def test_link_both_ways_bad_certificate_and_garbage(tmp_path: Path) -> None:
+    pki = Pki(tmp_path)
+    listen_tls, connect_tls, rogue_tls = configs(pki)
+
+    async def run() -> None:
+        config = LinkConfig(ZenohId.from_str("a1"), WhatAmI.ROUTER, handshake_timeout_s=5.0)
+        listener = await listen("quic/127.0.0.1:0", config, tls=listen_tls)
+        (ep,) = listener.endpoints
+        assert ep.protocol == "quic" and ep.port > 0
+        # garbage datagrams: dropped by the QUIC layer, the listener serves on
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for n in range(20):
+                s.sendto(bytes([n]) * (n * 50 + 1), ("127.0.0.1", ep.port))
+        client = LinkConfig(ZenohId.from_str("c1"), WhatAmI.CLIENT, handshake_timeout_s=5.0)
+        with pytest.raises(ConnectionError):
+            await connect(str(ep), client, tls=rogue_tls)
+        link = await connect(str(ep), client, tls=connect_tls)
+        assert link.protocol == "quic"
+        assert len(listener.links) == 1
+        await link.aclose()
+        await listener.close()
+
+    asyncio.run(run())
+
+
+def test_listener_needs_a_certificate() -> None:
+    async def run() -> None:
+        config = LinkConfig(ZenohId.from_str("a1"), WhatAmI.ROUTER, handshake_timeout_s=5.0)
+        with pytest.raises(UsageError, match="quic/ listen endpoint needs"):
+            await listen("quic/127.0.0.1:0", config)
+
+    asyncio.run(run())
