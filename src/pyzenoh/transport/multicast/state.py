@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from pyzenoh.codec.batch import decode_batch
 from pyzenoh.codec.network import NetworkMessage
-from pyzenoh.codec.primitives import U32_MAX, WhatAmI, ZenohId
-from pyzenoh.codec.transport import Fragment, Frame, Join
+from pyzenoh.codec.primitives import WhatAmI, ZenohId
+from pyzenoh.codec.transport import DEFAULT_RESOLUTION, Fragment, Frame, Join
 from pyzenoh.errors import DecodeError
+from pyzenoh.transport.link import sn_mask
 
 #: zenohd's defaults (transport/multicast): JOIN every 2.5 s, lease 10 s.
 DEFAULT_JOIN_INTERVAL_S = 2.5
@@ -27,8 +28,9 @@ DEFAULT_LEASE_MS = 10_000
 JOIN_PATCH = 1
 #: Remotes tracked at once; JOINs from more are dropped (counted in ``refused_remotes``).
 DEFAULT_MAX_REMOTES = 256
-#: Sequence numbers wrap at the default 32-bit resolution.
-SN_MODULUS = U32_MAX + 1
+#: Sequence numbers wrap at the default resolution's mask (2^28 for "32-bit"): a 1.10.2 peer closes
+#: its whole multicast transport on a JOIN whose sn lies above it (measured).
+SN_MODULUS = sn_mask(DEFAULT_RESOLUTION) + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,7 @@ class MulticastTransport:
         self._remotes: dict[str, _Remote] = {}
         # A fresh random initial sn, as zenoh picks one per transport.
         start = secrets.randbelow(SN_MODULUS)
-        self._sn = {True: start, False: start ^ 0x5A5A5A5A}
+        self._sn = {True: start, False: secrets.randbelow(SN_MODULUS)}
         self._next_join = now
 
     # --- deadlines and time ------------------------------------------------------------
