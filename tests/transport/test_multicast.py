@@ -28,11 +28,10 @@ PEER = "udp/127.0.0.1:57693"
 
 
 def _same_as_real(now: float = 0.0) -> MulticastTransport:
-    t = MulticastTransport(MulticastConfig(REAL_ZID, join_interval_s=0.5), now)
     real = decode_batch(REAL_JOIN)[0]
     assert isinstance(real, Join)
-    t._sn = {True: real.next_sn_reliable, False: real.next_sn_best_effort}
-    return t
+    initial = (real.next_sn_reliable, real.next_sn_best_effort)
+    return MulticastTransport(MulticastConfig(REAL_ZID, join_interval_s=0.5), now, initial)
 
 
 def test_join_bytes_equal_the_real_join() -> None:
@@ -90,8 +89,7 @@ def test_garbage_never_raises(data: bytes) -> None:
 
 @given(st.integers(0, SN_MODULUS - 1), st.lists(st.integers(0, 3), max_size=20))
 def test_sns_wrap_and_only_forward_frames_deliver(start: int, steps: list[int]) -> None:
-    sender = MulticastTransport(MulticastConfig(ZenohId(0x11)), 0.0)
-    sender._sn = {True: start, False: start}
+    sender = MulticastTransport(MulticastConfig(ZenohId(0x11)), 0.0, (start, start))
     rx = MulticastTransport(MulticastConfig(ZenohId(0x22)), 0.0)
     rx.on_datagram(PEER, sender.join_datagram(), 0.0)
     delivered = 0

@@ -100,13 +100,13 @@ class Counters:
 class MulticastTransport:
     """One member's view of one group: JOIN schedule, remotes, outgoing sequence numbers."""
 
-    def __init__(self, config: MulticastConfig, now: float) -> None:
+    def __init__(self, config: MulticastConfig, now: float, initial_sn: tuple[int, int] | None = None) -> None:
         self.config = config
         self.counters = Counters()
         self._remotes: dict[str, _Remote] = {}
-        # A fresh random initial sn, as zenoh picks one per transport.
-        start = secrets.randbelow(SN_MODULUS)
-        self._sn = {True: start, False: secrets.randbelow(SN_MODULUS)}
+        # (reliable, best effort); random by default, as zenoh picks them per transport.
+        rel, be = initial_sn or (secrets.randbelow(SN_MODULUS), secrets.randbelow(SN_MODULUS))
+        self._sn = {True: rel % SN_MODULUS, False: be % SN_MODULUS}
         self._next_join = now
 
     # --- deadlines and time ------------------------------------------------------------
