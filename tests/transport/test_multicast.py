@@ -1,0 +1,101 @@
+"""The sans-IO multicast transport against bytes captured from a real 1.10.2 peer on lo."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyzenoh.codec.batch import decode_batch
+from pyzenoh.codec.primitives import WhatAmI, ZenohId
+from pyzenoh.codec.transport import Frame, Join
+from pyzenoh.transport.multicast import (
+    Delivered,
+    MulticastConfig,
+    MulticastTransport,
+    PeerEvicted,
+    PeerJoined,
+    PeerLeft,
+)
+from pyzenoh.transport.multicast.state import SN_MODULUS
+
+# Captured from eclipse-zenoh 1.10.2, peer id a1b2c3d4, listen udp/224.0.0.224:<port>#iface=lo,
+# join_interval 500: a JOIN every 0.50 s, then after a put its reliable FRAME and the next JOIN.
+REAL_JOIN = bytes.fromhex("a70931d4c3b2a10aa4f6b720f3c685202701")
+REAL_FRAME = bytes.fromhex("25a4f6b7207d000664656d6f2f7801026869")
+REAL_JOIN_AFTER = bytes.fromhex("a70931d4c3b2a10aa5f6b720f3c685202701")
+REAL_ZID = ZenohId.from_str("a1b2c3d4")
+PEER = "udp/127.0.0.1:57693"
+
+
+def _same_as_real(now: float = 0.0) -> MulticastTransport:
+    real = decode_batch(REAL_JOIN)[0]
+    assert isinstance(real, Join)
+    initial = (real.next_sn_reliable, real.next_sn_best_effort)
+    return MulticastTransport(MulticastConfig(REAL_ZID, join_interval_s=0.5), now, initial)
+
+
+def test_join_bytes_equal_the_real_join() -> None:
+    t = _same_as_real()
+    out, _ = t.poll(0.0)
+    assert out == [REAL_JOIN]
+
+
+def test_frame_takes_the_joins_sn_and_the_next_join_moves_on() -> None:
+    real = decode_batch(REAL_FRAME)[0]
+    assert isinstance(real, Frame)
+    t = _same_as_real()
+    t.poll(0.0)
+    assert t.frame(real.messages, reliable=True) == REAL_FRAME
+    assert t.poll(0.2)[0] == []  # not due yet
+    assert t.poll(0.5)[0] == [REAL_JOIN_AFTER]
+    assert t.next_deadline() == 1.0
+
+
+def test_a_real_peer_joins_speaks_and_leaves_on_lease() -> None:
+    t = MulticastTransport(MulticastConfig(ZenohId(0x77)), 0.0)
+    assert t.on_datagram(PEER, REAL_JOIN, 1.0) == [PeerJoined(PEER, REAL_ZID, WhatAmI.PEER)]
+    [ev] = t.on_datagram(PEER, REAL_FRAME, 1.1)
+    assert isinstance(ev, Delivered) and ev.zid == REAL_ZID and len(ev.messages) == 1
+    assert t.on_datagram(PEER, REAL_FRAME, 1.2) == []  # a replayed sn is stale
+    assert t.counters.stale_frames == 1
+    assert t.on_datagram(PEER, REAL_JOIN_AFTER, 5.0) == []  # refreshes the lease
+    assert t.poll(14.9)[1] == []
+    assert t.poll(15.0)[1] == [PeerLeft(PEER, REAL_ZID, "lease expired")]
+
+
+def test_frames_before_a_join_and_own_joins_are_ignored() -> None:
+    t = _same_as_real()
+    assert t.on_datagram(PEER, REAL_FRAME, 0.0) == []
+    assert t.counters.unknown_senders == 1
+    assert t.on_datagram("udp/127.0.0.1:1", REAL_JOIN, 0.0) == []  # our own zid looped back
+    assert t.remotes() == {}
+
+
+def test_a_join_claiming_a_live_zid_is_evicted_and_touches_nothing_else() -> None:
+    t = MulticastTransport(MulticastConfig(ZenohId(0x77)), 0.0)
+    t.on_datagram(PEER, REAL_JOIN, 0.0)
+    [ev] = t.on_datagram("udp/127.0.0.1:9", REAL_JOIN, 0.1)
+    assert isinstance(ev, PeerEvicted) and "live at" in ev.reason
+    assert t.remotes() == {PEER: REAL_ZID}
+    assert len(t.on_datagram(PEER, REAL_FRAME, 0.2)) == 1
+
+
+@given(st.binary(max_size=64))
+def test_garbage_never_raises(data: bytes) -> None:
+    t = MulticastTransport(MulticastConfig(ZenohId(0x77)), 0.0)
+    t.on_datagram(PEER, REAL_JOIN, 0.0)
+    t.on_datagram(PEER, data, 0.1)
+
+
+@given(st.integers(0, SN_MODULUS - 1), st.lists(st.integers(0, 3), max_size=20))
+def test_sns_wrap_and_only_forward_frames_deliver(start: int, steps: list[int]) -> None:
+    sender = MulticastTransport(MulticastConfig(ZenohId(0x11)), 0.0, (start, start))
+    rx = MulticastTransport(MulticastConfig(ZenohId(0x22)), 0.0)
+    rx.on_datagram(PEER, sender.join_datagram(), 0.0)
+    delivered = 0
+    for skip in steps:
+        for _ in range(skip):
+            sender.frame((), reliable=True)  # lost on the way
+        delivered += len(rx.on_datagram(PEER, sender.frame((), reliable=True), 0.1))
+    assert delivered == len(steps)
+    assert rx.counters.stale_frames == 0
