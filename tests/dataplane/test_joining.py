@@ -55,7 +55,7 @@ def router_side(
         ),
     )
     assert router.is_established
-    return router, (router._rx_last[11] + 1) & router._mask
+    return router, (router.s.rx_last[11] + 1) & router.s.mask
 
 
 def flat(events: list[Event]) -> list[object]:
@@ -80,7 +80,7 @@ def whole_and_one_by_one(batches: list[bytes], **kw: object) -> tuple[list[Event
     one_by_one: list[Event] = []
     for p in batches:
         one_by_one += b.receive_data(frame_batch(p), 1.0)
-    assert a._rx_last == b._rx_last
+    assert a.s.rx_last == b.s.rx_last
     return whole, one_by_one
 
 
@@ -90,21 +90,21 @@ def put(i: int, size: int = 8) -> Push:
 
 def test_single_push_batches_become_one_run() -> None:
     link, sn = router_side()
-    mask = link._mask
+    mask = link.s.mask
     batches = [encode_batch([Frame(True, (sn + i) & mask, (put(i),))]) for i in range(500)]
     events = link.receive_data(b"".join(frame_batch(p) for p in batches), 1.0)
     assert len(events) == 1 and isinstance(events[0], ReceivedRun) and events[0].run.count == 500
     assert flat(events) == flat(whole_and_one_by_one(batches)[1])
-    assert link._rx_last[11] == (sn + 499) & mask
+    assert link.s.rx_last[11] == (sn + 499) & mask
 
 
 def test_small_batch_links_are_joined_past_their_batch_size() -> None:
     # zenoh-pico's 2 KiB batches each hold one 1 KiB PUT: joined all the same (the joined
     # FRAME never goes on the wire), bounded by MAX_JOINED, meaning what they mean one by one
     link, sn = router_side(batch_size=2048)
-    batches = [encode_batch([Frame(True, (sn + i) & link._mask, (put(i, 1024),))]) for i in range(200)]
-    joined = join(batches, 0, link._mask)
-    assert joined is not None and link._reader.max_payload < len(joined.payload) <= MAX_JOINED
+    batches = [encode_batch([Frame(True, (sn + i) & link.s.mask, (put(i, 1024),))]) for i in range(200)]
+    joined = join(batches, 0, link.s.mask)
+    assert joined is not None and link.s.reader.max_payload < len(joined.payload) <= MAX_JOINED
     assert joined.stop < len(batches)  # the bound cut it
     events = link.receive_data(b"".join(frame_batch(p) for p in batches), 1.0)
     assert sum(e.run.count if isinstance(e, ReceivedRun) else 1 for e in events) == 200  # type: ignore[union-attr]
@@ -145,7 +145,7 @@ def test_a_truncated_message_never_borrows_the_next_batch() -> None:
 
 def test_a_run_sets_a_session_free_of_raw_bytes() -> None:
     client, _, _, _ = pair(cfg(push_runs=True))
-    sn = (client._rx_last[11] + 1) & client._mask
+    sn = (client.s.rx_last[11] + 1) & client.s.mask
     batches = [encode_batch([Frame(True, sn + i, (Push(WireExpr(0, "k"), Del()),))]) for i in range(10)]
     events = client.receive_data(b"".join(frame_batch(p) for p in batches), 1.0)
     assert [type(e) for e in events] == [ReceivedRun]
@@ -216,7 +216,7 @@ def build(stream: list[Spec], sn: int, mask: int) -> list[bytes]:
 @given(streams(), st.booleans(), st.sampled_from([0x00, 0x0A, 0x0B]))
 def test_joining_means_what_the_batches_mean(stream: list[Spec], qos: bool, resolution: int) -> None:
     link, sn = router_side(resolution=resolution, qos=qos)
-    batches = build(stream, sn, link._mask)
+    batches = build(stream, sn, link.s.mask)
     whole, one = whole_and_one_by_one(batches, resolution=resolution, qos=qos)
     assert flat(whole) == flat(one)
 
@@ -229,7 +229,7 @@ def test_lone_pushes_mean_what_decoded_frames_mean(stream: list[Spec], qos: bool
     and with ``lone_pushes`` is handed on undecoded: read batch by batch, the same events,
     SN state and CLOSE as without that lane."""
     link, sn = router_side(resolution=resolution, qos=qos)
-    batches = build(stream, sn, link._mask)
+    batches = build(stream, sn, link.s.mask)
     _, with_lane = whole_and_one_by_one(batches, resolution=resolution, qos=qos)
     _, undecoded = whole_and_one_by_one(batches, resolution=resolution, qos=qos, lone_pushes=True)
     with pytest.MonkeyPatch.context() as m:
@@ -257,16 +257,16 @@ def test_a_group_that_cannot_be_joined_is_decoded_once(monkeypatch: pytest.Monke
     """A long group whose last batch spoils the join (a trailing KEEPALIVE) is tried as a
     whole once, then read batch by batch: never re-joined from each of its batches."""
     link, sn = router_side()
-    batches = [encode_batch([Frame(True, (sn + i) & link._mask, (put(i),))]) for i in range(200)]
-    batches[-1] = encode_batch([Frame(True, (sn + 199) & link._mask, (put(199),)), KeepAlive()])
+    batches = [encode_batch([Frame(True, (sn + i) & link.s.mask, (put(i),))]) for i in range(200)]
+    batches[-1] = encode_batch([Frame(True, (sn + 199) & link.s.mask, (put(199),)), KeepAlive()])
     calls: list[int] = []
-    real = receive.Receiving._on_joined
+    real = receive.Receiver._on_joined
 
-    def counting(self: receive.Receiving, joined: Joined, events: list[Event]) -> bool:
+    def counting(self: receive.Receiver, joined: Joined, events: list[Event]) -> bool:
         calls.append(1)
         return real(self, joined, events)
 
-    monkeypatch.setattr(receive.Receiving, "_on_joined", counting)
+    monkeypatch.setattr(receive.Receiver, "_on_joined", counting)
     events = link.receive_data(b"".join(frame_batch(p) for p in batches), 1.0)
     assert len(calls) == 1
     assert sum(e.run.count if isinstance(e, ReceivedRun) else 1 for e in events) == 200

@@ -369,7 +369,7 @@ def test_sn_wrap_and_duplicates() -> None:
         count += len(received(b.receive_data(a.data_to_send(), 1.0)))
     assert count == 300
     # a replayed (old) frame is silently dropped; a gap is accepted
-    last = b._rx_last[11]
+    last = b.s.rx_last[11]
     old = Frame(True, last, (push("dup", b""),))
     assert received(b.receive_data(frame_batch(_enc(old)), 1.0)) == []
     gap = Frame(True, (last + 5) & 0x7F, (push("gap", b""),))
@@ -478,7 +478,7 @@ def test_batch_now_is_send_then_data_to_send(sends: list[tuple[bytes, int, bool,
             assert b.data_to_send() == d.data_to_send()
         else:
             assert now == d.data_to_send()
-    assert b._tx_sn == d._tx_sn
+    assert b.s.tx_sn == d.s.tx_sn
 
 
 def test_one_whole_batch_per_read_is_cut_out_of_the_read() -> None:

@@ -216,7 +216,7 @@ class TcpLink(asyncio.BufferedProtocol):
             if self._tls_task is not None:
                 self._early.append(bytes(data))
             return
-        events = link.receive_data(data, self._loop.time())
+        events = link.rx.receive_data(data, self._loop.time())
         if self._backlog:  # read while events still waited (should not happen): keep order
             self._backlog += events
             events = []
@@ -299,8 +299,8 @@ class TcpLink(asyncio.BufferedProtocol):
     def queued_bytes(self) -> int:
         """Bytes accepted by :meth:`send` and not yet handed to the kernel."""
         link = self.link
-        # (Link.pending_bytes, read here directly: this runs twice per routed message)
-        n = 0 if link is None else link._pending_bytes + len(link._out)
+        # (Link.pending_bytes, read here from its state: this runs twice per routed message)
+        n = 0 if link is None else link.s.pending_bytes + len(link.s.out)
         if self.transport is not None:
             n += self.transport.get_write_buffer_size()
         return n
@@ -343,11 +343,11 @@ class TcpLink(asyncio.BufferedProtocol):
             and not transport.is_closing()
         ):
             # the common express case, nothing queued before it: framed and written now
-            data = link.batch_now(message, reliable=reliable, priority=priority)
+            data = link.tx.batch_now(message, reliable=reliable, priority=priority)
             if data is not None:
                 transport.write(data)
                 return True
-        link.send(message, reliable=reliable, priority=priority)
+        link.tx.send(message, reliable=reliable, priority=priority)
         self._queued(link, express)
         return True
 
@@ -370,7 +370,7 @@ class TcpLink(asyncio.BufferedProtocol):
         if drop_if_full and self.is_full:
             self.dropped += len(ends)
             return False
-        link.send_run(data, ends, reliable=reliable, priority=priority)
+        link.tx.send_run(data, ends, reliable=reliable, priority=priority)
         self._queued(link, express)
         return True
 
@@ -379,7 +379,8 @@ class TcpLink(asyncio.BufferedProtocol):
         batch is queued, else at the end of the loop's turn (one write for all of it).
         Waiting with a whole batch gains no batching, and one read can route megabytes
         (libuv reads a socket up to 32 times in a row while each read fills the buffer)."""
-        if express or link._pending_bytes >= link._max_payload:
+        s = link.s
+        if express or s.pending_bytes >= s.max_payload:
             self._flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
@@ -397,14 +398,15 @@ class TcpLink(asyncio.BufferedProtocol):
         transport = self.transport
         if link is None or transport is None or self._write_paused:
             return
-        if link._pending_bytes or link._out:  # link.has_output, read directly: after every read
-            data = link.data_to_send()
+        s = link.s
+        if s.pending_bytes or s.out:  # link.has_output, read from its state: after every read
+            data = link.tx.data_to_send()
             if data and not transport.is_closing():
                 transport.write(data)
         # (cleared only by pause_writing and wait_writable: skip the check while set)
         if not self._space.is_set() and not self._write_paused and self.queued_bytes < self.max_queue_bytes:
             self._space.set()
-        if link.state is State.CLOSED and not transport.is_closing():  # link.is_closed
+        if s.state is State.CLOSED and not transport.is_closing():  # link.is_closed
             transport.close()
 
     # --- reading back-pressure -----------------------------------------------------------

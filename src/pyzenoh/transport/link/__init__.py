@@ -15,8 +15,8 @@ there is one lane and messages keep their send order whatever their priority. A 
 never holds two FRAMEs: some implementations (zenoh-pico) read everything after a FRAME
 header as that frame.
 
-:class:`Link` is made of one class per concern, each in a module named for it; they all
-share the fields of :class:`.state.LinkBase`:
+:class:`Link` is composed: a :class:`.state.LinkState` (every field) and one part per
+concern, each in a module named for it and built with the state (and the parts it calls):
 
 * :mod:`.config` -- limits and defaults, :class:`Role`, :class:`LinkConfig`, SN masks;
 * :mod:`.events` -- what a link reports (:data:`Event`);
@@ -30,6 +30,10 @@ share the fields of :class:`.state.LinkBase`:
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Sequence
+
+from pyzenoh.codec import NetworkMessage
 from pyzenoh.codec.batch import LENGTH_PREFIX as LENGTH_PREFIX
 from pyzenoh.codec.transport import DEFAULT_RESOLUTION as DEFAULT_RESOLUTION
 from pyzenoh.codec.transport import PRIORITY_DATA as PRIORITY_DATA
@@ -56,11 +60,11 @@ from pyzenoh.transport.link.events import (
     ReceivedPush,
     ReceivedRun,
 )
-from pyzenoh.transport.link.handshake import COOKIE_LEN, initial_sn
-from pyzenoh.transport.link.receive import Receiving
-from pyzenoh.transport.link.state import ReassemblyBudget, State
+from pyzenoh.transport.link.handshake import COOKIE_LEN, Handshake, initial_sn
+from pyzenoh.transport.link.receive import Receiver
+from pyzenoh.transport.link.state import LinkState, ReassemblyBudget, State
 from pyzenoh.transport.link.timers import Timers
-from pyzenoh.transport.link.transmit import MAX_FRAME_HEADER, Transmitting
+from pyzenoh.transport.link.transmit import MAX_FRAME_HEADER, Transmitter
 
 __all__ = [
     "COOKIE_LEN",
@@ -82,6 +86,7 @@ __all__ = [
     "Link",
     "LinkClosed",
     "LinkConfig",
+    "LinkState",
     "ReassemblyBudget",
     "Received",
     "ReceivedPush",
@@ -93,22 +98,122 @@ __all__ = [
 ]
 
 
-class Link(Receiving, Transmitting, Timers):
-    """A sans-IO Zenoh unicast link in the opener or acceptor role (its fields and
-    constructor: :class:`.state.LinkBase`)."""
+class Link:
+    """A sans-IO Zenoh unicast link in the opener or acceptor role: its state
+    (:class:`LinkState`) and the parts that act on it, each built with it: the handshake,
+    the receiver (which hands handshake messages to the handshake), the transmitter and
+    the timers. This class is their one entry point; the hot paths may hold a part
+    (``link.tx``, ``link.rx``) to skip one call."""
+
+    __slots__ = ("handshake", "rx", "s", "timers", "tx")
+
+    def __init__(
+        self,
+        config: LinkConfig,
+        role: Role,
+        now: float,
+        *,
+        random_bytes: Callable[[int], bytes] = os.urandom,
+        keep_raw: bool = True,
+        reassembly_budget: ReassemblyBudget | None = None,
+    ) -> None:
+        s = self.s = LinkState(
+            config, role, now, random_bytes=random_bytes, keep_raw=keep_raw, reassembly_budget=reassembly_budget
+        )
+        self.handshake = Handshake(s)
+        self.rx = Receiver(s, self.handshake)
+        self.tx = Transmitter(s)
+        self.timers = Timers(s)
+
+    # --- what the link is ---------------------------------------------------------------
+
+    @property
+    def config(self) -> LinkConfig:
+        return self.s.config
+
+    @property
+    def role(self) -> Role:
+        return self.s.role
+
+    @property
+    def state(self) -> State:
+        return self.s.state
+
+    @property
+    def peer(self) -> Established | None:
+        """What the handshake established (None before)."""
+        return self.s.peer
+
+    @property
+    def close_event(self) -> LinkClosed | None:
+        return self.s.close_event
+
+    @property
+    def is_established(self) -> bool:
+        return self.s.state is State.ESTABLISHED
+
+    @property
+    def is_closed(self) -> bool:
+        return self.s.state is State.CLOSED
+
+    @property
+    def batch_size(self) -> int:
+        return self.s.batch_size
+
+    # --- bytes in, bytes out, time ------------------------------------------------------------
+
+    def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event]:
+        """Bytes read from the connection (any split). Returns what they caused."""
+        return self.rx.receive_data(data, now)
+
+    def send(self, message: NetworkMessage | bytes, *, reliable: bool = True, priority: int | None = None) -> None:
+        """Queue a network message (see :meth:`Transmitter.send`)."""
+        self.tx.send(message, reliable=reliable, priority=priority)
+
+    def send_run(
+        self, data: bytes, ends: Sequence[int], *, reliable: bool = True, priority: int = PRIORITY_DATA
+    ) -> None:
+        """Queue several encoded messages at once (see :meth:`Transmitter.send_run`)."""
+        self.tx.send_run(data, ends, reliable=reliable, priority=priority)
+
+    def batch_now(self, raw: bytes, *, reliable: bool, priority: int) -> bytes | None:
+        """An express message's batch, or None (see :meth:`Transmitter.batch_now`)."""
+        return self.tx.batch_now(raw, reliable=reliable, priority=priority)
+
+    def data_to_send(self) -> bytes:
+        """Every byte that should now be written to the connection."""
+        return self.tx.data_to_send()
+
+    @property
+    def pending_bytes(self) -> int:
+        return self.tx.pending_bytes
+
+    @property
+    def has_output(self) -> bool:
+        return self.tx.has_output
+
+    def handle_timer(self, now: float) -> list[Event]:
+        return self.timers.handle_timer(now)
+
+    def refresh_lease(self, now: float) -> None:
+        self.timers.refresh_lease(now)
+
+    def next_deadline(self) -> float | None:
+        return self.timers.next_deadline()
 
     def connection_lost(self, detail: str = "connection lost") -> list[Event]:
         """The byte stream ended (EOF or error) without a CLOSE."""
-        if self.state is State.CLOSED:
+        if self.s.state is State.CLOSED:
             return []
-        return [self._closed(CloseReason.GENERIC, True, detail)]
+        return [self.s.closed(CloseReason.GENERIC, True, detail)]
 
     def close(self, reason: int = CloseReason.GENERIC) -> list[Event]:
         """Flush queued messages, then CLOSE. The caller closes the socket afterwards."""
-        if self.state is State.CLOSED:
+        s = self.s
+        if s.state is State.CLOSED:
             return []
-        if self.state is State.ESTABLISHED:
-            self._pack()
+        if s.state is State.ESTABLISHED:
+            self.tx.pack()
         events: list[Event] = []
-        self._fail(reason, "closed locally", events)
+        s.fail(reason, "closed locally", events)
         return events

@@ -31,34 +31,41 @@ from pyzenoh.errors import CloseReason, DecodeError, PeerError
 from pyzenoh.security.usrpwd import AuthError
 from pyzenoh.transport.link.events import Event, Received, ReceivedPush, ReceivedRun
 from pyzenoh.transport.link.handshake import Handshake
-from pyzenoh.transport.link.state import State, _channel
+from pyzenoh.transport.link.state import LinkState, State, _channel
 
 log = logging.getLogger(__name__)
 
 
-class Receiving(Handshake):
-    """Bytes from the peer to events."""
+class Receiver:
+    """Bytes from the peer to events; handshake messages go to the handshake."""
+
+    __slots__ = ("handshake", "s")
+
+    def __init__(self, s: LinkState, handshake: Handshake) -> None:
+        self.s = s
+        self.handshake = handshake
 
     def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event]:
         """Bytes read from the connection (any split). Returns what they caused."""
-        if self.state is State.CLOSED:
+        s = self.s
+        if s.state is State.CLOSED:
             return []
-        self._last_rx = now
+        s.last_rx = now
         events: list[Event] = []
         try:
-            batches = self._reader.feed(data)
+            batches = s.reader.feed(data)
             n = len(batches)
             i = 0
             one_by_one = 0  # batches before this index are not joined again
             plain = 0  # batches before this index are decompressed (or precede compression)
             while i < n:
-                if self._rx_compress and i >= plain:
+                if s.rx_compress and i >= plain:
                     # everything after the handshake is compressed: no lane sees a header byte
-                    limit = self._reader.max_payload
+                    limit = s.reader.max_payload
                     batches[i:] = [decompress_batch(b, limit) for b in batches[i:]]
                     plain = n
-                if n - i >= MIN_JOIN and i >= one_by_one and self.config.push_runs and self.state is State.ESTABLISHED:
-                    joined = join(batches, i, self._mask)
+                if n - i >= MIN_JOIN and i >= one_by_one and s.config.push_runs and s.state is State.ESTABLISHED:
+                    joined = join(batches, i, s.mask)
                     if joined is not None:
                         if self._on_joined(joined, events):
                             i = joined.stop
@@ -68,90 +75,93 @@ class Receiving(Handshake):
                         one_by_one = joined.stop
                 self._on_batch(batches[i], now, events)
                 i += 1
-                if self.is_closed:  # a CLOSE from the peer ends the stream
+                if s.is_closed:  # a CLOSE from the peer ends the stream
                     break
         except AuthError as exc:
-            self._fail(exc.close_reason, f"usrpwd authentication failed: {exc}", events, auth_failed=True)
+            s.fail(exc.close_reason, f"usrpwd authentication failed: {exc}", events, auth_failed=True)
         except PeerError as exc:
-            self._fail(exc.close_reason, f"bad input from peer: {exc}", events)
+            s.fail(exc.close_reason, f"bad input from peer: {exc}", events)
         return events
 
     def _on_batch(self, payload: bytes, now: float, events: list[Event]) -> None:
-        if self.state is State.ESTABLISHED and (lone := scan_lone(payload)) is not None:
+        s = self.s
+        if s.state is State.ESTABLISHED and (lone := scan_lone(payload)) is not None:
             # One FRAME, one PUSH (every message of a ping-pong): no Frame is built.
             fields, sn, priority, at = lone
             reliable = bool(payload[0] & FLAG_R)
             if self._rx_channel(priority, reliable, sn) >= 0:
-                if self.config.lone_pushes:
+                if s.config.lone_pushes:
                     events.append(ReceivedPush(payload, at, fields, reliable, priority))
                 else:
-                    raw = payload[at:] if self._keep_raw else b""
+                    raw = payload[at:] if s.keep_raw else b""
                     events.append(Received(push_of(fields, payload), raw, reliable, priority))
             else:
                 log.debug("dropping frame with stale SN %d", sn)
             return
         messages = fast_decode_batch(
-            payload, keep_raw=self._keep_raw, runs=self.config.push_runs, stamped=self.config.stamped_runs
+            payload, keep_raw=s.keep_raw, runs=s.config.push_runs, stamped=s.config.stamped_runs
         )
         for msg in messages:
-            if self.state is State.CLOSED:
+            if s.state is State.CLOSED:
                 return
             if isinstance(msg, Frame):
-                if self.state is not State.ESTABLISHED:
+                if s.state is not State.ESTABLISHED:
                     raise DecodeError("FRAME before the handshake finished")
                 self._on_frame(msg, events)
             elif isinstance(msg, KeepAlive):
-                if self.state is not State.ESTABLISHED:
+                if s.state is not State.ESTABLISHED:
                     raise DecodeError("KEEPALIVE before the handshake finished")
             elif isinstance(msg, Fragment):
-                if self.state is not State.ESTABLISHED:
+                if s.state is not State.ESTABLISHED:
                     raise DecodeError("FRAGMENT before the handshake finished")
                 self._on_fragment(msg, now, events)
             elif isinstance(msg, Close):
-                events.append(self._peer_close(msg.reason))
+                events.append(self.handshake.peer_close(msg.reason))
                 return
             elif isinstance(msg, InitAck):  # before InitSyn: InitAck subclasses it
-                self._on_init_ack(msg, events)
+                self.handshake.on_init_ack(msg, events)
             elif isinstance(msg, InitSyn):
-                self._on_init_syn(msg, events)
+                self.handshake.on_init_syn(msg, events)
             elif isinstance(msg, OpenAck):
-                self._on_open_ack(msg, now, events)
+                self.handshake.on_open_ack(msg, now, events)
             elif isinstance(msg, OpenSyn):
-                self._on_open_syn(msg, now, events)
+                self.handshake.on_open_syn(msg, now, events)
             # JOIN and transport OAM mean nothing on a unicast link: ignored.
 
     def _on_joined(self, joined: Joined, events: list[Event]) -> bool:
         """Handle batches joined into one FRAME (see :mod:`pyzenoh.dataplane.joining`) when that means the
         same as handling them one by one: their first SN is the next one expected, and the
         joined FRAME decodes into exactly their messages. False: nothing was done."""
-        if not self._qos and joined.priority != PRIORITY_DATA:
+        s = self.s
+        if not s.qos and joined.priority != PRIORITY_DATA:
             return False  # the batches themselves close the link (no QoS negotiated)
         ch = _channel(joined.priority, joined.reliable)
-        if joined.first_sn != (self._rx_last[ch] + 1) & self._mask:
+        if joined.first_sn != (s.rx_last[ch] + 1) & s.mask:
             return False  # a gap or a replay: each batch's SN is checked on its own
         try:
-            decoded = fast_decode_batch(joined.payload, keep_raw=True, runs=True, stamped=self.config.stamped_runs)
+            decoded = fast_decode_batch(joined.payload, keep_raw=True, runs=True, stamped=s.config.stamped_runs)
         except DecodeError:
             return False
         if len(decoded) != 1 or not isinstance(frame := decoded[0], Frame) or not aligned(frame, joined.cuts):
             return False
-        if not self._keep_raw:
+        if not s.keep_raw:
             frame.raw = ()
         self._on_frame(frame, events)
-        self._rx_last[ch] = joined.last_sn
+        s.rx_last[ch] = joined.last_sn
         return True
 
     def _rx_channel(self, priority: int, reliable: bool, sn: int) -> int:
         """The channel index of an incoming frame, or -1 to drop it (duplicate/old SN)."""
-        if not self._qos and priority != PRIORITY_DATA:
+        s = self.s
+        if not s.qos and priority != PRIORITY_DATA:
             raise DecodeError(f"priority {priority} frame without negotiated QoS")
-        if sn > self._mask:
+        if sn > s.mask:
             raise DecodeError(f"SN {sn} exceeds the SN resolution")
         ch = priority * 2 + reliable  # _channel(), inlined: every message comes here
-        gap = (sn - self._rx_last[ch]) & self._mask
-        if gap == 0 or gap > self._mask // 2:
+        gap = (sn - s.rx_last[ch]) & s.mask
+        if gap == 0 or gap > s.mask // 2:
             return -1
-        self._rx_last[ch] = sn
+        s.rx_last[ch] = sn
         return ch
 
     def _on_frame(self, frame: Frame, events: list[Event]) -> None:
@@ -170,36 +180,37 @@ class Receiving(Handshake):
                 events.append(Received(msg, raws[i] if raws else b"", rel, prio))
 
     def _on_fragment(self, frag: Fragment, now: float, events: list[Event]) -> None:
+        s = self.s
         ch = self._rx_channel(frag.priority, frag.reliable, frag.sn)
         if ch < 0:
             return
-        d = self._defrag[ch]
-        patched = self._patch >= 1
+        d = s.defrag[ch]
+        patched = s.patch >= 1
         if frag.drop:
-            self._defrag_reset(d)
+            s.defrag_reset(d)
             return
         if d.active and frag.sn != d.next_sn:
             log.debug("fragment SN gap (%d, expected %d): message dropped", frag.sn, d.next_sn)
-            self._defrag_reset(d)
+            s.defrag_reset(d)
         if patched and frag.first:
-            self._defrag_reset(d)
+            s.defrag_reset(d)
         if not d.active:
             if patched and not frag.first:
                 return  # the tail of a message whose start we never saw
             d.active = True
-        d.next_sn = (frag.sn + 1) & self._mask
+        d.next_sn = (frag.sn + 1) & s.mask
         d.since = now
         if not d.discarding:
             n = len(frag.payload)
-            budget = self._budget
-            if len(d.buf) + n > self.config.max_message_size:
+            budget = s.budget
+            if len(d.buf) + n > s.config.max_message_size:
                 # zenohd drops a message over max_message_size and keeps the link
-                log.warning("fragmented message over %d bytes discarded", self.config.max_message_size)
-                self._defrag_reset(d)
+                log.warning("fragmented message over %d bytes discarded", s.config.max_message_size)
+                s.defrag_reset(d)
                 d.active = True
                 d.discarding = True
             elif budget is not None and budget.used + n > budget.limit:
-                self._fail(
+                s.fail(
                     CloseReason.GENERIC,
                     f"unfinished fragmented messages over the router's reassembly budget ({budget.limit} bytes)",
                     events,
@@ -207,14 +218,14 @@ class Receiving(Handshake):
                 return
             else:
                 d.buf += frag.payload
-                self._defrag_bytes += n
+                s.defrag_bytes += n
                 if budget is not None:
                     budget.used += n
         if frag.more:
             return
         data = bytes(d.buf)
         discard = d.discarding
-        self._defrag_reset(d)
+        s.defrag_reset(d)
         if discard or not data:
             return
         msg = decode_network_message(data)

@@ -95,7 +95,7 @@ def _channel(priority: int, reliable: bool) -> int:
     return priority * 2 + (1 if reliable else 0)
 
 
-class LinkBase:
+class LinkState:
     """The fields of a :class:`~pyzenoh.transport.link.Link` and the plumbing its parts
     share (see the module docstring). An opener writes its InitSyn as it is made."""
 
@@ -110,63 +110,49 @@ class LinkBase:
         reassembly_budget: ReassemblyBudget | None = None,
     ) -> None:
         self.config = config
-        self._budget = reassembly_budget
+        self.budget = reassembly_budget
         self.role = role
-        self._random_bytes = random_bytes
-        self._keep_raw = keep_raw
-        self._reader = BatchReader(MAX_BATCH_SIZE)
-        self._out = bytearray()
+        self.random_bytes = random_bytes
+        self.keep_raw = keep_raw
+        self.reader = BatchReader(MAX_BATCH_SIZE)
+        self.out = bytearray()
         self.state = State.WAIT_INIT
         self.peer: Established | None = None
         self.close_event: LinkClosed | None = None
-        self._handshake_deadline: float | None = now + config.handshake_timeout_s
+        self.handshake_deadline: float | None = now + config.handshake_timeout_s
         # negotiated values, final once ESTABLISHED
-        self._batch_size = config.batch_size
-        self._max_payload = config.batch_size - LENGTH_PREFIX
-        self._resolution = config.resolution
-        self._mask = sn_mask(config.resolution)
-        self._qos = config.qos
-        self._patch = config.patch
+        self.batch_size = config.batch_size
+        self.max_payload = config.batch_size - LENGTH_PREFIX
+        self.resolution = config.resolution
+        self.mask = sn_mask(config.resolution)
+        self.qos = config.qos
+        self.patch = config.patch
         # compression, negotiated in Init; batches carry the header once ESTABLISHED
-        self._compression = False
-        self._rx_compress = False
-        self._tx_compress = False
+        self.compression = False
+        self.rx_compress = False
+        self.tx_compress = False
         #: Bytes at the head of _out written before compression started (the OpenAck).
-        self._raw_until = 0
-        self._cookie = b""
-        self._peer_zid: ZenohId | None = None
-        self._peer_whatami: WhatAmI | None = None
-        self._opener_auth = OpenerAuth(config.usrpwd)
-        self._acceptor_auth: AcceptorAuth | None = None
+        self.raw_until = 0
+        self.cookie = b""
+        self.peer_zid: ZenohId | None = None
+        self.peer_whatami: WhatAmI | None = None
+        self.opener_auth = OpenerAuth(config.usrpwd)
+        self.acceptor_auth: AcceptorAuth | None = None
         # transmit side
         # Runs of consecutive messages with the same (priority, reliability), in send order.
-        self._pending: list[tuple[int, bool, list[bytes]]] = []
-        self._pending_bytes = 0
-        self._tx_sn: list[int] = [0] * (NUM_PRIORITIES * 2)
-        self._own_isn = 0
-        self._sent_since_keepalive = False
-        self._keepalive_interval = config.lease_ms / 1000.0 / config.keepalives_per_lease
-        self._keepalive_deadline: float | None = None
+        self.pending: list[tuple[int, bool, list[bytes]]] = []
+        self.pending_bytes = 0
+        self.tx_sn: list[int] = [0] * (NUM_PRIORITIES * 2)
+        self.own_isn = 0
+        self.sent_since_keepalive = False
+        self.keepalive_interval = config.lease_ms / 1000.0 / config.keepalives_per_lease
+        self.keepalive_deadline: float | None = None
         # receive side
-        self._rx_last: list[int] = [0] * (NUM_PRIORITIES * 2)
-        self._defrag: list[_Defrag] = [_Defrag() for _ in range(NUM_PRIORITIES * 2)]
-        self._defrag_bytes = 0  # held by unfinished messages, over every channel
-        self._lease_s = 0.0
-        self._last_rx = now
-        if role is Role.OPENER:
-            self.state = State.INIT_SENT
-            self._emit(
-                InitSyn(
-                    zid=config.zid,
-                    whatami=config.whatami,
-                    resolution=config.resolution,
-                    batch_size=config.batch_size,
-                    qos=config.qos,
-                    patch=config.patch if config.patch else None,
-                    compression=config.compression,
-                    auth=self._opener_auth.init_syn(),
-                )
-            )
+        self.rx_last: list[int] = [0] * (NUM_PRIORITIES * 2)
+        self.defrag: list[_Defrag] = [_Defrag() for _ in range(NUM_PRIORITIES * 2)]
+        self.defrag_bytes = 0  # held by unfinished messages, over every channel
+        self.lease_s = 0.0
+        self.last_rx = now
 
     @property
     def is_established(self) -> bool:
@@ -176,36 +162,32 @@ class LinkBase:
     def is_closed(self) -> bool:
         return self.state is State.CLOSED
 
-    @property
-    def batch_size(self) -> int:
-        return self._batch_size
-
-    def _emit(self, message: InitSyn | InitAck | OpenSyn | OpenAck | Close | KeepAlive) -> None:
+    def emit(self, message: InitSyn | InitAck | OpenSyn | OpenAck | Close | KeepAlive) -> None:
         """Write one transport message as its own batch."""
-        out = self._out
+        out = self.out
         start = len(out)
         out += b"\x00\x00"
         message.write(out)
         close_batch(out, start)
 
-    def _defrag_reset(self, d: _Defrag) -> None:
+    def defrag_reset(self, d: _Defrag) -> None:
         held = len(d.buf)
         if held:
-            self._defrag_bytes -= held
-            if self._budget is not None:
-                self._budget.used -= held
+            self.defrag_bytes -= held
+            if self.budget is not None:
+                self.budget.used -= held
         d.reset()
 
-    def _closed(self, reason: int, by_peer: bool, detail: str, auth_failed: bool = False) -> LinkClosed:
+    def closed(self, reason: int, by_peer: bool, detail: str, auth_failed: bool = False) -> LinkClosed:
         self.state = State.CLOSED
-        self._pending = []
-        self._pending_bytes = 0
-        for d in self._defrag:
-            self._defrag_reset(d)
+        self.pending = []
+        self.pending_bytes = 0
+        for d in self.defrag:
+            self.defrag_reset(d)
         self.close_event = LinkClosed(reason, by_peer, detail, auth_failed)
         return self.close_event
 
-    def _fail(self, reason: int, detail: str, events: list[Event], auth_failed: bool = False) -> None:
+    def fail(self, reason: int, detail: str, events: list[Event], auth_failed: bool = False) -> None:
         """Close from our side: queue CLOSE(reason) and report it."""
         if self.state is State.CLOSED:
             return
@@ -214,5 +196,5 @@ class LinkBase:
             CloseReason(reason).name if reason in CloseReason._value2member_map_ else reason,
             detail,
         )
-        self._emit(Close(reason))
-        events.append(self._closed(reason, False, detail, auth_failed))
+        self.emit(Close(reason))
+        events.append(self.closed(reason, False, detail, auth_failed))

@@ -18,24 +18,31 @@ from pyzenoh.errors import UsageError
 from pyzenoh.transport.link.config import (
     NUM_PRIORITIES,
 )
-from pyzenoh.transport.link.state import LinkBase, State, _channel, close_batch
+from pyzenoh.transport.link.state import LinkState, State, _channel, close_batch
 
 #: The longest FRAME header: header byte, a five-byte SN, a two-byte priority extension.
 MAX_FRAME_HEADER = 8
 
 
-class Transmitting(LinkBase):
+class Transmitter:
     """Messages to the peer, queued and then framed into batches."""
+
+    __slots__ = ("s",)
+
+    def __init__(self, s: LinkState) -> None:
+        self.s = s
 
     @property
     def pending_bytes(self) -> int:
         """Bytes queued by :meth:`send` and not yet returned by :meth:`data_to_send`."""
-        return self._pending_bytes + len(self._out)
+        s = self.s
+        return s.pending_bytes + len(s.out)
 
     @property
     def has_output(self) -> bool:
         """Whether :meth:`data_to_send` has anything to return."""
-        return bool(self._pending_bytes or self._out)
+        s = self.s
+        return bool(s.pending_bytes or s.out)
 
     def send(
         self,
@@ -49,7 +56,8 @@ class Transmitting(LinkBase):
         ``priority`` defaults to the message's own QoS priority (Data for raw bytes).
         Without negotiated QoS every message travels in a Data-priority frame.
         """
-        if self.state is State.CLOSED:
+        s = self.s
+        if s.state is State.CLOSED:
             return
         if isinstance(message, bytes | bytearray | memoryview):
             raw = bytes(message)
@@ -70,11 +78,12 @@ class Transmitting(LinkBase):
         They travel as consecutive messages of one channel, cut into pieces that each fit
         one FRAME, so no message is ever fragmented or split between batches.
         """
-        if self.state is State.CLOSED or not ends:
+        s = self.s
+        if s.state is State.CLOSED or not ends:
             return
         if ends[-1] != len(data):
             raise UsageError("a run's last message must end where its data ends")
-        room = self._max_payload - MAX_FRAME_HEADER
+        room = s.max_payload - MAX_FRAME_HEADER
         total = len(data)
         if total <= room:
             pieces = [data]
@@ -96,28 +105,30 @@ class Transmitting(LinkBase):
     def _queue(self, prio: int, reliable: bool, pieces: list[bytes], nbytes: int) -> None:
         """Queue ``pieces`` (each one message, or several that fit one FRAME) on the run
         of their channel, joining the last run when it is the same channel."""
+        s = self.s
         if not 0 <= prio < NUM_PRIORITIES:
             raise UsageError(f"priority {prio} out of range 0..7")
-        pending = self._pending
+        pending = s.pending
         if pending and pending[-1][0] == prio and pending[-1][1] is reliable:
             pending[-1][2].extend(pieces)
         else:
             pending.append((prio, reliable, pieces))
-        self._pending_bytes += nbytes
+        s.pending_bytes += nbytes
 
     def batch_now(self, raw: bytes, *, reliable: bool, priority: int) -> bytes | None:
         """``raw`` (one encoded network message) framed in a batch of its own, to be
         written at once: an express message when nothing waits before it. None when it
         must be queued (:meth:`send`): output pending, not established, or too big for
         one FRAME. Same bytes as :meth:`send` then :meth:`data_to_send`, without the queue."""
-        if self._pending_bytes or self._out or self.state is not State.ESTABLISHED or not raw:
+        s = self.s
+        if s.pending_bytes or s.out or s.state is not State.ESTABLISHED or not raw:
             return None
-        if not self._qos:
+        if not s.qos:
             priority = PRIORITY_DATA
         elif not 0 <= priority < NUM_PRIORITIES:
             return None  # send() says what is wrong
         ch = priority * 2 + reliable  # _channel(), inlined: every express message comes here
-        sn = self._tx_sn[ch]
+        sn = s.tx_sn[ch]
         if priority == PRIORITY_DATA:  # (_frame_header's common case, inlined)
             out = bytearray((0, 0, 0x25 if reliable else 0x05))
             v = sn
@@ -129,30 +140,31 @@ class Transmitting(LinkBase):
             out = bytearray(LENGTH_PREFIX)
             out += self._frame_header(priority, reliable, sn)
         n = len(out) - LENGTH_PREFIX + len(raw)
-        if n > self._max_payload:
+        if n > s.max_payload:
             return None
         out += raw
         out[0] = n & 0xFF  # the length prefix, u16 little-endian
         out[1] = n >> 8
-        self._tx_sn[ch] = (sn + 1) & self._mask
-        self._sent_since_keepalive = True
-        if self._tx_compress:
+        s.tx_sn[ch] = (sn + 1) & s.mask
+        s.sent_since_keepalive = True
+        if s.tx_compress:
             return compress_stream(out, 0)
         return bytes(out)
 
     def data_to_send(self) -> bytes:
         """Every byte that should now be written to the connection, batches framed."""
-        if self._pending_bytes and self.state is State.ESTABLISHED:
-            self._pack()
-        if not self._out:
+        s = self.s
+        if s.pending_bytes and s.state is State.ESTABLISHED:
+            self.pack()
+        if not s.out:
             return b""
-        if self._tx_compress:
-            data = compress_stream(self._out, self._raw_until)
-            self._raw_until = 0
+        if s.tx_compress:
+            data = compress_stream(s.out, s.raw_until)
+            s.raw_until = 0
         else:
-            data = bytes(self._out)
-        self._out.clear()
-        self._sent_since_keepalive = True
+            data = bytes(s.out)
+        s.out.clear()
+        s.sent_since_keepalive = True
         return data
 
     def _frame_header(self, priority: int, reliable: bool, sn: int) -> bytes:
@@ -168,20 +180,21 @@ class Transmitting(LinkBase):
         Frame(reliable, sn, (), priority).write_header(out)
         return bytes(out)
 
-    def _pack(self) -> None:
+    def pack(self) -> None:
         """Turn every queued message into framed batches appended to the output.
 
         Batches are written straight into the output: a batch opens with room for its
         length prefix, which is filled in when it closes (no copy of a batch buffer)."""
-        pending = self._pending
-        self._pending = []
-        self._pending_bytes = 0
-        maxp = self._max_payload
-        out = self._out
+        s = self.s
+        pending = s.pending
+        s.pending = []
+        s.pending_bytes = 0
+        maxp = s.max_payload
+        out = s.out
         start = -1  # where the open batch's length prefix sits in out (-1: none open)
-        mask = self._mask
-        tx_sn = self._tx_sn
-        qos = self._qos
+        mask = s.mask
+        tx_sn = s.tx_sn
+        qos = s.qos
         if qos:
             pending.sort(key=_run_priority)  # stable: send order within each priority
         open_ch = -1  # the channel of the FRAME the open batch holds
@@ -222,16 +235,17 @@ class Transmitting(LinkBase):
 
     def _fragment(self, raw: bytes, prio: int, reliable: bool, ch: int) -> None:
         """Cut one message that does not fit a batch into FRAGMENTs, one batch each."""
-        maxp = self._max_payload
-        out = self._out
-        mask = self._mask
+        s = self.s
+        maxp = s.max_payload
+        out = s.out
+        mask = s.mask
         pos = 0
         total = len(raw)
-        first = self._patch >= 1
+        first = s.patch >= 1
         view = memoryview(raw)
         while pos < total:
-            sn = self._tx_sn[ch]
-            self._tx_sn[ch] = (sn + 1) & mask
+            sn = s.tx_sn[ch]
+            s.tx_sn[ch] = (sn + 1) & mask
             start = len(out)
             out += b"\0\0"
             Fragment(reliable, sn, b"", True, prio, first).write(out)
