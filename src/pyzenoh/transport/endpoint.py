@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 7447
 #: The link protocols of ``Endpoint.parse``.
-PROTOCOLS = ("tcp", "tls", "unixsock-stream")
+PROTOCOLS = ("tcp", "tls", "unixsock-stream", "ws")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ class Endpoint:
         proto, sep, rest = text.partition("/")
         if not sep or proto not in PROTOCOLS:
             raise UsageError(
-                f"unsupported endpoint {text!r}: only tcp/HOST:PORT, tls/HOST:PORT and unixsock-stream/PATH"
+                f"unsupported endpoint {text!r}: only tcp/HOST:PORT, tls/HOST:PORT, ws/HOST:PORT and unixsock-stream/PATH"
                 " are implemented"
             )
         rest, _, config = rest.partition("#")

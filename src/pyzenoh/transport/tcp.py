@@ -654,6 +654,16 @@ async def connect(
             tls=link_tls,
         )
 
+    if ep.protocol == "ws":
+        from pyzenoh.transport.ws import ws_connect  # ws.py builds on TcpLink
+
+        proto: TcpLink = await ws_connect(ep, factory, config.handshake_timeout_s)
+        try:
+            await asyncio.wait_for(asyncio.shield(proto.established), config.handshake_timeout_s)
+        except BaseException:
+            proto.abort()
+            raise
+        return proto
     if ep.protocol == UNIXSOCK:
         opening = loop.create_unix_connection(factory, ep.host)
     elif link_tls is None:
@@ -753,6 +763,10 @@ async def listen(
             on_accept(link)
         return link
 
+    if ep.protocol == "ws":
+        from pyzenoh.transport.ws import ws_listen  # ws.py builds on TcpLink
+
+        return await ws_listen(ep, factory, links, config.handshake_timeout_s)  # type: ignore[return-value]
     if ep.protocol == UNIXSOCK:
         await replace_stale_socket(ep.host)
         server = await loop.create_unix_server(factory, ep.host, backlog=LISTEN_BACKLOG)
