@@ -80,6 +80,10 @@ def test_zenoh_clients_over_ws(pz_router: PyRouter) -> None:
             token.undeclare()
         big_crosses(b, a, "ws/big")
         big_crosses(c, a, "ws/big-from-tcp")
+        # the admin space names the listener's locator and the ws sessions' links
+        admin = [r.ok.payload.to_bytes() for r in c.get("@/*/router", timeout=5.0) if r.ok is not None]
+        assert admin and pz_router.ws.encode() in admin[0]
+        assert admin[0].count(b'"ws/127.0.0.1:') >= 3
 
 
 async def _text_then_http(ws_ep: str) -> tuple[int, aiohttp.WSMsgType]:

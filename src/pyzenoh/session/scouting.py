@@ -338,7 +338,7 @@ async def connect_scouted(
             ) as scouter:
                 async for hello in scouter:
                     for loc in hello.locators:
-                        if not loc.startswith(("tcp/", "tls/")) or loc in tried:
+                        if not loc.startswith(("tcp/", "tls/", "ws/")) or loc in tried:
                             continue
                         tried.add(loc)
                         try:

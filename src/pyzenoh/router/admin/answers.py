@@ -103,8 +103,9 @@ class Answers:
             link = face.link
             if link is None:
                 continue  # local faces (the admin space, the msgq bridge) are no transports
-            src = locator(link.local_address)
-            dst = locator(link.remote_address)
+            proto = "ws" if link.protocol == "ws" else "tcp"  # ws links say so, as zenohd's
+            src = locator(link.local_address, proto)
+            dst = locator(link.remote_address, proto)
             out.append(SessionInfo(str(face.zid), face.whatami, ((src, dst),)))
         return out
 

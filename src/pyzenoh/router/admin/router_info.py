@@ -40,12 +40,12 @@ def region_of(whatami: WhatAmI) -> str:
     return f"south:0:{whatami}"
 
 
-def locator(address: tuple[Any, ...] | None) -> str:
+def locator(address: tuple[Any, ...] | None, protocol: str = "tcp") -> str:
     """A socket address as a zenoh locator (``tcp/1.2.3.4:5``, ``tcp/[::1]:5``)."""
     if not address:
         return ""
     host, port = str(address[0]), address[1]
-    return f"tcp/[{host}]:{port}" if ":" in host else f"tcp/{host}:{port}"
+    return f"{protocol}/[{host}]:{port}" if ":" in host else f"{protocol}/{host}:{port}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,7 @@ class GossipDials:
         """A node learnt of (by gossip or by scouting) is dialled, once, unless it is
         connected already; of two peers only the one with the greater zid dials."""
         s = self.s
-        usable = [loc for loc in locators if loc.startswith(("tcp/", "tls/"))]
+        usable = [loc for loc in locators if loc.startswith(("tcp/", "tls/", "ws/"))]
         if (
             zid == s.zid
             or not usable
