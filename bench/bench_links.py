@@ -16,6 +16,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +25,7 @@ from typing import Any
 
 from common import LATENCY_DRIVER, cpu_model, run_driver, run_throughput, start_pyzenoh_router, start_real_router, stop
 
-from pyzenoh.localnet import free_port
+from pyzenoh.localnet import free_port, wait_listening
 
 #: The link kinds measured (each listened on beside the tcp port the start waits for).
 KINDS = ("tcp", "ws")
@@ -38,8 +39,17 @@ def run_case(impl: str, kind: str, args: argparse.Namespace, tmp: Path) -> dict[
         router = start_real_router(port, {"listen/endpoints": listen})
     else:
         router = start_pyzenoh_router(port, tmp / f"router-{port}.json5", {"listen": {"endpoints": listen}})
+        wait_listening(lport, router, 30)  # the start waits for the tcp port only
     try:
-        thr = run_throughput(endpoint, args.seconds, args.max_messages, 8)
+        try:
+            thr = run_throughput(endpoint, args.seconds, args.max_messages, 8)
+        except subprocess.CalledProcessError as exc:
+            return {
+                "msg_per_s": float("nan"),
+                "p50_us": float("nan"),
+                "p99_us": float("nan"),
+                "error": exc.stderr[-300:],
+            }
         lat = run_driver(
             LATENCY_DRIVER, [endpoint, endpoint, str(args.round_trips), str(args.seconds), "10"], args.seconds + 60
         )
