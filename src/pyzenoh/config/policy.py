@@ -237,7 +237,9 @@ def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals:
                 continue
             proto = ep.split("/", 1)[0]
             if proto not in LINK_PROTOCOLS:
-                refusals.append(f"{key}: {show(ep)}: pyzenoh implements only tcp/, tls/, ws/ and unixsock-stream/ links")
+                refusals.append(
+                    f"{key}: {show(ep)}: pyzenoh implements only tcp/, tls/, ws/ and unixsock-stream/ links"
+                )
             elif allowed is not None and proto not in allowed:
                 refusals.append(f"transport/link/protocols {show(allowed)} does not allow {key} {show(ep)}")
     # Without connect endpoints a session dials scouted tcp/ and tls/ locators, then
