@@ -141,3 +141,18 @@ def test_flow_control_pauses_and_resumes() -> None:
             await listener.close(close_links=False)
 
     _run(main())
+
+
+def test_unfinished_upgrade_dropped_after_the_handshake_timeout() -> None:
+    async def main() -> None:
+        port = free_port()
+        listener = await ws_listen(Endpoint("127.0.0.1", port, "ws"), Recorder, set(), 0.5)
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n")  # the headers never end
+            assert await asyncio.wait_for(reader.read(), 10) == b""
+            writer.close()
+        finally:
+            await listener.close(close_links=False)
+
+    _run(main())
