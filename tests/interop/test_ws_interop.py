@@ -140,3 +140,21 @@ def test_zenoh_router_connects_to_pyzenoh_router(pz_router: PyRouter) -> None:
         with opened(near, far):
             zenoh_crosses(far, near, "z2p/in")
             zenoh_crosses(near, far, "z2p/out")
+
+
+async def _garbage(ws_ep: str) -> aiohttp.WSMsgType:
+    async with aiohttp.ClientSession() as s, s.ws_connect("ws://" + ws_ep.removeprefix("ws/") + "/") as ws:
+        await ws.send_bytes(b"\xff" * 64)  # no INIT: the link's handshake refuses it
+        while True:
+            msg = await asyncio.wait_for(ws.receive(), WAIT)
+            if msg.type != aiohttp.WSMsgType.BINARY:  # a CLOSE batch may come first
+                return msg.type
+
+
+def test_garbage_after_upgrade_ends_only_that_peer(pz_router: PyRouter) -> None:
+    a = zopen(pz_router.ws)
+    with opened(a):
+        kind = asyncio.run(_garbage(pz_router.ws))
+        assert kind in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING)
+        zenoh_crosses(a, a, "ws/after-garbage")
+    assert pz_router.proc.poll() is None
