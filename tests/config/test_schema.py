@@ -166,7 +166,7 @@ def test_every_strictness_tag_has_a_case() -> None:
         ),
         ("session", {"access_control": {"enabled": True}}, "access_control/enabled"),
         ("router", {"listen": {"endpoints": ["serial/127.0.0.1:7447"]}}, "serial/127.0.0.1:7447"),
-        ("router", {"connect": {"endpoints": ["ws/127.0.0.1:7447"]}}, "ws/127.0.0.1:7447"),
+        ("router", {"connect": {"endpoints": ["vsock/VMADDR_CID_LOCAL:7447"]}}, "vsock/VMADDR_CID_LOCAL:7447"),
         ("session", {"connect": {"endpoints": {"peer": ["vsock/127.0.0.1:7447"]}}}, "vsock/127.0.0.1:7447"),
         (
             "session",

@@ -69,9 +69,9 @@ def _refusals(tmp: Path) -> list[tuple[str, str | dict[str, Any], list[str]]]:
             ["refusing to start", "serial/ttyUSB0"],
         ),
         (
-            "ws endpoint",
-            {"connect": {"endpoints": {"router": ["ws/127.0.0.1:1"]}}},
-            ["refusing to start", "ws/127.0.0.1:1"],
+            "vsock endpoint",
+            {"connect": {"endpoints": {"router": ["vsock/VMADDR_CID_LOCAL:1"]}}},
+            ["refusing to start", "vsock/VMADDR_CID_LOCAL:1"],
         ),
         (
             "required plugin",

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 Role = Literal["router", "session"]
 #: The link protocols pyzenoh implements (as ``pyzenoh.transport.tcp``).
-LINK_PROTOCOLS = ("tcp", "tls", "unixsock-stream", "udp", "quic")
+LINK_PROTOCOLS = ("tcp", "tls", "unixsock-stream", "udp", "quic", "ws")
 TLS_KEY = "transport/link/tls"
 
 #: Keys (and key prefixes) each role implements. TLS, usrpwd and access control have
@@ -240,7 +240,7 @@ def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals:
             proto = ep.split("/", 1)[0]
             if proto not in LINK_PROTOCOLS:
                 refusals.append(
-                    f"{key}: {show(ep)}: pyzenoh implements only tcp/, tls/, udp/, quic/ and unixsock-stream/ links"
+                    f"{key}: {show(ep)}: pyzenoh implements only tcp/, tls/, udp/, quic/, ws/ and unixsock-stream/ links"
                 )
             elif allowed is not None and proto not in allowed:
                 refusals.append(f"transport/link/protocols {show(allowed)} does not allow {key} {show(ep)}")

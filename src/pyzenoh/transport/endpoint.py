@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 7447
 #: The link protocols of ``Endpoint.parse``.
-PROTOCOLS = ("tcp", "tls", "unixsock-stream", "udp", "quic")
+PROTOCOLS = ("tcp", "tls", "unixsock-stream", "udp", "quic", "ws")
 
 
 def dialable(locators: Iterable[str]) -> list[str]:
@@ -51,7 +51,7 @@ class Endpoint:
         proto, sep, rest = text.partition("/")
         if not sep or proto not in PROTOCOLS:
             raise UsageError(
-                f"unsupported endpoint {text!r}: only tcp/HOST:PORT, tls/HOST:PORT, udp/HOST:PORT, quic/HOST:PORT"
+                f"unsupported endpoint {text!r}: only tcp/HOST:PORT, tls/HOST:PORT, udp/HOST:PORT, quic/HOST:PORT, ws/HOST:PORT"
                 " and unixsock-stream/PATH are implemented"
             )
         rest, _, config = rest.partition("#")

@@ -28,6 +28,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from typing_extensions import override
@@ -668,6 +669,8 @@ async def connect(
         from pyzenoh.transport import udp
 
         config = udp.udp_config(config)
+    elif ep.protocol == "ws":  # one batch per WebSocket message: no length prefix to pay for
+        config = replace(config, streamed=False)
 
     def factory() -> TcpLink:
         return TcpLink(
@@ -680,6 +683,16 @@ async def connect(
             tls=link_tls,
         )
 
+    if ep.protocol == "ws":
+        from pyzenoh.transport.ws import ws_connect  # ws.py builds on TcpLink
+
+        proto: TcpLink = await ws_connect(ep, factory, config.handshake_timeout_s)
+        try:
+            await asyncio.wait_for(asyncio.shield(proto.established), config.handshake_timeout_s)
+        except BaseException:
+            proto.abort()
+            raise
+        return proto
     opening: Coroutine[Any, Any, tuple[asyncio.BaseTransport, TcpLink]]
     if ep.protocol == UNIXSOCK:
         opening = loop.create_unix_connection(factory, ep.host)
@@ -785,6 +798,8 @@ async def listen(
         from pyzenoh.transport import udp
 
         config = udp.udp_config(config)
+    elif ep.protocol == "ws":  # one batch per WebSocket message: no length prefix to pay for
+        config = replace(config, streamed=False)
 
     def factory() -> TcpLink:
         link = TcpLink(
@@ -808,6 +823,10 @@ async def listen(
         return await udp.listen_udp(ep, factory, links)
     if quic_conf is not None:
         return TcpListener(await serve_quic(ep.host, ep.port, quic_conf, factory), links, ep)
+    if ep.protocol == "ws":
+        from pyzenoh.transport.ws import ws_listen  # ws.py builds on TcpLink
+
+        return await ws_listen(ep, factory, links, config.handshake_timeout_s)  # type: ignore[return-value]
     if ep.protocol == UNIXSOCK:
         await replace_stale_socket(ep.host)
         server = await loop.create_unix_server(factory, ep.host, backlog=LISTEN_BACKLOG)
