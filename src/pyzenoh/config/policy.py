@@ -14,6 +14,7 @@ it sorts every setting present in the tree:
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 from collections.abc import Iterator, Mapping
@@ -242,6 +243,11 @@ def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals:
                 refusals.append(
                     f"{key}: {show(ep)}: pyzenoh implements only tcp/, tls/, udp/, quic/, ws/ and unixsock-stream/ links"
                 )
+            elif proto == "udp" and _multicast_group(ep):
+                refusals.append(
+                    f"{key}: {show(ep)}: the multicast transport (a udp/ group endpoint) is not "
+                    "implemented in pyzenoh's router or sessions yet"
+                )
             elif allowed is not None and proto not in allowed:
                 refusals.append(f"transport/link/protocols {show(allowed)} does not allow {key} {show(ep)}")
     # Without connect endpoints a session dials scouted tcp/ and tls/ locators, then
@@ -256,6 +262,15 @@ def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals:
             f"transport/link/protocols {show(allowed)} needs connect/endpoints: without them a "
             "pyzenoh session dials scouted tcp/ and tls/ locators"
         )
+
+
+def _multicast_group(endpoint: str) -> bool:
+    """``udp/<multicast group>:<port>``: zenoh's multicast transport, not a unicast link."""
+    host = endpoint.split("/", 1)[1].split("#", 1)[0].split("?", 1)[0].rsplit(":", 1)[0].strip("[]")
+    try:
+        return ipaddress.ip_address(host).is_multicast
+    except ValueError:
+        return False
 
 
 def check_config(tree: Any, role: Role, mode: str | None = None) -> list[str]:
