@@ -28,22 +28,28 @@ zenoh = pytest.importorskip("zenoh")
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(90)]
 
 
-def _scouting(autoconnect: list[str], strategy: str = "always") -> dict[str, Any]:
+def _group() -> str:
+    """A scouting group of the test's own: another test's routers (in this process or its
+    subprocesses, which share the suite's group) must not answer its SCOUTs."""
+    return f"{os.environ[ADDRESS_ENV].rsplit(':', 1)[0]}:{free_port()}"
+
+
+def _scouting(autoconnect: list[str], strategy: str = "always", group: str = "") -> dict[str, Any]:
     return {
         "enabled": True,
-        "address": os.environ[ADDRESS_ENV],
+        "address": group or os.environ[ADDRESS_ENV],
         "autoconnect": {"router": autoconnect},
         "autoconnect_strategy": {"router": {"to_router": strategy}},
     }
 
 
 @contextlib.contextmanager
-def _pyzenoh_router(autoconnect: list[str], strategy: str = "always") -> Iterator[tuple[RouterDaemon, str]]:
+def _pyzenoh_router(autoconnect: list[str], group: str, strategy: str = "always") -> Iterator[tuple[RouterDaemon, str]]:
     endpoint = f"tcp/127.0.0.1:{free_port()}"
     tree = {
         "mode": "router",
         "listen": {"endpoints": [endpoint]},
-        "scouting": {"multicast": _scouting(autoconnect, strategy)},
+        "scouting": {"multicast": _scouting(autoconnect, strategy, group)},
     }
     daemon = RouterDaemon(config_from_dict(tree))
     loop = asyncio.new_event_loop()
@@ -72,16 +78,18 @@ def _routed(a_endpoint: str, b_endpoint: str, key: str) -> None:
 
 
 def test_two_pyzenoh_routers_autoconnect() -> None:
-    with _pyzenoh_router(["router"]) as (a, a_ep), _pyzenoh_router(["router"]) as (b, b_ep):
+    group = _group()
+    with _pyzenoh_router(["router"], group) as (a, a_ep), _pyzenoh_router(["router"], group) as (b, b_ep):
         assert until(lambda: a.faces.has_zid(b.zid) and b.faces.has_zid(a.zid)), "the routers never met"
         _routed(a_ep, b_ep, "autoconnect/pp")
         assert a.discovery.dials + b.discovery.dials >= 1
 
 
 def test_greater_zid_strategy_dials_once() -> None:
+    group = _group()
     with (
-        _pyzenoh_router(["router"], "greater-zid") as (a, _),
-        _pyzenoh_router(["router"], "greater-zid") as (b, _),
+        _pyzenoh_router(["router"], group, "greater-zid") as (a, _),
+        _pyzenoh_router(["router"], group, "greater-zid") as (b, _),
     ):
         assert until(lambda: a.faces.has_zid(b.zid) and b.faces.has_zid(a.zid)), "the routers never met"
         greater, lesser = (a, b) if a.zid.value > b.zid.value else (b, a)
@@ -90,15 +98,17 @@ def test_greater_zid_strategy_dials_once() -> None:
 
 
 def test_a_pyzenoh_router_and_a_real_one_autoconnect() -> None:
-    extra = {f"scouting/multicast/{k}": v for k, v in _scouting(["router"]).items()}
-    with running_zenohd(extra=extra) as real, _pyzenoh_router(["router"]) as (ours, ours_ep):
+    group = _group()
+    extra = {f"scouting/multicast/{k}": v for k, v in _scouting(["router"], group=group).items()}
+    with running_zenohd(extra=extra) as real, _pyzenoh_router(["router"], group) as (ours, ours_ep):
         real_zid = real.ready_line.split()[1]
         assert until(lambda: any(str(f.zid) == real_zid for f in ours.faces.view().values())), "never met"
         _routed(real.endpoint, ours_ep, "autoconnect/pr")
 
 
 def test_routers_do_not_autoconnect_by_default() -> None:
-    with _pyzenoh_router([]) as (a, _), _pyzenoh_router([]) as (b, _):
+    group = _group()
+    with _pyzenoh_router([], group) as (a, _), _pyzenoh_router([], group) as (b, _):
         # a router's default autoconnect lists no kind: no scouting, so nothing is dialled
         # (the absence over two SCOUT periods)
         assert not until(lambda: a.faces.has_zid(b.zid) or b.faces.has_zid(a.zid), 2.5)
