@@ -120,6 +120,9 @@ class Mesh:
         c.insert_json5("mode", '"client"')
         c.insert_json5("connect/endpoints", json.dumps([self.routers[name].endpoint]))
         c.insert_json5("scouting/multicast/enabled", "false")
+        # retried for 10 s, not once: a router of a just-built mesh may be slow to take its
+        # first client on a starved machine (seen once beside a CPU burner)
+        c.insert_json5("connect/timeout_ms", "10000")
         s = zenoh.open(c)
         self.sessions.append(s)
         return s

@@ -35,7 +35,13 @@ ADMIN_STEP = 0.2
 
 
 def _config(lib: Any, endpoint: str) -> Any:
-    conf = {"mode": "client", "connect": {"endpoints": [endpoint]}, "scouting": {"multicast": {"enabled": False}}}
+    # connect retried for 10 s, not once: the module's router once stopped taking handshakes
+    # for a while under CPU load (see ADMIN_STEP)
+    conf = {
+        "mode": "client",
+        "connect": {"endpoints": [endpoint], "timeout_ms": 10000},
+        "scouting": {"multicast": {"enabled": False}},
+    }
     return lib.Config.from_json5(json.dumps(conf))
 
 

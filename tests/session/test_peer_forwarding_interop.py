@@ -211,7 +211,8 @@ def test_queries_and_liveliness_through_peers(k1: str, k2: str) -> None:
                     assert answers(asker, "fw/q/a") == ["c"]
                     assert answers(asker, "fw/nothing") == []
                 expect(lambda: ev1.has("PUT", "fw/tok/c") and ev2.has("PUT", "fw/tok/c"), "the token seen")
-                assert tokens(c1, "fw/tok/**") == ["fw/tok/c"]
+                # a liveliness get can time out under CPU starvation (seen once beside a burner): asked again
+                expect(lambda: tokens(c1, "fw/tok/**") == ["fw/tok/c"], "C1's liveliness get")
                 expect(lambda: tokens(c2, "fw/tok/**") == ["fw/tok/c"], "C2's liveliness get")
                 tok.undeclare()
                 expect(lambda: ev1.has("DELETE", "fw/tok/c") and ev2.has("DELETE", "fw/tok/c"), "the token gone")
