@@ -258,7 +258,9 @@ def bench_router_overhead(tmp: Path, duration: float = 5.0) -> dict[str, float]:
 
 
 def bench_spark(tmp: Path, messages: int, master: str) -> dict[str, Any]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyzenoh.pipeline.worker_python import worker_python
+
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python(master))
     from pyspark.sql import SparkSession
 
     from pyzenoh.pipeline.export import export_table

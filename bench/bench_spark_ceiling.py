@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -72,7 +71,9 @@ def main() -> None:
     parser.add_argument("--columns", default="51,22,12", help="table widths to try")
     args = parser.parse_args()
     rows_wanted = max(100_000, min(args.rows, MAX_ROWS))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyzenoh.pipeline.worker_python import worker_python
+
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python(args.master))
     from pyspark.sql import SparkSession
 
     from pyzenoh.pipeline.synth import generate

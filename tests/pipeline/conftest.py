@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from pyzenoh.pipeline.worker_python import worker_python
 from tests.pipeline.submit import Submitted, start
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv
+# Workers use this venv, through the wrapper that skips Spark's zip copy of pyspark.
+os.environ.setdefault("PYSPARK_PYTHON", worker_python("local[2]"))
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 

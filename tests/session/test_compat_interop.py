@@ -117,6 +117,7 @@ def test_cancel_waits_for_running_callback(ps: pyzenoh.Session, prefix: str) -> 
 def test_cancel_querier_and_liveliness_gets(ps: pyzenoh.Session, zs: zenoh.Session, prefix: str) -> None:
     held: queue.Queue[Any] = queue.Queue()
     qabl = zs.declare_queryable(f"{prefix}/q", held.put)
+    routed(ps, f"{prefix}/q", query=True)  # ps knows the queryable before it asks
     querier = ps.declare_querier(f"{prefix}/q", timeout=20)
     token = pyzenoh.CancellationToken()
     h1 = querier.get(cancellation_token=token)

@@ -112,12 +112,15 @@ class _Progress:
 
 def spark_session(master: str | None = None, app_name: str = "pyzenoh-pipeline") -> SparkSession:
     """The active SparkSession, or a new one (``master`` only when given: spark-submit's wins)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+
+    from pyzenoh.pipeline.worker_python import worker_python
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # its master is not ours to know
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable if under_submit else worker_python(master))
     builder = SparkSession.builder.appName(app_name).config("spark.sql.session.timeZone", "UTC")
     if master:
         builder = builder.master(master)
