@@ -224,10 +224,13 @@ def test_route_cache_matches_once_per_key_until_a_declaration_changes() -> None:
 
 
 def test_route_cache_is_bounded() -> None:
-    h = subscribed((1, "**"))
-    for n in range(MAX_ROUTE_CACHE + 10):
+    cap = 64
+    h = subscribed((1, "**"), config=RoutingConfig(max_route_cache=cap))
+    for n in range(cap + 10):
         h.send(0, delete(f"k/{n}"))
-    assert len(h.core._tables.data_routes) <= MAX_ROUTE_CACHE
+    assert len(h.core._tables.data_routes) <= cap
+    assert h.core.stats.route_cache_flushes >= 1
+    assert MAX_ROUTE_CACHE >= 10_000 * 4  # 10,000 devices with a few keys each fit the default
     # A route is looked up once, then cached (wildcard keys too); bad keys are cached as
     # drops: a flood of either does no repeated work.
     before = h.core.stats.sub_index_lookups

@@ -494,6 +494,7 @@ OWN_SCHEMA = ObjV(
                 "max_pending_queries_per_face": _positive(1_000),
                 "max_pending_queries_total": _positive(100_000),
                 "max_keyexpr_ids_per_face": _positive(10_000),
+                "max_route_cache": _positive(65_536),
                 "max_links_per_address": _positive(1_000),
                 "max_fragmented_message": _positive(1 << 30),
                 "max_reassembly_bytes": _positive(256 << 20),

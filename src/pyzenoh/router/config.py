@@ -35,6 +35,7 @@ Recognised keys (zenohd 1.x spelling)::
                   max_declarations_per_face: 10000, max_declarations_total: 1000000,
                   max_pending_queries_per_face: 1000, max_pending_queries_total: 100000,
                   max_keyexpr_ids_per_face: 10000, max_links_per_address: 1000,
+                  max_route_cache: 65536,
                   max_fragmented_message: 1073741824, max_reassembly_bytes: 268435456,
                   reassembly_timeout_ms: 10000 },
         record: { dir: null, max_segment_bytes: 67108864, max_segment_seconds: 300,
@@ -76,6 +77,7 @@ from pyzenoh.router.admin import admin_enabled
 from pyzenoh.router.admin.config import admin_readable
 from pyzenoh.router.scouting import ScoutingSettings, scouting_settings
 from pyzenoh.routing.access_control import AccessControlConfig, parse_access_control
+from pyzenoh.routing.types import MAX_ROUTE_CACHE
 from pyzenoh.security.tls import TlsConfig, tls_config
 from pyzenoh.security.usrpwd import UsrPwd, usrpwd_from_config
 
@@ -129,6 +131,8 @@ class RouterConfig:
     max_pending_queries_per_face: int = 1_000
     max_pending_queries_total: int = 100_000
     max_keyexpr_ids_per_face: int = 10_000
+    #: Entries of each route cache before it is emptied (see pyzenoh.routing.types).
+    max_route_cache: int = MAX_ROUTE_CACHE
     max_fragmented_message: int = 1 << 30
     #: Unfinished fragmented messages, over every link (the link going over is closed).
     max_reassembly_bytes: int = 256 << 20
@@ -231,6 +235,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         "max_declarations_per_face": "pyzenoh/limits/max_declarations_per_face",
         "max_pending_queries_per_face": "pyzenoh/limits/max_pending_queries_per_face",
         "max_keyexpr_ids_per_face": "pyzenoh/limits/max_keyexpr_ids_per_face",
+        "max_route_cache": "pyzenoh/limits/max_route_cache",
         "max_fragmented_message": "pyzenoh/limits/max_fragmented_message",
         "max_reassembly_bytes": "pyzenoh/limits/max_reassembly_bytes",
         "reassembly_timeout_ms": "pyzenoh/limits/reassembly_timeout_ms",

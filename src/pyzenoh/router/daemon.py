@@ -100,6 +100,7 @@ class RouterDaemon:
                 max_pending_queries_per_face=config.max_pending_queries_per_face,
                 max_pending_queries_total=config.max_pending_queries_total,
                 max_keyexpr_ids_per_face=config.max_keyexpr_ids_per_face,
+                max_route_cache=config.max_route_cache,
                 timestamping=config.timestamping,
                 enforce_budget=config.enforce_budget,
                 gossip=config.gossip,

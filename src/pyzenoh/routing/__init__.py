@@ -94,9 +94,10 @@ Behaviour (eclipse-zenoh 1.10.2 router, zenoh-wire.md section 6)
 
 from pyzenoh.routing.core import RoutingCore
 from pyzenoh.routing.declared import QueryableInfo
-from pyzenoh.routing.faces import MAX_KEY_LEN, MAX_ROUTE_CACHE, NORTH
+from pyzenoh.routing.faces import MAX_KEY_LEN, NORTH
 from pyzenoh.routing.hlc import Hlc, ntp64
 from pyzenoh.routing.types import (
+    MAX_ROUTE_CACHE,
     Dropped,
     FaceLimitExceeded,
     PushRouted,

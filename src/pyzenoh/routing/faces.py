@@ -43,9 +43,6 @@ if TYPE_CHECKING:
 
 #: Longest full key (prefix chain + suffix) accepted from a face, in characters.
 MAX_KEY_LEN = 65_535
-#: Entries kept in each route cache before it is flushed (bounds memory under key floods).
-MAX_ROUTE_CACHE = 4_096
-
 #: Accepted declarations between two exact counts of the router-wide total (the count
 #: walks every face, so it is not done for each declaration).
 DECLARATION_RECOUNT = 256

@@ -34,7 +34,7 @@ from pyzenoh.codec import (
 from pyzenoh.dataplane.splice import encode_timestamp, stamp_body
 from pyzenoh.interceptors import Drop, Kind, Message
 from pyzenoh.routing.access_control import DELETE, EGRESS, INGRESS, PUT, Denial, FaceAcl
-from pyzenoh.routing.faces import MAX_ROUTE_CACHE, NORTH, Face
+from pyzenoh.routing.faces import NORTH, Face
 from pyzenoh.routing.intercepted import InterceptedRoute
 from pyzenoh.routing.tables import Tables
 from pyzenoh.routing.types import PushRouted, make_send
@@ -166,9 +166,7 @@ class PubSub:
                 lanes=acl is None and intercept is None and self.tables.observer is None,
                 intercept=intercept,
             )
-        if len(self._routes) >= MAX_ROUTE_CACHE:
-            self._routes.clear()
-        self._routes[cache_key] = route
+        self.tables.remember(self._routes, cache_key, route)
         return route
 
     def _acl_push(self, f: Face, key: str, dests: Dests) -> AclPush | None:
@@ -367,11 +365,10 @@ class PubSub:
         cache_key = (we.scope, we.suffix, we.mapping_sender, msg.qos)  # hashed without calls
         cached = self._push_heads.get(cache_key)
         if cached is None:
-            if len(self._push_heads) >= MAX_ROUTE_CACHE:
-                self._push_heads.clear()
             head = bytearray()
             msg.write_head(head)
-            cached = self._push_heads[cache_key] = bytes(head)
+            cached = bytes(head)
+            self.tables.remember(self._push_heads, cache_key, cached)
         return cached
 
     def _emit_push_bytes(

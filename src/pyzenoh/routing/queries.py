@@ -33,7 +33,7 @@ from pyzenoh.interceptors import Drop, FacePolicy, Rewrite
 from pyzenoh.keyexpr.relations import includes
 from pyzenoh.routing.access_control import EGRESS, INGRESS, QUERY, REPLY
 from pyzenoh.routing.declared import QueryableInfo, merge_queryable_infos
-from pyzenoh.routing.faces import MAX_ROUTE_CACHE, NORTH, Face, PendingQuery
+from pyzenoh.routing.faces import NORTH, Face, PendingQuery
 from pyzenoh.routing.intercepted import decide, query_seen, reply_seen, rewritten_qos
 from pyzenoh.routing.regions import REGION_CLIENTS, REGION_PEERS, REGION_ROUTERS
 from pyzenoh.routing.tables import Tables
@@ -163,9 +163,7 @@ class Queries:
             cands = [(fid, complete, faces[fid].region.group) for fid, _, complete in south]
             cands += [(hop, complete, REGION_ROUTERS) for _, _, hop, complete in north]
             route = QueryRoute(key, tuple(cands), node=source or None)
-        if len(self.tables.query_routes) >= MAX_ROUTE_CACHE:
-            self.tables.query_routes.clear()
-        self.tables.query_routes[cache_key] = route
+        self.tables.remember(self.tables.query_routes, cache_key, route)
         return route
 
     @staticmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pyzenoh.codec import (
     Declare,
@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from pyzenoh.routing.queries import QueryRoute
 
 log = logging.getLogger(__name__)
+K = TypeVar("K")
+V = TypeVar("V")
 
 #: A route cache key: (source face, scope, suffix, mapping, NodeId).
 RouteKey = tuple[int, int, str, bool, int | None]
@@ -162,6 +164,15 @@ class Tables:
     def live_faces(self) -> list[Face]:
         """Faces that can be sent to (not the one being removed)."""
         return [d for d in self.faces.values() if d is not self.closing]
+
+    def remember(self, cache: dict[K, V], key: K, value: V) -> None:
+        """Keep ``value`` (a route, an encoded head) in one of the route caches, emptying
+        the cache first when it holds ``config.max_route_cache`` entries: memory stays
+        bounded under a flood of keys, and a flush is counted."""
+        if len(cache) >= self.config.max_route_cache:
+            cache.clear()
+            self.stats.route_cache_flushes += 1
+        cache[key] = value
 
     def invalidate_routes(self) -> None:
         """Key tables or entities changed: every cached route may be stale."""

@@ -47,6 +47,13 @@ def make_send(
     return Send(face, msg, raw, qos & 0x07, reliable, bool(qos & QOS_EXPRESS), bool(qos & QOS_BLOCK), ends)
 
 
+#: Entries kept in each route cache before it is flushed (bounds memory under key floods;
+#: the default for :attr:`RoutingConfig.max_route_cache`). Sized for 10,000 devices with a
+#: few keys each: at 4,096, 10,000 sessions putting on keys of their own flushed the cache
+#: before any route was used twice, and every PUSH left the lone lane (bench_scale).
+MAX_ROUTE_CACHE = 65_536
+
+
 @dataclass(frozen=True, slots=True)
 class RoutingConfig:
     """Router behaviour knobs. Times are seconds; caps are per face."""
@@ -64,6 +71,7 @@ class RoutingConfig:
     enforce_budget: bool = False  # real routers only forward the Budget ext
     gossip: bool = True  # tell peers each other's locators (scouting/gossip/enabled)
     max_routers: int = 4_096  # nodes in the router graph (a bigger graph is bad input)
+    max_route_cache: int = MAX_ROUTE_CACHE  # entries of each route cache (then flushed)
 
     def __post_init__(self) -> None:
         for name in (
@@ -73,6 +81,7 @@ class RoutingConfig:
             "max_pending_queries_total",
             "max_keyexpr_ids_per_face",
             "max_routers",
+            "max_route_cache",
         ):
             if getattr(self, name) < 1:
                 raise UsageError(f"RoutingConfig.{name} must be >= 1")
@@ -139,6 +148,7 @@ class RoutingStats:
     sub_index_lookups: int = 0  # subscriber-index queries done to build data routes
     qabl_index_lookups: int = 0
     data_route_hits: int = 0
+    route_cache_flushes: int = 0  # a route cache reached max_route_cache and was emptied
     pushes_routed: int = 0
     push_runs_routed: int = 0  # runs of same-shape PUSHes routed as one unit (routing/lanes.py)
     pushes_in_runs: int = 0  # the PUSHes they held (counted in pushes_routed too)

@@ -99,6 +99,7 @@ _HELP = {
     "pyzenoh_routing_sub_index_lookups": "Subscriber index lookups to build data routes.",
     "pyzenoh_routing_qabl_index_lookups": "Queryable index lookups to build query routes.",
     "pyzenoh_routing_data_route_hits": "PUSH routes served from the route cache.",
+    "pyzenoh_routing_route_cache_flushes": "Route caches emptied on reaching pyzenoh/limits/max_route_cache.",
     "pyzenoh_routing_pushes_routed": "PUSH messages routed.",
     "pyzenoh_routing_push_runs_routed": "Runs of same-shape PUSHes routed as one unit.",
     "pyzenoh_routing_pushes_in_runs": "PUSH messages routed as part of a run.",
