@@ -6,6 +6,7 @@ stops them all by PID."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -52,6 +53,29 @@ def test_other_workers_join_the_mesh_and_run_nothing_twice() -> None:
     assert TREE["listen"]["endpoints"] == ["tcp/127.0.0.1:7447"]  # the user's tree is not touched
 
 
+def test_listeners_only_one_worker_can_serve_stay_on_worker_zero() -> None:
+    tree = {
+        "listen": {
+            "endpoints": [
+                "tcp/127.0.0.1:7447",
+                "ws/127.0.0.1:8000",
+                "udp/127.0.0.1:7447",
+                "quic/127.0.0.1:7448",
+                "unixsock-stream/r.sock",
+                "tls/127.0.0.1:7449",
+            ]
+        }
+    }
+    tree["transport"] = {"link": {"tls": {"listen_certificate": "c.pem", "listen_private_key": "k.pem"}}}
+    assert worker_tree(tree, 0, 2, "/m")["listen"]["endpoints"][:-1] == tree["listen"]["endpoints"]
+    assert worker_tree(tree, 1, 2, "/m")["listen"]["endpoints"] == [
+        "tcp/127.0.0.1:7447",
+        "ws/127.0.0.1:8000",
+        "tls/127.0.0.1:7449",
+        mesh_socket("/m", 1),
+    ]
+
+
 def test_the_default_listener_is_kept() -> None:
     assert worker_tree({}, 1, 2, "/m")["listen"]["endpoints"][0] == "tcp/[::]:7447"
 
@@ -69,12 +93,15 @@ def _children(pid: int) -> list[int]:
     return sorted(int(x) for x in out.stdout.split())
 
 
-@pytest.fixture
-def two_workers(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+@contextlib.contextmanager
+def workers(tmp_path: Path, *more_listeners: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """``pyzenoh router --workers 2`` on a tcp/ endpoint (and ``more_listeners``), its mesh
+    whole; the supervisor and that endpoint."""
     port = free_port()
     endpoint = f"tcp/127.0.0.1:{port}"
     cfg = {"scouting": {"multicast": {"enabled": False}}}
-    argv = [sys.executable, "-m", "pyzenoh", "router", "--workers", "2", "-l", endpoint, "--cfg", ":" + json.dumps(cfg)]
+    listen = [a for e in (endpoint, *more_listeners) for a in ("-l", e)]
+    argv = [sys.executable, "-m", "pyzenoh", "router", "--workers", "2", *listen, "--cfg", ":" + json.dumps(cfg)]
     with (tmp_path / "workers.log").open("wb") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
@@ -87,6 +114,12 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]
         yield proc, endpoint
     finally:
         stop_process(proc)
+
+
+@pytest.fixture
+def two_workers(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    with workers(tmp_path) as started:
+        yield started
 
 
 def _router_of(session: Any) -> str:
@@ -125,6 +158,33 @@ def test_clients_of_different_workers_meet(two_workers: tuple[subprocess.Popen[b
     finally:
         for s in sessions:
             s.close()
+
+
+@pytest.mark.interop
+@pytest.mark.timeout(120)
+def test_every_link_kind_listens_with_workers_and_none_restarts(tmp_path: Path) -> None:
+    """Before, a second worker could not take a udp/, ws/ or unixsock-stream/ listener
+    and was restarted forever."""
+    import zenoh
+
+    sock = tmp_path / "r.sock"
+    ws, udp = f"ws/127.0.0.1:{free_port()}", f"udp/127.0.0.1:{free_port()}"
+    with workers(tmp_path, ws, udp, f"unixsock-stream/{sock}") as (proc, endpoint):
+        assert until(lambda: len(_children(proc.pid)) == 2)
+        pids = _children(proc.pid)
+        ends = [endpoint, ws, udp, f"unixsock-stream/{sock}"]
+        sessions = [zenoh.open(zenoh_config(e)) for e in ends]
+        try:
+            got: queue.Queue[Any] = queue.Queue()
+            sub = sessions[0].declare_subscriber("workers/kinds/**", lambda s: got.put(str(s.key_expr)))
+            for n, s in enumerate(sessions[1:], 1):
+                key = f"workers/kinds/{n}"
+                assert until(lambda s=s, key=key: s.put(key, "x") or key in list(got.queue)), f"nothing from {ends[n]}"
+            sub.undeclare()
+        finally:
+            for s in sessions:
+                s.close()
+        assert _children(proc.pid) == pids  # no worker was restarted
 
 
 @pytest.mark.interop

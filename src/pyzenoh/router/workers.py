@@ -2,8 +2,9 @@
 mesh.
 
 A Python router uses one core. With ``--workers N`` the command becomes a supervisor of
-N ``pyzenoh router`` processes (the workers) that listen on the configured endpoints with
-SO_REUSEPORT, so the kernel spreads incoming sessions over them, and that are routers of
+N ``pyzenoh router`` processes (the workers) that listen on the configured tcp/, tls/ and
+ws/ endpoints with SO_REUSEPORT, so the kernel spreads incoming sessions over them (the
+other listeners are worker 0's: :data:`SHARED_KINDS`), and that are routers of
 one mesh: each also listens on a Unix socket of its own, and dials every worker before it
 there. Declarations, data, queries and liveliness cross workers as they cross any Zenoh
 router mesh; nothing else connects the workers (no inter-process bus of our own).
@@ -31,14 +32,21 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pyzenoh.config.paths import insert_at
 from pyzenoh.errors import UsageError
 from pyzenoh.router.config import config_from_dict
+from pyzenoh.transport.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
+
+#: Listener kinds every worker serves, with SO_REUSEPORT (the kernel spreads connections
+#: over the workers). Any other listener is worker 0's alone: a socket file has one owner,
+#: and a udp/ or quic/ peer's datagrams must all reach the one worker that holds its link.
+SHARED_KINDS = frozenset({"tcp", "tls", "ws"})
 
 #: Most workers one supervisor runs.
 MAX_WORKERS = 64
@@ -60,7 +68,8 @@ def worker_tree(tree: dict[str, Any], index: int, count: int, mesh_dir: str) -> 
     config = config_from_dict(copy.deepcopy(tree))  # the user's tree, checked once here
     out = copy.deepcopy(tree)
     out = insert_at(out, "mode", "router")
-    out = insert_at(out, "listen/endpoints", [*config.listen, mesh_socket(mesh_dir, index)])
+    listen = list(config.listen) if index == 0 else shared_listeners(config.listen)
+    out = insert_at(out, "listen/endpoints", [*listen, mesh_socket(mesh_dir, index)])
     own_connect = list(config.connect) if index == 0 else []
     out = insert_at(out, "connect/endpoints", [*own_connect, *(mesh_socket(mesh_dir, j) for j in range(index))])
     out = insert_at(out, "pyzenoh/listen/reuse_port", True)
@@ -75,6 +84,11 @@ def worker_tree(tree: dict[str, Any], index: int, count: int, mesh_dir: str) -> 
         out = insert_at(out, "scouting/multicast/listen", False)
         out = insert_at(out, "scouting/multicast/autoconnect", {"router": []})
     return out
+
+
+def shared_listeners(listen: Sequence[str]) -> list[str]:
+    """The listeners of ``listen`` that every worker serves (see :data:`SHARED_KINDS`)."""
+    return [e for e in listen if Endpoint.parse(e).protocol in SHARED_KINDS]
 
 
 def parse_workers(value: str) -> int:

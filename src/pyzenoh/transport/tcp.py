@@ -777,8 +777,9 @@ async def listen(
 ) -> TcpListener:
     """Listen on ``endpoint``; each connection becomes a :class:`TcpLink` (acceptor).
 
-    ``reuse_port``: SO_REUSEPORT on a TCP listener, so several processes listen on the
-    same address and the kernel spreads connections over them (``--workers``).
+    ``reuse_port``: SO_REUSEPORT on a tcp/, tls/ or ws/ listener, so several processes
+    listen on the same address and the kernel spreads connections over them
+    (``--workers``); other kinds ignore it.
 
     ``on_event(link, event)`` sees every link's :class:`Established`, :class:`Received`
     and :class:`LinkClosed` events (a failed TLS handshake is a LinkClosed before any
@@ -826,7 +827,7 @@ async def listen(
     if ep.protocol == "ws":
         from pyzenoh.transport.ws import ws_listen  # ws.py builds on TcpLink
 
-        return await ws_listen(ep, factory, links, config.handshake_timeout_s)  # type: ignore[return-value]
+        return await ws_listen(ep, factory, links, config.handshake_timeout_s, reuse_port)  # type: ignore[return-value]
     if ep.protocol == UNIXSOCK:
         await replace_stale_socket(ep.host)
         server = await loop.create_unix_server(factory, ep.host, backlog=LISTEN_BACKLOG)

@@ -264,8 +264,11 @@ class WsListener:
         await self.runner.cleanup()
 
 
-async def ws_listen(ep: Endpoint, factory: ProtocolFactory, links: set[Any], timeout_s: float) -> WsListener:
-    """Serve WebSocket upgrades on ``ep`` (any path, as zenohd's listener)."""
+async def ws_listen(
+    ep: Endpoint, factory: ProtocolFactory, links: set[Any], timeout_s: float, reuse_port: bool = False
+) -> WsListener:
+    """Serve WebSocket upgrades on ``ep`` (any path, as zenohd's listener); ``reuse_port``
+    as for a TCP listener."""
 
     async def handler(request: web.Request) -> web.StreamResponse:
         ws = web.WebSocketResponse(max_msg_size=_AIOHTTP_MAX_MSG_SIZE, autoping=True)
@@ -288,6 +291,6 @@ async def ws_listen(ep: Endpoint, factory: ProtocolFactory, links: set[Any], tim
     # a peer that never finishes its upgrade: aiohttp drops a silent connection after this
     runner = web.AppRunner(app, handle_signals=False, access_log=None, keepalive_timeout=timeout_s)
     await runner.setup()
-    site = web.TCPSite(runner, ep.host, ep.port, reuse_address=True)
+    site = web.TCPSite(runner, ep.host, ep.port, reuse_address=True, reuse_port=reuse_port or None)
     await site.start()
     return WsListener(runner, site, links, ep)
