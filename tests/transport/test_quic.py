@@ -1,6 +1,7 @@
 """quic/ links (pyzenoh only): a link both ways with a verified certificate, a client that
 does not trust the certificate refused with nothing else touched, a listener without a
-certificate refused at start, garbage datagrams on the listener's port ignored."""
+certificate refused at start, garbage datagrams on the listener's port ignored, a peer
+that keeps sending to a paused link cut off at a bound."""
 
 from __future__ import annotations
 
@@ -59,5 +60,48 @@ def test_listener_needs_a_certificate() -> None:
         config = LinkConfig(ZenohId.from_str("a1"), WhatAmI.ROUTER, handshake_timeout_s=5.0)
         with pytest.raises(UsageError, match="quic/ listen endpoint needs"):
             await listen("quic/127.0.0.1:0", config)
+
+    asyncio.run(run())
+
+
+def test_a_paused_link_bounds_what_it_keeps(tmp_path: Path) -> None:
+    """aioquic grants credit as data arrives, so a paused link's backlog is bounded by
+    MAX_PAUSED_BYTES: past it that link closes, saying why; the listener serves on."""
+    from pyzenoh.codec import Push, Put, WireExpr
+    from pyzenoh.transport.link import LinkClosed
+
+    listen_tls, connect_tls, _ = configs(Pki(tmp_path))
+    closed: list[LinkClosed] = []
+
+    async def run() -> None:
+        config = LinkConfig(ZenohId.from_str("a1"), WhatAmI.ROUTER, handshake_timeout_s=5.0)
+        accepted = asyncio.Event()
+        listener = await listen(
+            "quic/127.0.0.1:0",
+            config,
+            tls=listen_tls,
+            on_event=lambda _, e: closed.append(e) if isinstance(e, LinkClosed) else None,
+            on_accept=lambda _: accepted.set(),
+        )
+        (ep,) = listener.endpoints
+        client = LinkConfig(ZenohId.from_str("c1"), WhatAmI.CLIENT, handshake_timeout_s=5.0)
+        link = await connect(str(ep), client, tls=connect_tls)
+        await asyncio.wait_for(accepted.wait(), 10)
+        (served,) = listener.links
+        served.transport._conn.max_paused_bytes = 64 * 1024  # type: ignore[union-attr]
+        served.pause_reading()
+        push = Push(WireExpr(0, "quic/flood"), Put(b"x" * 1000))
+        for _ in range(1000):  # 1 MB, far past the bound; bounded in count and time
+            if link.is_closed:
+                break
+            link.send(push)
+            await link.wait_writable()
+            await asyncio.sleep(0)
+        await asyncio.wait_for(served.closed, 10)
+        assert "while the link's reading was paused" in served.closed.result().detail
+        await asyncio.wait_for(link.closed, 10)  # the peer's link ends too
+        again = await connect(str(ep), client, tls=connect_tls)  # the listener serves on
+        await again.aclose()
+        await listener.close()
 
     asyncio.run(run())

@@ -40,6 +40,11 @@ ALPN_PROTOCOLS = ["zenoh", "hq-29"]
 #: Bytes queued on the stream (not yet acknowledged by the peer's flow control) past
 #: which the link is told to pause writing, as a slow TCP peer's full socket would.
 DEFAULT_HIGH_WATER = 1 << 20
+#: Bytes a link may receive while its reading is paused (its consumer is behind) before
+#: the link is closed. A TCP peer is held back by the socket's window; aioquic grants a
+#: QUIC peer more credit as data arrives, consumed or not, so what a paused link receives
+#: is kept here, and without this bound one fast publisher would grow it without end.
+MAX_PAUSED_BYTES = 16 << 20
 
 
 def quic_configuration(tls: TlsConfig | None, *, server_side: bool, server_name: str | None) -> QuicConfiguration:
@@ -165,7 +170,13 @@ class QuicStreamCarrier(asyncio.Transport):
 class ZenohQuicProtocol(QuicConnectionProtocol):
     """One QUIC connection carrying one zenoh link (its first bidirectional stream)."""
 
-    def __init__(self, quic: QuicConnection, make_link: Callable[[], Any] | None = None, **kw: Any) -> None:
+    def __init__(
+        self,
+        quic: QuicConnection,
+        make_link: Callable[[], Any] | None = None,
+        max_paused_bytes: int = MAX_PAUSED_BYTES,
+        **kw: Any,
+    ) -> None:
         super().__init__(quic, **kw)
         #: Builds the acceptor's TcpLink when the opener's stream arrives (None: opener).
         self.make_link = make_link
@@ -174,6 +185,8 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
         self.sockname: Any = None
         self.peername: Any = None
         self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self.max_paused_bytes = max_paused_bytes
         self._eof = False
         self._write_paused = False
         self._ended = False
@@ -228,7 +241,9 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
 
     def deliver_pending(self) -> None:
         while self._pending and self.carrier is not None and self.carrier.is_reading():
-            self.link.data_received(self._pending.pop(0))
+            data = self._pending.pop(0)
+            self._pending_bytes -= len(data)
+            self.link.data_received(data)
         if not self._pending and self._eof:
             self._end(None)
 
@@ -258,8 +273,18 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
             if event.data:
                 if carrier.is_reading() and not self._pending:
                     self.link.data_received(event.data)
+                elif self._pending_bytes + len(event.data) > self.max_paused_bytes:
+                    reason = f"quic peer sent over {self.max_paused_bytes} bytes while the link's reading was paused"
+                    log.warning("quic %s: %s", self.peer(), reason)
+                    self._pending.clear()
+                    self._pending_bytes = 0
+                    link, self.link = self.link, None
+                    link.connection_lost(ConnectionError(reason))  # the link is told why
+                    self.finish(error=True)
+                    return
                 else:
                     self._pending.append(event.data)
+                    self._pending_bytes += len(event.data)
             if event.end_stream:
                 self._eof = True
                 if not self._pending:
