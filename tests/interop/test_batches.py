@@ -601,6 +601,32 @@ def test_pico_pub_reaches_python_subscriber(pico: Pico, pz_router: Router, tmp_p
     assert [s.payload.to_bytes() for s in samples] == [b"[   0] from pico", b"[   1] from pico"]
 
 
+def test_pico_over_udp_both_ways(pico: Pico, tmp_path: Path) -> None:
+    """zenoh-pico clients over a udp/ link (one batch per datagram): z_pub's puts reach an
+    eclipse-zenoh subscriber on tcp/, and an eclipse-zenoh publisher's reach z_sub."""
+    from pyzenoh.localnet import free_port
+
+    udp = f"udp/127.0.0.1:{free_port()}"
+    with run_router(tmp_path, "-l", udp) as router:
+        session = zenoh.open(session_config(router.endpoint))
+        try:
+            got: queue.Queue[Any] = queue.Queue()
+            session.declare_subscriber("bt/pico/udp/pub/**", got.put)
+            args = ["-e", udp, "-k", "bt/pico/udp/pub/x", "-v", "over udp", "-n", "2"]
+            with pico_proc(pico, pico.exe("z_pub"), args, tmp_path / "z_pub.out") as pub:
+                samples = [got.get(timeout=WAIT) for _ in range(2)]
+                assert pub.wait_exit() == 0, pub.text()
+            assert [s.payload.to_bytes() for s in samples] == [b"[   0] over udp", b"[   1] over udp"]
+            args = ["-e", udp, "-k", "bt/pico/udp/sub/**"]
+            with pico_proc(pico, pico.exe("z_sub"), args, tmp_path / "z_sub.out") as sub:
+                pub_s = session.declare_publisher("bt/pico/udp/sub/x")
+                line = ">> [Subscriber] Received ('bt/pico/udp/sub/x': 'to pico')"
+                # until z_sub's declaration has reached the router: puts before it are not routed
+                assert sub.wait_for(lambda text: pub_s.put("to pico") is None and line in text), sub.text()
+        finally:
+            session.close()
+
+
 def test_pico_mixed_priority_pub_reaches_python_subscriber(pico: Pico, pz_router: Router, tmp_path: Path) -> None:
     """A tiny C program on zenoh-pico bursts puts of every priority (Block, some express,
     some fragmented by pico): all reach an eclipse-zenoh subscriber, intact, at their
