@@ -61,6 +61,7 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
             "transport/unicast/qos/enabled",
             "transport/unicast/compression/enabled",
             "transport/link/tx/lease",
+            "transport/multicast/join_interval",  # a router's udp/<group> listeners
             "transport/link/tx/keep_alive",
             "transport/link/tx/batch_size",
             "transport/link/tx/queue/congestion_control/block/wait_before_close",
@@ -243,10 +244,20 @@ def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals:
                 refusals.append(
                     f"{key}: {show(ep)}: pyzenoh implements only tcp/, tls/, udp/, quic/, ws/ and unixsock-stream/ links"
                 )
-            elif proto == "udp" and _multicast_group(ep):
+            elif (
+                proto == "udp"
+                and _multicast_group(ep)
+                and (role, key, ":" in _host(ep))
+                != (
+                    "router",
+                    "listen/endpoints",
+                    False,
+                )
+            ):
                 refusals.append(
-                    f"{key}: {show(ep)}: the multicast transport (a udp/ group endpoint) is not "
-                    "implemented in pyzenoh's router or sessions yet"
+                    f"{key}: {show(ep)}: the multicast transport (a udp/ group endpoint) is implemented "
+                    "for a router's IPv4 listen/endpoints only, not for IPv6 groups, connect/endpoints "
+                    "or sessions yet"
                 )
             elif allowed is not None and proto not in allowed:
                 refusals.append(f"transport/link/protocols {show(allowed)} does not allow {key} {show(ep)}")
@@ -264,11 +275,14 @@ def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals:
         )
 
 
+def _host(endpoint: str) -> str:
+    return endpoint.split("/", 1)[1].split("#", 1)[0].split("?", 1)[0].rsplit(":", 1)[0].strip("[]")
+
+
 def _multicast_group(endpoint: str) -> bool:
     """``udp/<multicast group>:<port>``: zenoh's multicast transport, not a unicast link."""
-    host = endpoint.split("/", 1)[1].split("#", 1)[0].split("?", 1)[0].rsplit(":", 1)[0].strip("[]")
     try:
-        return ipaddress.ip_address(host).is_multicast
+        return ipaddress.ip_address(_host(endpoint)).is_multicast
     except ValueError:
         return False
 

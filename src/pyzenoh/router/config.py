@@ -108,6 +108,8 @@ class RouterConfig:
     listen: tuple[str, ...] = (DEFAULT_LISTEN,)
     connect: tuple[str, ...] = ()
     lease_ms: int = 10_000
+    #: How often the router JOINs its multicast groups (transport/multicast/join_interval).
+    multicast_join_interval_ms: int = 2_500
     keep_alive: int = 4
     batch_size: int = 65_535
     accept_timeout_ms: int = 10_000
@@ -220,6 +222,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         raise UsageError("config id must be a hex string")
     ints = {
         "lease_ms": "transport/link/tx/lease",
+        "multicast_join_interval_ms": "transport/multicast/join_interval",
         "keep_alive": "transport/link/tx/keep_alive",
         "batch_size": "transport/link/tx/batch_size",
         "accept_timeout_ms": "transport/unicast/accept_timeout",

@@ -39,6 +39,7 @@ from pyzenoh.router.memory import (
     RELEASE_DELAY_S,
     release_memory,
 )
+from pyzenoh.router.multicast import MulticastListener, is_group_endpoint
 from pyzenoh.router.recorded import RecordedForwarding
 from pyzenoh.router.scouting import Responder, start_responder
 from pyzenoh.router.state import DaemonFace, DaemonFaces, LocalSink, RouterStats
@@ -151,6 +152,7 @@ class RouterDaemon:
         #: What the admin space reads of this router.
         self.view = RouterView(self.zid, config, self.stats, self.faces, self.core, self.locators, self.access_control)
         self.listeners: list[TcpListener] = []
+        self.groups: list[MulticastListener] = []  # udp/<group> listeners (router/multicast.py)
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = 0.0
         self._connectors: list[asyncio.Task[None]] = []
@@ -184,6 +186,13 @@ class RouterDaemon:
         if self.before_listen is not None:
             await self.before_listen()
         for endpoint in self.config.listen:
+            if is_group_endpoint(endpoint):
+                group = MulticastListener(
+                    self, endpoint, self.config.lease_ms, self.config.multicast_join_interval_ms / 1000, self.now
+                )
+                await group.start()
+                self.groups.append(group)
+                continue
             listener = await listen(
                 endpoint,
                 self.link_config,
@@ -224,6 +233,9 @@ class RouterDaemon:
         await asyncio.gather(*(link.aclose(CloseReason.GENERIC) for link in links), return_exceptions=True)
         for listener in self.listeners:
             await listener.close(close_links=True)
+        for group in self.groups:
+            await group.close()
+        self.groups.clear()
         if self._timer is not None:
             self._timer.cancel()
         if self._release is not None:
