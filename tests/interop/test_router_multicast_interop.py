@@ -53,8 +53,10 @@ def router(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
             yield "pyzenoh", tcp, group
 
 
-def member(group: str) -> Any:
+def member(group: str, lease_ms: int | None = None) -> Any:
     c = zenoh.Config()
+    if lease_ms is not None:
+        c.insert_json5("transport/link/tx/lease", str(lease_ms))
     c.insert_json5("mode", '"peer"')
     c.insert_json5("listen/endpoints", json.dumps([group]))
     c.insert_json5("scouting/multicast/enabled", "false")
@@ -115,3 +117,24 @@ def test_queries_do_not_cross_to_the_group(router: tuple[str, str, str]) -> None
     finally:
         client.close()
         peer.close()
+
+
+def test_a_member_that_leaves_takes_its_subscribers_with_it(router: tuple[str, str, str]) -> None:
+    """The member's lease (1 s here) runs out without a JOIN: its subscriber is withdrawn."""
+    name, tcp, group = router
+    if name == "zenohd":
+        # Measured here (2026-11-29): the member's subscriber did not reach a 1.10.2
+        # router's client within 20 s in 1 run of 7 (see the samples test's note).
+        pytest.skip("zenohd 1.10.2 propagates a group member's subscriber unreliably")
+    client = zenoh.open(zenoh_config(tcp))
+    try:
+        pub = client.declare_publisher("mc/leave/x")
+        peer = member(group, lease_ms=1000)
+        try:
+            peer.declare_subscriber("mc/leave/**", lambda s: None)
+            assert until(lambda: pub.matching_status.matching), "the group's subscriber never arrived"
+        finally:
+            peer.close()
+        assert until(lambda: not pub.matching_status.matching), "the subscriber outlived its member"
+    finally:
+        client.close()
