@@ -125,7 +125,8 @@ def test_a_member_that_leaves_takes_its_subscribers_with_it(router: tuple[str, s
     name, tcp, group = router
     if name == "zenohd":
         # Measured here (2026-11-29): the member's subscriber did not reach a 1.10.2
-        # router's client within 20 s in 1 run of 7 (see the samples test's note).
+        # router's client within 20 s in 1 run of 7: the peer sometimes sends its DECLARE
+        # before its first JOIN, and zenohd drops it (pyzenoh holds it: router/multicast.py).
         pytest.skip("zenohd 1.10.2 propagates a group member's subscriber unreliably")
     client = zenoh.open(zenoh_config(tcp))
     try:
@@ -137,5 +138,44 @@ def test_a_member_that_leaves_takes_its_subscribers_with_it(router: tuple[str, s
         finally:
             peer.close()
         assert until(lambda: not pub.matching_status.matching), "the subscriber outlived its member"
+    finally:
+        client.close()
+
+
+def test_garbage_and_a_forged_join_on_the_group_touch_nothing(router: tuple[str, str, str]) -> None:
+    """Datagrams that decode to nothing, a FRAME from a source that never JOINed, and a
+    JOIN from another port claiming the live member's zid: the router serves on (a member
+    that joins afterwards is routed). Measured here: a 1.10.2 peer on the group stops its
+    multicast transport on such datagrams (its JOINs stop), so a fresh peer is the check."""
+    import socket
+
+    from pyzenoh.codec.primitives import WhatAmI, ZenohId
+    from pyzenoh.codec.transport import Join
+
+    name, tcp, group = router
+    if name == "zenohd":
+        pytest.skip("pyzenoh's side only: the real peers on the group do not survive it")
+    host, port = group.split("/", 1)[1].split("#", 1)[0].rsplit(":", 1)
+    client = zenoh.open(zenoh_config(tcp))
+    first = member(group)
+    try:
+        at_client: list[str] = []
+        client.declare_subscriber("mc/**", lambda s: at_client.append(s.payload.to_string()))
+        assert until(lambda: first.put("mc/x", "before") is None and "before" in at_client)
+        forged = bytearray()
+        Join(ZenohId.from_str(str(first.zid())), WhatAmI.PEER, 10_000, 0, 0).write(forged)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+            s.bind(("127.0.0.1", 0))
+            for n in range(200):  # bounded
+                s.sendto(bytes([n % 256]) * (n % 64 + 1), (host, int(port)))
+            s.sendto(bytes(forged), (host, int(port)))
+            s.sendto(bytes.fromhex("25a4f6b7207d000664656d6f2f7801026869"), (host, int(port)))  # a FRAME, no JOIN
+        first.close()
+        second = member(group)
+        try:
+            assert until(lambda: second.put("mc/x", "after") is None and "after" in at_client)
+        finally:
+            second.close()
     finally:
         client.close()

@@ -63,6 +63,33 @@ def test_a_real_peer_joins_speaks_and_leaves_on_lease() -> None:
     assert t.poll(15.0)[1] == [PeerLeft(PEER, REAL_ZID, "lease expired")]
 
 
+def test_a_frame_sent_before_the_senders_first_join_is_delivered_after_it() -> None:
+    """A 1.10.2 peer sometimes sends a DECLARE before its first JOIN (measured on lo)."""
+    sender = MulticastTransport(MulticastConfig(ZenohId(0x11)), 0.0, (100, 200))
+    rx = MulticastTransport(MulticastConfig(ZenohId(0x22)), 0.0)
+    early = sender.frame((), reliable=True)  # sn 100: the JOIN below says 101 is next
+    assert rx.on_datagram(PEER, early, 0.0) == []
+    events = rx.on_datagram(PEER, sender.join_datagram(), 0.01)
+    assert [type(e) for e in events] == [PeerJoined, Delivered]
+    assert rx.counters.early_delivered == 1
+    assert len(rx.on_datagram(PEER, sender.frame((), reliable=True), 0.02)) == 1  # sn 101 as usual
+
+
+def test_held_frames_are_bounded_and_expire() -> None:
+    from pyzenoh.transport.multicast.state import EARLY_FRAMES_PER_SOURCE, EARLY_HOLD_S, EARLY_SOURCES
+
+    sender = MulticastTransport(MulticastConfig(ZenohId(0x11)), 0.0)
+    rx = MulticastTransport(MulticastConfig(ZenohId(0x22)), 0.0)
+    for _ in range(EARLY_FRAMES_PER_SOURCE + 5):
+        rx.on_datagram(PEER, sender.frame((), reliable=True), 0.0)
+    for n in range(EARLY_SOURCES + 5):
+        rx.on_datagram(f"udp/127.0.0.1:{n + 1}", sender.frame((), reliable=True), 0.0)
+    assert rx.counters.early_dropped == 5 + 6  # over the per-source bound, then the sources'
+    rx.poll(EARLY_HOLD_S)
+    assert rx.counters.early_dropped == 5 + 6 + EARLY_FRAMES_PER_SOURCE + EARLY_SOURCES - 1
+    assert [type(e) for e in rx.on_datagram(PEER, sender.join_datagram(), EARLY_HOLD_S)] == [PeerJoined]
+
+
 def test_frames_before_a_join_and_own_joins_are_ignored() -> None:
     t = _same_as_real()
     assert t.on_datagram(PEER, REAL_FRAME, 0.0) == []
