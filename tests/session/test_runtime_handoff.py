@@ -112,3 +112,31 @@ def test_joinable_operations_run_as_runs_of_their_group(kinds: list[str]) -> Non
     assert max(per_turn.values(), default=0) <= DRAIN_BATCH
     for c, ((k1, _), (k2, _)) in enumerate(itertools.pairwise(calls)):
         assert k1 == "plain" or k1 != k2 or turn_of[c] != turn_of[c + 1]
+
+
+def test_what_other_threads_handed_over_runs_before_the_loops_own() -> None:
+    """A callback thread's reply is queued; the query's end, submitted in the loop (its
+    Query dropped there), must run after it: once the end overtook the reply and a local
+    get ended empty."""
+    import threading as th
+
+    loop = asyncio.new_event_loop()
+    trace: list[str] = []
+    h = handoff_on(loop, trace)
+    handed = th.Event()
+
+    def from_the_loop() -> None:
+        assert handed.wait(5)  # the other thread's op is queued, its drain not yet run
+        h.s.loop_thread = th.get_ident()  # this is the loop's thread now
+        h.submit(lambda: trace.append("end"))
+
+    try:
+        worker = th.Thread(target=lambda: (h.submit(lambda: trace.append("reply")), handed.set()))
+        loop.call_soon(from_the_loop)
+        worker.start()
+        loop.run_until_complete(asyncio.sleep(0))  # runs from_the_loop, then the drain
+        worker.join(5)
+        loop.run_until_complete(asyncio.sleep(0))
+    finally:
+        loop.close()
+    assert [t for t in trace if t != "flush"] == ["reply", "end"]

@@ -62,6 +62,7 @@ class Handoff:
     def submit(self, fn: Callable[[], None]) -> None:
         """Run a core operation in the loop, in submission order, without waiting."""
         if self.s.on_loop():
+            self._run_handed_over()
             try:
                 fn()
             finally:
@@ -75,10 +76,18 @@ class Handoff:
             except RuntimeError:
                 self.ops.clear()
 
-    def _drain(self) -> None:
+    def _run_handed_over(self) -> None:
+        """In the loop, before an operation of its own: run what other threads handed
+        over first. Order is the contract: a callback thread's reply to a query is queued
+        here, and the query's end (its Query dropped in the loop) must not overtake it, or
+        the get ends without the reply (seen once in the suite: a local get got nothing)."""
+        if self.ops:
+            self._drain(len(self.ops))
+
+    def _drain(self, budget: int = DRAIN_BATCH) -> None:
+        """Run up to ``budget`` handed-over operations (joined ones counted one by one)."""
         self._wakeup = False  # before draining: a submit racing with us schedules again
         ops = self.ops
-        budget = DRAIN_BATCH  # operations, joined ones counted one by one
         try:
             while budget > 0 and ops:
                 fn = ops.popleft()
@@ -116,6 +125,7 @@ class Handoff:
     def call(self, fn: Callable[[], R], timeout: float | None = 30.0) -> R:
         """Run ``fn`` in the loop and return its result (raising its exception)."""
         if self.s.on_loop():
+            self._run_handed_over()
             try:
                 return fn()
             finally:
