@@ -427,6 +427,25 @@ def test_tokens_and_liveliness_subscribers() -> None:
     assert h.flush() == [Interest(ih, InterestMode.FINAL, qos=0x08)] and hist.closed
 
 
+def test_a_token_declared_as_future_and_again_in_the_interest_answer_is_given_once() -> None:
+    """The router may send a token declared while it answers a history subscriber's
+    interest both as a future declaration and in the answer (CI run 17: PUT, PUT)."""
+    h = Harness()
+    hist, late = Sink(), Sink()
+    ih = h.core.declare_liveliness_subscriber("lv/**", True, hist)
+    h.flush()
+    h.recv(Declare(DeclareToken(7, WireExpr(0, "lv/t"))))  # future, first
+    h.recv(Declare(DeclareToken(7, WireExpr(0, "lv/t")), interest_id=ih))  # then in the answer
+    h.recv(Declare(DeclareFinal(), interest_id=ih))
+    # a history subscriber declared afterwards still gets the known token in its answer
+    il = h.core.declare_liveliness_subscriber("lv/**", True, late)
+    h.flush()
+    h.recv(Declare(DeclareToken(7, WireExpr(0, "lv/t")), interest_id=il))
+    h.recv(Declare(UndeclareToken(7)))
+    assert [s.kind.name for s in hist.items] == ["PUT", "DELETE"]
+    assert [s.kind.name for s in late.items] == ["PUT", "DELETE"]
+
+
 def test_liveliness_get() -> None:
     h = Harness()
     sink = Sink()

@@ -148,7 +148,11 @@ class Liveliness:
             ls = self.s.lsubs.get(interest_id)
             if ls is not None:
                 if body.entity_id:
-                    self.s.remote_tokens[(self.s.face_id, body.entity_id)] = key
+                    tid = (self.s.face_id, body.entity_id)
+                    self.s.remote_tokens[tid] = key
+                    if tid in ls.given:
+                        return  # it came as a future declaration first
+                    ls.given.add(tid)
                 if intersects(ls.key, key):
                     self.s.deliveries.append((ls.sink, t.Sample(ke, t.ZBytes(b""))))
                 return
@@ -157,20 +161,28 @@ class Liveliness:
             return  # already known (announced for another interest)
         if body.entity_id:
             self.s.remote_tokens[tid] = key
-        self.token_event(key, t.SampleKind.PUT)
+        self.token_event(key, t.SampleKind.PUT, tid if body.entity_id else None)
 
     def on_untoken(self, body: UndeclareToken) -> None:
-        key = self.s.remote_tokens.pop((self.s.face_id, body.entity_id), None)
+        tid = (self.s.face_id, body.entity_id)
+        key = self.s.remote_tokens.pop(tid, None)
         if key is None and body.ext_wire_expr is not None and body.ext_wire_expr.suffix:
             key = self.s.resolve(body.ext_wire_expr)
         if key is not None:
-            self.token_event(key, t.SampleKind.DELETE)
+            self.token_event(key, t.SampleKind.DELETE, tid)
 
-    def token_event(self, key: str, kind: t.SampleKind) -> None:
+    def token_event(self, key: str, kind: t.SampleKind, tid: tuple[int, int] | None = None) -> None:
+        """A token appeared or went: every liveliness subscriber on ``key`` is told
+        (``tid``: a remote token's (face, id), recorded as given to each of them)."""
         ke = self.s.ke(key)
         if ke is None:
             return
         sample = t.Sample(ke, t.ZBytes(b""), kind)
         for ls in self.s.lsubs.values():
             if intersects(ls.key, key):
+                if tid is not None:
+                    if kind is t.SampleKind.PUT:
+                        ls.given.add(tid)
+                    else:
+                        ls.given.discard(tid)
                 self.s.deliveries.append((ls.sink, sample))

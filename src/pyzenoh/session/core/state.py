@@ -136,6 +136,9 @@ class LocalQuerier:
 class LivelinessSub:
     key: str
     sink: Any
+    #: The remote tokens (face, token id) it was given: a token the router declares as a
+    #: future one and again in the answer to this subscriber's interest is given once.
+    given: set[tuple[int, int]] = field(default_factory=set)
 
 
 @dataclass(slots=True)
