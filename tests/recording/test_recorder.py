@@ -135,6 +135,18 @@ def test_resume_continues_segment_numbers_and_seq(tmp_path: Path) -> None:
     assert [r.seq for r in read_records(tmp_path)] == list(range(6))
 
 
+def test_segments_name_the_recording_router(tmp_path: Path) -> None:
+    with Recorder(tmp_path, max_segment_bytes=4096, zid="a1b2") as rec:
+        for i in range(400):
+            rec.message(i, 1, "rx", "a", b"x" * 40)
+    segments = list_segments(tmp_path)
+    assert len(segments) > 1
+    assert {scan_segment(path).zid for _, path in segments} == {"a1b2"}
+    with Recorder(tmp_path / "older") as rec:  # a recorder not told its router's zid
+        rec.message(0, 1, "rx", "a", b"1")
+    assert scan_segment(list_segments(tmp_path / "older")[0][1]).zid is None
+
+
 def test_key_filter(tmp_path: Path) -> None:
     with Recorder(tmp_path, key_filter="demo/**") as rec:
         assert rec.message(1, 1, "rx", "demo/a/b", b"1") == 0

@@ -95,9 +95,11 @@ class RecorderProcess:
         max_segment_bytes: int = 64 << 20,
         max_segment_seconds: float = 300.0,
         key_filter: str | None = None,
+        zid: str | None = None,
     ) -> None:
         check_options(max_segment_bytes, max_segment_seconds, key_filter)
         options = {
+            "zid": zid,
             "directory": os.fspath(directory),
             "max_segment_bytes": max_segment_bytes,
             "max_segment_seconds": max_segment_seconds,
@@ -391,6 +393,7 @@ def serve(options_json: str) -> int:
             max_segment_bytes=opts["max_segment_bytes"],
             max_segment_seconds=opts["max_segment_seconds"],
             key_filter=opts["key_filter"],
+            zid=opts.get("zid"),
         )
     except (UsageError, OSError, DecodeError) as exc:
         sys.stdout.write(f"{type(exc).__name__}: {exc}\n")

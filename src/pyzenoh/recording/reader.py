@@ -86,6 +86,7 @@ class SegmentInfo:
     data_end: int  # offset after the last complete group (where a rescan resumes)
     closed: bool  # the footer was found
     size: int  # file size at scan time
+    zid: str | None = None  # the recording router's (segment metadata; older ones: None)
 
     def count(self, channel: int) -> int:
         return sum(c.count(channel) for c in self.chunks)
@@ -151,11 +152,11 @@ def scan_segment(path: str | os.PathLike[str], previous: SegmentInfo | None = No
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if previous is not None:
-            run, first_seq = previous.run, previous.first_seq
+            run, first_seq, zid = previous.run, previous.first_seq, previous.zid
             chunks = list(previous.chunks)
             at = previous.data_end
         else:
-            run, first_seq, chunks = number, 0, []
+            run, first_seq, chunks, zid = number, 0, [], None
             magic = _read_exact(f, 0, len(fmt.MAGIC), size)
             if magic != fmt.MAGIC:
                 return SegmentInfo(number, path, run, first_seq, (), 0, False, size)
@@ -188,12 +189,13 @@ def scan_segment(path: str | os.PathLike[str], previous: SegmentInfo | None = No
                 if name == fmt.SEGMENT_METADATA:
                     run = _int(meta.get("run"), run)
                     first_seq = _int(meta.get("first_seq"), first_seq)
+                    zid = meta.get("zid")
             elif op in (fmt.OP_DATA_END, fmt.OP_FOOTER):
                 tail = _read_exact(f, size - len(fmt.MAGIC), len(fmt.MAGIC), size)
                 closed = tail == fmt.MAGIC
                 break
             at = body_at + length
-        return SegmentInfo(number, path, run, first_seq, tuple(chunks), at, closed, size)
+        return SegmentInfo(number, path, run, first_seq, tuple(chunks), at, closed, size, zid)
 
 
 def _scan_group(f: BinaryIO, at: int, length: int, size: int) -> ChunkInfo | None:

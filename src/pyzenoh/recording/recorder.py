@@ -158,8 +158,12 @@ class Recorder:
         max_segment_bytes: int = 64 << 20,
         max_segment_seconds: float = 300.0,
         key_filter: str | None = None,
+        zid: str | None = None,
     ) -> None:
         check_options(max_segment_bytes, max_segment_seconds, key_filter)
+        #: The recording router's zid, in every segment's metadata (a mesh's recordings
+        #: are told apart and joined by it).
+        self.zid = zid
         self._dir = Path(directory)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._max_bytes = max_segment_bytes
@@ -618,7 +622,7 @@ class Recorder:
         self._seg_start = 0
         self._seg_end = 0
         self._channels = segment.channels()
-        parts, self._meta_index = segment.opening(self._segment, self._run, self._seq, self._channels)
+        parts, self._meta_index = segment.opening(self._segment, self._run, self._seq, self._channels, self.zid)
         self._write_all(parts)
         if now_ns is not None:
             self._flush_at = now_ns + self._chunk_ns

@@ -46,11 +46,15 @@ def channels() -> list[Channel]:
     ]
 
 
-def opening(segment: int, run: int, first_seq: int, chans: list[Channel]) -> tuple[list[bytes], MetadataIndex]:
+def opening(
+    segment: int, run: int, first_seq: int, chans: list[Channel], zid: str | None = None
+) -> tuple[list[bytes], MetadataIndex]:
     """A segment's first bytes (magic, header, metadata, channels) and the index entry
-    of its metadata record for the summary."""
+    of its metadata record for the summary (``zid``: the recording router's, when known)."""
     header = record(Header(profile=fmt.PROFILE, library=fmt.LIBRARY))
     fields = {"format": str(fmt.FORMAT_VERSION), "segment": str(segment), "run": str(run), "first_seq": str(first_seq)}
+    if zid is not None:
+        fields["zid"] = zid
     meta = record(Metadata(name=fmt.SEGMENT_METADATA, metadata=fields))
     meta_index = MetadataIndex(offset=len(fmt.MAGIC) + len(header), length=len(meta), name=fmt.SEGMENT_METADATA)
     return [fmt.MAGIC, header, meta, *(record(c) for c in chans)], meta_index

@@ -10,7 +10,9 @@ recording segment.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import os
 import signal
 import time
 from typing import Any
@@ -29,18 +31,24 @@ RECORDER_TICK_S = 1.0
 
 class RouterApp:
     def __init__(self, config: RouterConfig) -> None:
-        self.config = config
         self.recorder: RouterRecorder | None = None
-        if config.record.dir:
+        record_dir = config.record.dir
+        if record_dir:
+            # The recording names its router (a mesh's recordings are joined by it): the
+            # zid is fixed here rather than drawn by the daemon.
+            zid = ZenohId.from_str(config.id) if config.id else ZenohId.random(os.urandom(16))
+            config = dataclasses.replace(config, id=str(zid))
             # Recording runs in a process of its own: the router only queues its calls.
             from pyzenoh.recording.process import RecorderProcess
 
             self.recorder = RecorderProcess(
-                config.record.dir,
+                record_dir,
                 max_segment_bytes=config.record.max_segment_bytes,
                 max_segment_seconds=config.record.max_segment_seconds,
                 key_filter=config.record.key_filter,
+                zid=str(zid),
             )
+        self.config = config
         self.daemon = RouterDaemon(config, recorder=self.recorder)
         self.msgq: Any = None
         self.bridge: Any = None
