@@ -7,8 +7,11 @@
 2. Drives it: a pyzenoh subscriber and a real eclipse-zenoh publisher (when installed),
    a queryable and a get, liveliness tokens, a msgq client talking to Zenoh, and (secured)
    a refused password, an mTLS client and a put the access control drops.
-3. Stops the router (SIGTERM) and runs the Spark pipeline (embedded ``local[*]``) over
-   the recording: Parquet tables plus ``report.html``.
+   A second, edge router (recording too) connects to it, with a subscriber of its own:
+   the two make a mesh.
+3. Stops the routers (SIGTERM) and runs the Spark pipeline (embedded ``local[*]``) over
+   both recordings: each router's tables and audit, and the mesh's (every sample followed
+   across the two routers), plus ``report.html``.
 
 ``--serve`` instead keeps the router running on the given endpoint until Ctrl-C.
 """
@@ -19,6 +22,7 @@ import argparse
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -109,9 +113,9 @@ def _say(text: str) -> None:
     print(f"[demo] {text}", flush=True)
 
 
-def _drive(endpoint: str, msgq_socket: str, security: Security | None, rest_port: int) -> None:
-    """Exercise pub/sub, queries, liveliness, the REST plugin and storage, and the msgq
-    bridge through the router."""
+def _drive(endpoint: str, msgq_socket: str, security: Security | None, rest_port: int, edge: str) -> None:
+    """Exercise pub/sub (also across the mesh to the ``edge`` router), queries,
+    liveliness, the REST plugin and storage, and the msgq bridge through the router."""
     import pyzenoh.session as pz
     from pyzenoh.msgq import Session as MsgqSession
     from pyzenoh.msgq import decode
@@ -119,15 +123,25 @@ def _drive(endpoint: str, msgq_socket: str, security: Security | None, rest_port
     conf: dict[str, Any] = {"mode": "client", "connect": {"endpoints": [endpoint]}}
     if security is not None:
         conf["transport"] = Security.credentials()
-    with pz.open(conf) as sub_s, pz.open(conf) as pub_s:
+    edge_conf: dict[str, Any] = {"mode": "client", "connect": {"endpoints": [edge]}}
+    with pz.open(conf) as sub_s, pz.open(conf) as pub_s, pz.open(edge_conf) as edge_s:
         samples: queue.Queue[Any] = queue.Queue()
         sub_s.declare_subscriber("demo/**", samples.put)
+        edge_samples: queue.Queue[Any] = queue.Queue()
+        edge_s.declare_subscriber("demo/temperature/**", edge_samples.put)
+        probe = pub_s.declare_publisher("demo/temperature/probe")
+        deadline = time.monotonic() + WAIT_S  # until both subscribers are known here
+        while not probe.matching_status.matching and time.monotonic() < deadline:
+            time.sleep(0.05)
+        probe.undeclare()
         time.sleep(0.3)
         for i in range(20):
             pub_s.put(f"demo/temperature/room{i % 3}", f"{20 + i * 0.5:.1f}", encoding="text/plain")
         pub_s.delete("demo/temperature/room0")
         got = [samples.get(timeout=WAIT_S) for _ in range(21)]
         _say(f"pyzenoh subscriber received {len(got)} samples (last: {got[-1].kind} {got[-1].key_expr})")
+        on_edge = [edge_samples.get(timeout=WAIT_S) for _ in range(21)]
+        _say(f"... and {len(on_edge)} reached the subscriber on the edge router, across the mesh")
         _drive_rest(rest_port)
         s = samples.get(timeout=WAIT_S)  # the REST PUT, as any Zenoh subscriber sees it
         _say(f"REST PUT -> pyzenoh subscriber: {s.key_expr} = {s.payload.to_string()!r}")
@@ -247,10 +261,14 @@ def _drive_secured(conf: dict[str, Any], security: Security, samples: queue.Queu
 def _demo(args: argparse.Namespace) -> int:
     out = Path(args.output).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    for old in ("recording", "recording-edge", "tables"):  # a demo records afresh
+        shutil.rmtree(out / old, ignore_errors=True)
     recording = out / "recording"
+    edge_recording = out / "recording-edge"
     tables = out / "tables"
-    port, tls_port, rest_port = free_port(), free_port(), free_port()
+    port, tls_port, rest_port, edge_port = free_port(), free_port(), free_port(), free_port()
     endpoint = f"tcp/127.0.0.1:{port}"
+    edge = f"tcp/127.0.0.1:{edge_port}"
     with tempfile.TemporaryDirectory(prefix="pzdemo") as tmp:
         msgq_socket = str(Path(tmp) / "msgq.sock")
         security = Security.make(Path(tmp), tls_port)
@@ -292,7 +310,20 @@ def _demo(args: argparse.Namespace) -> int:
                 f"demo/temperature/**, msgq on {msgq_socket}, recording to {recording}"
             )
             wait_listening(rest_port, router)
-            _drive(endpoint, msgq_socket, security, rest_port)
+            edge_config = Path(tmp) / "edge.json5"
+            auth = {"transport": Security.credentials()} if security is not None else {}
+            edge_config.write_text(
+                json.dumps({"listen": {"endpoints": [edge]}, "connect": {"endpoints": [endpoint]}, **auth})
+            )
+            edge_cmd = [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router", "-c", str(edge_config)]
+            edge_router = subprocess.Popen([*edge_cmd, "--record", str(edge_recording)], env=os.environ.copy())
+            try:
+                wait_listening(edge_port, edge_router)
+                _say(f"edge router on {edge}, connected to {endpoint}, recording to {edge_recording}")
+                _drive(endpoint, msgq_socket, security, rest_port, edge)
+            finally:
+                edge_router.send_signal(signal.SIGTERM)
+                _say(f"edge router stopped (exit {edge_router.wait(timeout=20)})")
         finally:
             router.send_signal(signal.SIGTERM)
             code = router.wait(timeout=20)
@@ -301,8 +332,8 @@ def _demo(args: argparse.Namespace) -> int:
         return 0
     from pyzenoh.pipeline.jobs import run_pipeline
 
-    _say("running the Spark pipeline over the recording (local[*])")
-    summary = run_pipeline(recording, tables, master=args.master, progress=True)
+    _say("running the Spark pipeline over both recordings (local[*]): each router's tables, then the mesh's")
+    summary = run_pipeline([recording, edge_recording], tables, master=args.master, progress=True)
     _say(f"tables and report in {tables}: {summary}")
     return 0
 

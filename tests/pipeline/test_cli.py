@@ -12,7 +12,7 @@ def test_cli_registers_pipeline_without_importing_spark() -> None:
     code = (
         "import sys, pyzenoh.cli as c; p = c.build_parser();"
         "a = p.parse_args(['pipeline', 'r', 'o', '--master', 'local[1]']);"
-        "print(a.recording_dir, a.output_dir, a.master, a.handler.__module__, 'pyspark' in sys.modules)"
+        "print(*a.recordings, a.master, a.handler.__module__, 'pyspark' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],

@@ -61,6 +61,12 @@ def test_sent_on_a_router_link_and_never_received() -> None:
     assert where_lost(hops, "C", 5, T, _line(close_bc=T + 10), SETTLE) == Loss("B", "B->C", LINK_DOWN)
 
 
+def test_not_sent_on_a_link_that_closed_right_after() -> None:
+    # the link went down as the sample went by: the route went with it
+    hops = [_hop("A", {1}), _hop("B")]
+    assert where_lost(hops, "C", 5, T, _line(close_bc=T + 1), SETTLE) == Loss("B", "B->C", LINK_DOWN)
+
+
 def test_not_sent_toward_the_next_router() -> None:
     assert where_lost([_hop("A", {1}), _hop("B")], "C", 5, T, _line(), SETTLE) == Loss("B", "B->C", NO_ROUTE)
     hops = [_hop("A", {1}), _hop("B", dropped={2})]

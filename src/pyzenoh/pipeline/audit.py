@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 AUDIT_BUCKETS = 256
 
 
-def _matching_pairs(data_keys: DataFrame, sub_keys: list[str]) -> DataFrame:
+def matching_pairs(data_keys: DataFrame, sub_keys: list[str]) -> DataFrame:
     """``(data_key, sub_key)`` for every pair of the two key sets that intersect."""
     import functools
 
@@ -53,6 +53,41 @@ def match_keys_batches(batches: Iterator[pa.RecordBatch], sub_keys: tuple[str, .
             [pa.array(left, pa.string()), pa.array(right, pa.string())],
             names=["data_key", "sub_key"],
         )
+
+
+def join_active(
+    data: DataFrame,
+    pos: str,
+    subs: DataFrame,
+    s_from: str,
+    s_to: str,
+    on: Any,
+    buckets: int = AUDIT_BUCKETS,
+) -> DataFrame:
+    """``data`` joined with the ``subs`` active at each row's ``pos``: ``s_from < pos``
+    and (``s_to`` null or ``pos < s_to``), and ``on``.
+
+    Subscriptions come and go: joining each data row with every subscription of its key
+    ever made compared billions of pairs (10M-record recording). The span of ``pos`` is
+    cut into ``buckets`` buckets, each subscription listed under every bucket its lifetime
+    touches, and the join is on the bucket too: the same pairs match, far fewer meet.
+    """
+    from pyspark.sql import functions as F
+
+    span = data.agg(F.min(pos).alias("lo"), F.max(pos).alias("hi")).first()
+    lo = int(span["lo"]) if span is not None and span["lo"] is not None else 0
+    hi = int(span["hi"]) if span is not None and span["hi"] is not None else 0
+    width = (hi - lo) // buckets + 1
+    first = F.greatest(F.col(s_from) + 1, F.lit(lo))  # the positions it covers: first..last
+    last = F.least(F.coalesce(F.col(s_to) - 1, F.lit(hi)), F.lit(hi))
+    subs_by_bucket = subs.where(first <= last).withColumn(
+        "_s_bucket",
+        F.explode(F.sequence(F.floor((first - lo) / width).cast("long"), F.floor((last - lo) / width).cast("long"))),
+    )
+    located = data.withColumn("_d_bucket", F.floor((F.col(pos) - lo) / width).cast("long"))
+    live = (F.col(s_from) < F.col(pos)) & (F.col(s_to).isNull() | (F.col(s_to) > F.col(pos)))
+    joined = located.join(subs_by_bucket, on & (F.col("_s_bucket") == F.col("_d_bucket")) & live)
+    return joined.drop("_s_bucket", "_d_bucket")
 
 
 def delivery_audit(
@@ -101,40 +136,14 @@ def delivery_audit(
         F.col("end_seq").alias("s_to"),
     )
     sub_keys = [r[0] for r in subs.select("s_key").where(F.col("s_key").isNotNull()).distinct().collect()]
-    pairs = _matching_pairs(data.select("key").distinct(), sub_keys)
-    # Subscriptions come and go: joining each data message with every subscription of
-    # its key ever made compared billions of pairs (10M-record recording). Cut the seq
-    # range into AUDIT_BUCKETS buckets, list each subscription under every bucket its
-    # lifetime touches, and join on the bucket too: the same pairs match, far fewer meet.
-    span = data.agg(F.min("seq").alias("lo"), F.max("seq").alias("hi")).first()
-    lo = int(span["lo"]) if span is not None and span["lo"] is not None else 0
-    hi = int(span["hi"]) if span is not None and span["hi"] is not None else 0
-    width = (hi - lo) // AUDIT_BUCKETS + 1
-    first = F.greatest(F.col("s_from") + 1, F.lit(lo))  # the seqs it covers: first..last
-    last = F.least(F.coalesce(F.col("s_to") - 1, F.lit(hi)), F.lit(hi))
-    subs_by_bucket = subs.where(first <= last).withColumn(
-        "s_bucket",
-        F.explode(
-            F.sequence(
-                F.floor((first - lo) / width).cast("long"),
-                F.floor((last - lo) / width).cast("long"),
-            )
-        ),
+    pairs = matching_pairs(data.select("key").distinct(), sub_keys)
+    candidates = data.select("seq", "run", "source_link", "key").join(pairs, data.key == pairs.data_key)
+    on = (
+        (F.col("s_key") == F.col("sub_key"))
+        & (F.col("s_run") == F.col("run"))
+        & (F.col("s_link") != F.col("source_link"))
     )
-    candidates = (
-        data.select("seq", "run", "source_link", "key")
-        .join(pairs, data.key == pairs.data_key)
-        .withColumn("bucket", F.floor((F.col("seq") - lo) / width).cast("long"))
-    )
-    active = candidates.join(
-        subs_by_bucket,
-        (subs_by_bucket.s_key == candidates.sub_key)
-        & (subs_by_bucket.s_run == candidates.run)
-        & (subs_by_bucket.s_bucket == candidates.bucket)
-        & (subs_by_bucket.s_link != candidates.source_link)
-        & (subs_by_bucket.s_from < candidates.seq)
-        & (subs_by_bucket.s_to.isNull() | (subs_by_bucket.s_to > candidates.seq)),
-    )
+    active = join_active(candidates, "seq", subs, "s_from", "s_to", on)
     recomputed = active.groupBy("seq").agg(F.array_sort(F.collect_set("s_link")).alias("subscribed"))
     empty = F.array().cast("array<int>")
     audit = data.join(actual, "seq", "left").join(routed, "seq", "left").join(recomputed, "seq", "left")

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ from pyzenoh.pipeline.audit import (
     delivery_differences,
     match_keys_batches,
 )
+from pyzenoh.pipeline.mesh import DEFAULT_SETTLE_MS
 from pyzenoh.pipeline.tables import (
     DEFAULT_QUERY_TIMEOUT_MS,
     declarations_table,
@@ -81,14 +82,16 @@ TABLES = (
     "delivery",
     "delivery_differences",
 )
-_STAGES = 9
+#: Stages of one recording's tables (decoding .. delivery audit).
+_ROUTER_STAGES = 6
 
 
 class _Progress:
     """One line per stage on stderr: ``[pipeline 3/10] queries ... 1.2 s``."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, stages: int) -> None:
         self.enabled = enabled
+        self.stages = stages
         self.n = 0
         self.t0 = time.perf_counter()
         self._stage_t = self.t0
@@ -97,14 +100,14 @@ class _Progress:
         self.n += 1
         self._stage_t = time.perf_counter()
         if self.enabled:
-            print(f"[pipeline {self.n}/{_STAGES}] {name} ...", file=sys.stderr, flush=True)
+            print(f"[pipeline {self.n}/{self.stages}] {name} ...", file=sys.stderr, flush=True)
 
     def done(self, detail: str = "") -> None:
         if self.enabled:
             dt = time.perf_counter() - self._stage_t
             extra = f", {detail}" if detail else ""
             print(
-                f"[pipeline {self.n}/{_STAGES}]   done in {dt:.1f} s{extra}",
+                f"[pipeline {self.n}/{self.stages}]   done in {dt:.1f} s{extra}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -136,34 +139,29 @@ def _load(spark: SparkSession, recording_dir: str, table: str) -> DataFrame:
 # --- the job ------------------------------------------------------------------------------
 
 
-def run_pipeline(
-    recording_dir: str | os.PathLike[str],
-    output_dir: str | os.PathLike[str],
-    master: str | None = None,
-    progress: bool = True,
+def recording_label(rec_dir: str) -> tuple[str, list[str]]:
+    """A recording's name in the mesh tables, and every zid its router had in it: the
+    zid its segments carry (the last one, when restarts gave it several), else (older
+    recordings) the directory's name."""
+    from pyzenoh.recording.reader import list_segments, scan_segment
+
+    zids: list[str] = []
+    for _number, path in list_segments(rec_dir):
+        zid = scan_segment(path).zid
+        if zid and zid not in zids:
+            zids.append(zid)
+    return (zids[-1] if zids else Path(rec_dir).name), zids
+
+
+def _router_tables(
+    spark: SparkSession, rec_dir: str, out_dir: Path, prog: _Progress, counts: dict[str, int]
 ) -> dict[str, Any]:
-    """Decode a recording, write the Parquet tables and ``report.html``; return a summary."""
+    """One recording's tables under ``out_dir`` and its router's delivery audit."""
     from pyspark.sql import functions as F
 
-    from pyzenoh.errors import UsageError
     from pyzenoh.pipeline.export import export_table
-    from pyzenoh.pipeline.report import write_report
-    from pyzenoh.pipeline.source import register
-    from pyzenoh.recording.reader import list_segments
 
-    rec_dir = str(Path(recording_dir).resolve())
-    out_dir = Path(output_dir).resolve()
-    if not list_segments(rec_dir):
-        raise UsageError(f"{rec_dir} holds no recording segments (seg-*.mcap)")
     out_dir.mkdir(parents=True, exist_ok=True)
-    prog = _Progress(progress)
-
-    prog.stage("starting Spark")
-    spark = spark_session(master)
-    register(spark)
-    prog.done(f"master {spark.sparkContext.master}")
-
-    counts: dict[str, int] = {}
 
     def save(name: str, df: DataFrame) -> DataFrame:
         path = str(out_dir / name)
@@ -203,22 +201,70 @@ def run_pipeline(
     save("delivery_differences", delivery_differences(audit))
     verdict = audit_verdict(audit)
     prog.done(verdict["text"])
-
-    prog.stage("report")
-    report_path = write_report(spark, out_dir, verdict, counts)
-    prog.done(str(report_path))
-
-    prog.stage("summary")
     invalid = messages.where(F.col("msg_type") == "invalid").count()
-    result: dict[str, Any] = {
-        "recording_dir": rec_dir,
-        "output_dir": str(out_dir),
-        "master": spark.sparkContext.master,
-        "tables": {name: {"path": str(out_dir / name), "rows": counts.get(name, 0)} for name in TABLES},
-        "invalid_messages": invalid,
-        "audit": verdict,
-        "report": str(report_path),
-        "seconds": round(time.perf_counter() - prog.t0, 3),
-    }
+    return {"verdict": verdict, "invalid": invalid}
+
+
+def run_pipeline(
+    recording_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    output_dir: str | os.PathLike[str],
+    master: str | None = None,
+    progress: bool = True,
+    settle_ms: int = DEFAULT_SETTLE_MS,
+    report: bool = True,
+) -> dict[str, Any]:
+    """Decode recordings, write the Parquet tables and ``report.html`` (``report``: also
+    write the reports); return a summary.
+
+    One recording: its tables in ``output_dir``. Several (routers of one mesh): each
+    router's tables in ``output_dir/routers/<zid>``, and the mesh tables (``samples`` of
+    every router, ``hops``, ``mesh_delivery``, ``mesh_links``) with the mesh report in
+    ``output_dir`` (``settle_ms``: see :mod:`.mesh`).
+    """
+    from pyzenoh.errors import UsageError
+    from pyzenoh.pipeline.report import write_report
+    from pyzenoh.pipeline.source import register
+    from pyzenoh.recording.reader import list_segments
+
+    given = [recording_dir] if isinstance(recording_dir, str | os.PathLike) else list(recording_dir)
+    rec_dirs = [str(Path(d).resolve()) for d in given]
+    if not rec_dirs:
+        raise UsageError("no recording given")
+    for rec_dir in rec_dirs:
+        if not list_segments(rec_dir):
+            raise UsageError(f"{rec_dir} holds no recording segments (seg-*.mcap)")
+    out_dir = Path(output_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    mesh = len(rec_dirs) > 1
+    prog = _Progress(progress, 2 + _ROUTER_STAGES * len(rec_dirs) + (3 if mesh else 1))
+
+    prog.stage("starting Spark")
+    spark = spark_session(master)
+    register(spark)
+    prog.done(f"master {spark.sparkContext.master}")
+
+    counts: dict[str, int] = {}
+    if not mesh:
+        found = _router_tables(spark, rec_dirs[0], out_dir, prog, counts)
+        verdict = found["verdict"]
+        prog.stage("report")
+        name = recording_label(rec_dirs[0])[0]
+        report_path = write_report(spark, out_dir, verdict, counts, router=name) if report else None
+        prog.done(str(report_path))
+        result: dict[str, Any] = {
+            "recording_dir": rec_dirs[0],
+            "output_dir": str(out_dir),
+            "master": spark.sparkContext.master,
+            "tables": {name: {"path": str(out_dir / name), "rows": counts.get(name, 0)} for name in TABLES},
+            "invalid_messages": found["invalid"],
+            "audit": verdict,
+            "report": str(report_path) if report_path is not None else None,
+        }
+    else:
+        from pyzenoh.pipeline.mesh_job import run_mesh
+
+        result = run_mesh(spark, rec_dirs, out_dir, prog, settle_ms, _router_tables, report)
+    prog.stage("summary")
+    result["seconds"] = round(time.perf_counter() - prog.t0, 3)
     prog.done(f"{result['seconds']} s in all")
     return result

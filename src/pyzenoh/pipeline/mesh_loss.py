@@ -11,8 +11,9 @@ the subscriber's router, toward the subscriber's face) says why:
 ``access_control``  denied on the way in, or on the way out to that face
 ``queue_full``      the router's route listed the face, the send was dropped
 ``lost_on_link``    sent on a router link, the next router never received it
-``link_down``       the same, the link closing soon after; or no open router link
-                    led from where it was toward the subscriber's router
+``link_down``       sent or not, the router link closing within the settle time
+                    after the sample; or no open router link led from where it was
+                    toward the subscriber's router
 ``no_route``        the router had no route toward the face
 ``not_recorded``    the next router on the way is not among the recordings
 """
@@ -151,16 +152,16 @@ def where_lost(
     found: list[Loss] = []
     for face in topology.toward(nearest, t_ns, dist):
         name = f"{nearest}->{face.peer}"
+        closing = face.close_ns is not None and face.close_ns <= t_ns + settle_ns
         why = _at_face(hop, face.link, name)
-        if why is not None:
-            found.append(why)
-            continue
-        if face.peer not in topology.recorded:
-            found.append(Loss(nearest, name, NOT_RECORDED))
-        elif face.close_ns is not None and face.close_ns <= t_ns + settle_ns:
-            found.append(Loss(nearest, name, LINK_DOWN))
-        else:
-            found.append(Loss(nearest, name, LOST_ON_LINK))
+        if why is None:  # sent, and the next router never had it
+            if face.peer not in topology.recorded:
+                why = Loss(nearest, name, NOT_RECORDED)
+            else:
+                why = Loss(nearest, name, LINK_DOWN if closing else LOST_ON_LINK)
+        elif why.reason == NO_ROUTE and closing:  # the route went with the link
+            why = Loss(nearest, name, LINK_DOWN)
+        found.append(why)
     if not found:
         return Loss(nearest, None, NO_ROUTE)
     order = {LOST_ON_LINK: 0, LINK_DOWN: 1, NOT_RECORDED: 2, ACCESS_CONTROL: 3, QUEUE_FULL: 4, NO_ROUTE: 5}
