@@ -147,7 +147,9 @@ def _traffic_section(spark: SparkSession, out_dir: Path) -> list[str]:
         .limit(TOP_KEYS)
         .collect()
     )
-    if top:
+    if not top:
+        parts.append("<p>No keyed traffic.</p>")
+    else:
         parts.append(
             bar_chart(
                 f"Top {len(top)} key expressions",
