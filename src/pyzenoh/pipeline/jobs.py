@@ -139,6 +139,16 @@ def _load(spark: SparkSession, recording_dir: str, table: str) -> DataFrame:
 # --- the job ------------------------------------------------------------------------------
 
 
+def save_table(spark: SparkSession, out_dir: Path, name: str, df: DataFrame, counts: dict[str, int]) -> DataFrame:
+    """Write ``df`` as the Parquet table ``out_dir/name``, count it into ``counts``, and
+    return it read back (what comes next reads the table, not the plan again)."""
+    path = str(out_dir / name)
+    df.write.mode("overwrite").parquet(path)
+    back = spark.read.parquet(path)
+    counts[name] = back.count()
+    return back
+
+
 def recording_label(rec_dir: str) -> tuple[str, list[str]]:
     """A recording's name in the mesh tables, and every zid its router had in it: the
     zid its segments carry (the last one, when restarts gave it several), else (older
@@ -164,11 +174,7 @@ def _router_tables(
     out_dir.mkdir(parents=True, exist_ok=True)
 
     def save(name: str, df: DataFrame) -> DataFrame:
-        path = str(out_dir / name)
-        df.write.mode("overwrite").parquet(path)
-        back = spark.read.parquet(path)
-        counts[name] = back.count()
-        return back
+        return save_table(spark, out_dir, name, df, counts)
 
     def export(table: str) -> DataFrame:
         """A recording table written by the Spark tasks with pyarrow (see .export)."""

@@ -44,7 +44,7 @@ def run_mesh(
 ) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
-    from pyzenoh.pipeline.jobs import recording_label
+    from pyzenoh.pipeline.jobs import recording_label, save_table
     from pyzenoh.pipeline.mesh_report import write_mesh_report
     from pyzenoh.pipeline.report import write_report
 
@@ -86,11 +86,7 @@ def run_mesh(
     counts: dict[str, int] = {}
 
     def save(name: str, df: DataFrame) -> DataFrame:
-        path = str(out_dir / name)
-        df.write.mode("overwrite").parquet(path)
-        back = spark.read.parquet(path)
-        counts[name] = back.count()
-        return back
+        return save_table(spark, out_dir, name, df, counts)
 
     prog.stage("hops across the mesh")
     names = list(routers)
