@@ -434,6 +434,11 @@ def test_report_renders_in_a_headless_browser(result: dict[str, Any], tmp_path: 
         "--headless",
         "--no-sandbox",
         "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",  # nothing to fetch: the report is self-contained
+        "--disable-component-update",
+        "--disable-sync",
         f"--user-data-dir={tmp_path / 'profile'}",
         "--virtual-time-budget=10000",
         "--dump-dom",
