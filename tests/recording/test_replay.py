@@ -146,7 +146,7 @@ def _push(key: str, payload: bytes, ts: Timestamp | None = None) -> bytes:
 
 
 def _opened(seq: int, link: int, whatami: str) -> LinkRecord:
-    return LinkRecord(seq, seq, "opened", link, "z", whatami, "tcp/x", None, False)
+    return LinkRecord(seq, seq, "open", link, "z", whatami, "tcp/x", None, False)
 
 
 def test_each_sample_once_with_its_copies_timestamp_across_the_recordings_of_a_mesh() -> None:
@@ -181,3 +181,14 @@ def test_pacing() -> None:
     assert Pacing(0, 3.0).due(9) == 3.0
     with pytest.raises(ValueError):
         Pacing(-1, 0)
+
+
+def test_a_synthetic_meshs_recordings_replay_each_sample_once(tmp_path: Path) -> None:
+    # link events as the recorder writes them ("open"), not as a test would make them up
+    from pyzenoh.pipeline.synth_mesh import generate_mesh
+    from pyzenoh.recording.reader import read_records
+    from pyzenoh.recording.replay import recorded_samples
+
+    dirs = [tmp_path / f"r{i}" for i in range(3)]
+    made = generate_mesh(dirs, 5_000, drop_every=0, cut=(2.0, 2.0))
+    assert sum(1 for _ in recorded_samples([read_records(d) for d in dirs])) == made["samples"]

@@ -79,7 +79,7 @@ def _samples_of(records: Iterable[Record], skip_router_faces: bool) -> Iterator[
     entering = EnteringSamples()
     for rec in records:
         if isinstance(rec, LinkRecord):
-            if rec.event == "opened":
+            if rec.event == "open":
                 whatami[rec.link] = rec.whatami
             continue
         if not isinstance(rec, NetRecord):
