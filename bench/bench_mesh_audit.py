@@ -101,6 +101,7 @@ def session(master: str) -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.executor.memory", "2g")
+        .config("spark.driver.memory", "4g")  # local[*]: the driver is the executor
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -1,5 +1,9 @@
 """The mesh tables: the recordings of several routers of one mesh, joined sample by sample.
 
+The joins of two tables that grow with the traffic are hinted ``merge``: Spark otherwise
+broadcast one of them when its estimate was small and its real size was not (10M records:
+"not enough memory to build and broadcast the table").
+
 A sample keeps the HLC timestamp the first router gave it (or its publisher did) on every
 hop, so its records in each router's recording are joined by ``(key, HLC time, HLC id)``,
 never by the hosts' clocks. Tables (see :mod:`.jobs` for where they are written):
@@ -90,7 +94,7 @@ def hops_table(router: str, messages: DataFrame, links: DataFrame, routes: DataF
     )
     empty = F.array().cast("array<int>")
     hops = (
-        rx.join(tx, rx.seq == tx.t_seq, "left")
+        rx.join(tx.hint("merge"), rx.seq == tx.t_seq, "left")
         .join(denied, rx.seq == denied.d_seq, "left")
         .join(routed, rx.seq == routed.r_seq, "left")
         .withColumn("router", F.lit(router))
@@ -152,7 +156,8 @@ def with_link_times(hops: DataFrame, labels: dict[str, str]) -> DataFrame:
         F.col("sample_id").alias("p_id"), F.col("router").alias("p_router"), F.col("first_tx_ns").alias("p_tx_ns")
     )
     hops = hops.withColumn("from_router", F.when(~F.col("entry"), router_label(F.col("from_zid"), labels)))
-    joined = hops.join(prev, (prev.p_id == hops.sample_id) & (prev.p_router == hops.from_router), "left")
+    on = (prev.p_id == hops.sample_id) & (prev.p_router == hops.from_router)
+    joined = hops.join(prev.hint("merge"), on, "left")
     joined = joined.withColumn("link_ns", F.col("rx_ns") - F.col("p_tx_ns"))
     return joined.drop("p_id", "p_router", "p_tx_ns").dropDuplicates(["router", "seq"])
 
@@ -258,7 +263,7 @@ def mesh_delivery(
     )
     rows = (
         expected.join(
-            reached,
+            reached.hint("merge"),
             (reached.r_id == expected.sample_id)
             & (reached.r_router == expected.s_router)
             & (reached.r_run == expected.s_run)
@@ -286,14 +291,18 @@ def mesh_delivery(
     missing = rows.where(~F.col("reached")).select("sample_id", "t_ns", "sub_router", "sub_run", "sub_link")
     hop_struct = F.struct("rx_ns", "router", "run", "sent_links", "denied_links", "dropped_links", "ingress_denied")
     hop_lists = (
-        hops.join(missing.select(F.col("sample_id").alias("m_id")).distinct(), F.col("sample_id") == F.col("m_id"))
+        hops.join(
+            missing.select(F.col("sample_id").alias("m_id")).distinct().hint("merge"),
+            F.col("sample_id") == F.col("m_id"),
+        )
         .groupBy("sample_id")
         .agg(F.array_sort(F.collect_list(hop_struct)).alias("hops"))
     )
-    losses = missing.join(hop_lists, "sample_id", "left").mapInArrow(
+    losses = missing.join(hop_lists.hint("merge"), "sample_id", "left").mapInArrow(
         functools.partial(classify_batches, topology=topology, settle_ns=settle_ns), _LOSS_SCHEMA
     )
-    return rows.join(losses, ["sample_id", "sub_router", "sub_run", "sub_link"], "left").orderBy("t_ns", "sample_id")
+    keys = ["sample_id", "sub_router", "sub_run", "sub_link"]
+    return rows.join(losses.hint("merge"), keys, "left").orderBy("t_ns", "sample_id")
 
 
 def classify_batches(batches: Iterator[pa.RecordBatch], topology: Topology, settle_ns: int) -> Iterator[pa.RecordBatch]:
