@@ -124,6 +124,8 @@ def _drive(endpoint: str, msgq_socket: str, security: Security | None, rest_port
     if security is not None:
         conf["transport"] = Security.credentials()
     edge_conf: dict[str, Any] = {"mode": "client", "connect": {"endpoints": [edge]}}
+    if security is not None:
+        edge_conf["transport"] = Security.credentials()
     with pz.open(conf) as sub_s, pz.open(conf) as pub_s, pz.open(edge_conf) as edge_s:
         samples: queue.Queue[Any] = queue.Queue()
         sub_s.declare_subscriber("demo/**", samples.put)
@@ -311,7 +313,12 @@ def _demo(args: argparse.Namespace) -> int:
             )
             wait_listening(rest_port, router)
             edge_config = Path(tmp) / "edge.json5"
-            auth = {"transport": Security.credentials()} if security is not None else {}
+            # secured: the edge logs in to the router, and asks its own clients the same
+            auth: dict[str, Any] = {}
+            if security is not None:
+                usrpwd = dict(Security.credentials()["auth"]["usrpwd"])
+                usrpwd["dictionary_file"] = security.router["transport"]["auth"]["usrpwd"]["dictionary_file"]
+                auth = {"transport": {"auth": {"usrpwd": usrpwd}}}
             edge_config.write_text(
                 json.dumps({"listen": {"endpoints": [edge]}, "connect": {"endpoints": [endpoint]}, **auth})
             )

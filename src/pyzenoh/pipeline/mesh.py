@@ -217,6 +217,30 @@ def mesh_samples(hops: DataFrame) -> DataFrame:
     )
 
 
+def unfollowable_ids(hops: DataFrame, topology: Topology) -> DataFrame:
+    """The samples that carry no timestamp and were sent on to another router: past their
+    entry router their hops cannot be told from other samples' (routers stamp PUTs only,
+    as zenohd does: a DELETE keeps what its publisher gave it)."""
+    from pyspark.sql import functions as F
+
+    faces = [(x.router, x.run, x.link) for x in topology.links]
+    router_faces = hops.sparkSession.createDataFrame(faces, "f_router STRING, f_run INT, f_link INT")
+    sent = hops.where(F.col("hlc_ns").isNull() & F.col("entry")).select(
+        "sample_id", "router", "run", F.explode("sent_links").alias("link")
+    )
+    on = (sent.router == router_faces.f_router) & (sent.run == router_faces.f_run) & (sent.link == router_faces.f_link)
+    return sent.join(router_faces, on).select("sample_id").distinct()
+
+
+def followable(hops: DataFrame, topology: Topology) -> DataFrame:
+    """The hops the mesh audit can follow: stamped ones, and an unstamped sample's entry
+    hop when it went no further than its entry router."""
+    from pyspark.sql import functions as F
+
+    kept = hops.where(F.col("hlc_ns").isNotNull() | F.col("entry"))
+    return kept.join(unfollowable_ids(hops, topology), "sample_id", "left_anti")
+
+
 def mesh_delivery(
     hops: DataFrame,
     declarations: DataFrame,
@@ -228,6 +252,7 @@ def mesh_delivery(
     from pyspark.sql import functions as F
 
     settle_ns = settle_ms * 1_000_000
+    hops = followable(hops, topology)
     samples = mesh_samples(hops)
     is_sub = (
         (F.col("kind") == "subscriber")

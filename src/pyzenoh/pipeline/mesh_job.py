@@ -21,6 +21,7 @@ from pyzenoh.pipeline.mesh import (
     mesh_links_table,
     mesh_verdict,
     router_links,
+    unfollowable_ids,
     with_link_times,
 )
 
@@ -107,6 +108,12 @@ def run_mesh(
     delivery = save("mesh_delivery", mesh_delivery(hops, declarations, topology, settle_ms))
     save("mesh_links", mesh_links_table(hops, delivery, links_df))
     verdict = mesh_verdict(delivery)
+    verdict["samples_not_followed"] = unfollowable_ids(hops, topology).count()
+    if verdict["samples_not_followed"]:
+        verdict["text"] += (
+            f"; {verdict['samples_not_followed']} samples without a timestamp went on to other routers "
+            "and could not be followed (routers stamp PUTs only)"
+        )
     prog.done(verdict["text"])
 
     prog.stage("mesh report")
