@@ -232,27 +232,30 @@ def unfollowable_ids(hops: DataFrame, topology: Topology) -> DataFrame:
     return sent.join(router_faces, on).select("sample_id").distinct()
 
 
-def followable(hops: DataFrame, topology: Topology) -> DataFrame:
+def followable(hops: DataFrame, unfollowable: DataFrame) -> DataFrame:
     """The hops the mesh audit can follow: stamped ones, and an unstamped sample's entry
-    hop when it went no further than its entry router."""
+    hop when it went no further than its entry router (``unfollowable``: the
+    :func:`unfollowable_ids` of ``hops``)."""
     from pyspark.sql import functions as F
 
     kept = hops.where(F.col("hlc_ns").isNotNull() | F.col("entry"))
-    return kept.join(unfollowable_ids(hops, topology), "sample_id", "left_anti")
+    return kept.join(unfollowable, "sample_id", "left_anti")
 
 
 def mesh_delivery(
     hops: DataFrame,
     declarations: DataFrame,
     topology: Topology,
+    unfollowable: DataFrame,
     settle_ms: int = DEFAULT_SETTLE_MS,
 ) -> DataFrame:
     """Per sample and subscriber of the mesh whose declaration intersected it: reached or
-    where it stopped. ``declarations``: every router's, with a ``router`` column."""
+    where it stopped. ``declarations``: every router's, with a ``router`` column;
+    ``unfollowable``: the samples left out (:func:`unfollowable_ids`)."""
     from pyspark.sql import functions as F
 
     settle_ns = settle_ms * 1_000_000
-    hops = followable(hops, topology)
+    hops = followable(hops, unfollowable)
     samples = mesh_samples(hops)
     is_sub = (
         (F.col("kind") == "subscriber")

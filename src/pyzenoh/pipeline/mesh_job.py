@@ -105,10 +105,13 @@ def run_mesh(
     prog.stage("mesh delivery audit")
     topology = collect_topology(links_df, names)
     declarations = union([table("declarations", r).withColumn("router", F.lit(r)) for r in names])
-    delivery = save("mesh_delivery", mesh_delivery(hops, declarations, topology, settle_ms))
+    # counted once here, left out of the audit there
+    unfollowable = unfollowable_ids(hops, topology).cache()
+    delivery = save("mesh_delivery", mesh_delivery(hops, declarations, topology, unfollowable, settle_ms))
     save("mesh_links", mesh_links_table(hops, delivery, links_df))
     verdict = mesh_verdict(delivery)
-    verdict["samples_not_followed"] = unfollowable_ids(hops, topology).count()
+    verdict["samples_not_followed"] = unfollowable.count()
+    unfollowable.unpersist()
     if verdict["samples_not_followed"]:
         verdict["text"] += (
             f"; {verdict['samples_not_followed']} samples without a timestamp went on to other routers "

@@ -30,7 +30,6 @@ LOST_ON_LINK = "lost_on_link"
 LINK_DOWN = "link_down"
 NO_ROUTE = "no_route"
 NOT_RECORDED = "not_recorded"
-REASONS = (ACCESS_CONTROL, QUEUE_FULL, LOST_ON_LINK, LINK_DOWN, NO_ROUTE, NOT_RECORDED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +76,6 @@ class Topology:
     def __init__(self, links: Iterable[RouterLink], recorded: Iterable[str]) -> None:
         self.links = tuple(links)
         self.recorded = frozenset(recorded)
-        self._by_face = {(x.router, x.run, x.link): x for x in self.links}
-
-    def face(self, router: str, run: int, link: int) -> RouterLink | None:
-        return self._by_face.get((router, run, link))
 
     def distances_to(self, target: str, t_ns: int) -> dict[str, int]:
         """Router links away from ``target`` at ``t_ns`` (a link counts when either end
@@ -106,9 +101,6 @@ class Topology:
         if here is None:
             return []
         return [x for x in self.links if x.router == router and x.open_at(t_ns) and dist.get(x.peer, here) == here - 1]
-
-    def faces_to(self, router: str, peer: str) -> list[RouterLink]:
-        return [x for x in self.links if x.router == router and x.peer == peer]
 
 
 def _at_face(hop: Hop, link: int, name: str) -> Loss | None:
