@@ -50,21 +50,6 @@ async def aflushed(zs: zenoh.Session, s: AsyncSession) -> None:
         await probe.undeclare()
 
 
-async def aflushed_to(s: AsyncSession, zs: zenoh.Session) -> None:
-    """Wait (bounded) until every sample and query ``s`` sent before at the default
-    priority has reached ``zs``: a probe ``s`` puts now, on a key only ``zs`` subscribes,
-    travels the same lane behind them."""
-    key = f"aflushed-to/{os.getpid()}/{next(_probes)}"
-    got: list[Any] = []
-    probe: Any = zs.declare_subscriber(key, got.append)
-    try:
-        await arouted(s, key)
-        await s.put(key, b"")
-        await aexpect(lambda: got, "a probe sample")
-    finally:
-        probe.undeclare()
-
-
 async def arecv(entity: Any, timeout: float = WAIT) -> Any:
     """The next item of an asyncio entity's channel, bounded."""
     return await asyncio.wait_for(entity.recv(), timeout)
