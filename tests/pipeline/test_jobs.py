@@ -9,8 +9,6 @@ import contextlib
 import importlib
 import io
 import re
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.pipeline import scenario
+from tests.pipeline.browser import drawn_charts, find_browser, rendered_dom
 from tests.pipeline.scenario import EXPECTED_DELIVERY, T0
 from tests.pipeline.submit import Submitted
 
@@ -417,33 +416,9 @@ def test_report(result: dict[str, Any]) -> None:
     assert "alive/2" in html  # the token lifetimes table
 
 
-def _browser() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
 def test_report_renders_in_a_headless_browser(result: dict[str, Any], tmp_path: Path) -> None:
-    browser = _browser()
+    browser = find_browser()
     if browser is None:
         pytest.skip("no Chromium installed (Debian: apt install chromium)")
-    cmd = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",  # nothing to fetch: the report is self-contained
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--virtual-time-budget=10000",
-        "--dump-dom",
-        Path(result["report"]).as_uri(),
-    ]
-    dom = subprocess.run(cmd, capture_output=True, timeout=120, check=True).stdout.decode("utf-8", "replace")
-    # plotly drew every chart: each graph div holds its SVG
-    assert dom.count('class="main-svg"') >= len(re.findall(r'class="plotly-graph-div"', dom)) > 0
+    dom = rendered_dom(browser, Path(result["report"]), tmp_path / "profile")
+    assert drawn_charts(dom) >= 5

@@ -21,6 +21,7 @@ import zenoh
 
 from pyzenoh.pipeline.jobs import recording_label, run_pipeline
 from tests.fixtures.pyzenoh_router import run_router, zenoh_config
+from tests.pipeline.browser import drawn_charts, find_browser, rendered_dom
 from tests.routing.test_wire_differential import RecordingProxy
 from tests.waits import WAIT, expect, routed, until
 
@@ -232,6 +233,9 @@ def test_mesh_audit_agrees_with_the_subscribers_and_names_where_samples_stopped(
     report = (out / "report.html").read_text()
     assert "Mesh delivery audit" in report and "queue_full" in report and "link_down" in report
     assert (out / "routers" / a / "report.html").exists()
+    browser = find_browser()
+    if browser is not None:  # drawn in a real browser where one is installed
+        assert drawn_charts(rendered_dom(browser, out / "report.html", tmp_path / "profile")) >= 3
 
 
 def _router_a_tables(spark: Any, tables: Path, summary: dict[str, Any]) -> None:

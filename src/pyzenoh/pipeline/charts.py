@@ -70,6 +70,13 @@ def _div(fig: Any) -> str:
     return '<div class="chart">' + body + "</div>"
 
 
+def _palette() -> list[str]:
+    from plotly.colors import qualitative
+
+    colors: list[str] = qualitative.Plotly
+    return colors
+
+
 def rate_chart(title: str, series: Series, step_ns: int, stacked: bool = True) -> str:
     """Messages/s above bytes/s, one bar series per name (click the legend to hide one)."""
     import plotly.graph_objects as go
@@ -77,10 +84,20 @@ def rate_chart(title: str, series: Series, step_ns: int, stacked: bool = True) -
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
     per_s = _SECOND / step_ns
-    for name, pts in series.items():
+    palette = _palette()
+    for i, (name, pts) in enumerate(series.items()):
         x = [when(t) for t, _, _ in pts]
         width = step_ns / 1e6  # a date axis counts in milliseconds
-        common = {"x": x, "name": name, "legendgroup": name, "width": [width] * len(x), "offset": 0}
+        # one colour per name in both rows: the legend shows it once, for both
+        color = palette[i % len(palette)]
+        common = {
+            "x": x,
+            "name": name,
+            "legendgroup": name,
+            "width": [width] * len(x),
+            "offset": 0,
+            "marker_color": color,
+        }
         fig.add_trace(go.Bar(y=[m * per_s for _, m, _ in pts], **common), row=1, col=1)
         fig.add_trace(go.Bar(y=[b * per_s for _, _, b in pts], showlegend=False, **common), row=2, col=1)
     fig.update_yaxes(title_text="messages/s", row=1, col=1)
