@@ -403,7 +403,7 @@ def test_report(result: dict[str, Any]) -> None:
     html = Path(result["report"]).read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>")
     assert "FAIL: 3 of 9 data messages differ" in html
-    assert "Access control denials" in html
+    assert "Stopped by access control and interceptors" in html
     assert "ingress declare_subscriber denied by rule &#x27;no-sub&#x27;" in html
     # interactive charts, plotly.js inlined: nothing to fetch when opened
     assert len(re.findall(r'class="plotly-graph-div"', html)) >= 5

@@ -261,8 +261,8 @@ def _router_a_tables(spark: Any, tables: Path, summary: dict[str, Any]) -> None:
 def test_synthetic_mesh_audit_finds_exactly_the_injected_faults_though_a_router_was_killed(
     spark: Any, tmp_path: Path
 ) -> None:
-    """Generated recordings of two routers with a full queue dropping deliveries and the
-    link between them cut for a while; router 0 was killed -9 while closing its last
+    """Generated recordings of two routers with a full queue dropping deliveries, an
+    interceptor dropping others and the link between them cut for a while; router 0 was killed -9 while closing its last
     segment (its chunks whole, its summary torn) and a file of junk named like a segment
     lies in router 1's directory. Every injected fault is found, with its reason, and
     nothing else: without them the mesh passes."""
@@ -273,8 +273,8 @@ def test_synthetic_mesh_audit_finds_exactly_the_injected_faults_though_a_router_
     from pyzenoh.recording.reader import list_segments, scan_segment
 
     dirs = [tmp_path / f"r{i}" for i in range(2)]
-    made = generate_mesh(dirs, 4_000, drop_every=200, cut=(0.5, 0.6), max_segment_bytes=20_000)
-    assert made["dropped"] > 0 and made["during_cut"] > 0
+    made = generate_mesh(dirs, 4_000, drop_every=200, intercept_every=150, cut=(0.5, 0.6), max_segment_bytes=20_000)
+    assert made["dropped"] > 0 and made["intercepted"] > 0 and made["during_cut"] > 0
     last = list_segments(dirs[0])[-1][1]
     with open(last, "r+b") as f:
         f.truncate(scan_segment(last).data_end + 17)
@@ -287,14 +287,20 @@ def test_synthetic_mesh_audit_finds_exactly_the_injected_faults_though_a_router_
     verdict = result["mesh_audit"]
     assert not verdict["passed"]
     assert verdict["lost_by_reason"].get("queue_full") == made["dropped"]  # each drop: one delivery
+    assert verdict["lost_by_reason"].get("interceptor") == made["intercepted"]
     assert verdict["lost_by_reason"].get("link_down", 0) > 0
-    assert set(verdict["lost_by_reason"]) == {"queue_full", "link_down"}, verdict
+    assert set(verdict["lost_by_reason"]) == {"queue_full", "interceptor", "link_down"}, verdict
     assert verdict["deliveries_expected"] == verdict["reached"] + verdict["lost"] > made["samples"]
+    # each router's own audit counts the interceptor's drops as its policy's, not as missing
+    audits = [r["audit"] for r in result["routers"].values()]
+    assert sum(a["denied_deliveries"] for a in audits) == made["intercepted"]
+    assert sum(a["missing"] for a in audits) == 2 * made["dropped"]  # missing, and missing against the route
     delivery = spark.read.parquet(str(tmp_path / "out" / "mesh_delivery"))
     cut = delivery.where(F.col("reason") == "link_down").collect()
     # only samples that had to cross the cut link, between the two routers
     far = str(mesh_zid(1))
     assert all((r["entry_router"] == far) != (r["sub_router"] == far) for r in cut)
     # the same mesh without the injected faults' deliveries passes
-    clean = mesh_verdict(delivery.where(F.col("reason").isNull() | ~F.col("reason").isin("queue_full", "link_down")))
+    faults = ("queue_full", "interceptor", "link_down")
+    clean = mesh_verdict(delivery.where(F.col("reason").isNull() | ~F.col("reason").isin(*faults)))
     assert clean["passed"] and clean["text"].startswith("PASS"), clean

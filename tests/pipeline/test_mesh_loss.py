@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from pyzenoh.pipeline.mesh_loss import (
     ACCESS_CONTROL,
+    INTERCEPTOR,
     LINK_DOWN,
     LOST_ON_LINK,
     NO_ROUTE,
@@ -41,8 +42,19 @@ def _hop(
     denied: Iterable[int] = (),
     dropped: Iterable[int] = (),
     ingress: bool = False,
+    intercepted: Iterable[int] = (),
+    ingress_intercepted: bool = False,
 ) -> Hop:
-    return Hop(router, 0, frozenset(sent), frozenset(denied), frozenset(dropped), ingress)
+    return Hop(
+        router,
+        0,
+        frozenset(sent),
+        frozenset(denied),
+        frozenset(dropped),
+        ingress,
+        frozenset(intercepted),
+        ingress_intercepted,
+    )
 
 
 def test_stopped_on_the_subscribers_router() -> None:
@@ -52,6 +64,8 @@ def test_stopped_on_the_subscribers_router() -> None:
     assert where_lost(hops, "C", 5, T, _line(), SETTLE) == Loss("C", "C#5", QUEUE_FULL)
     hops[2] = _hop("C", denied={5})
     assert where_lost(hops, "C", 5, T, _line(), SETTLE) == Loss("C", "C#5", ACCESS_CONTROL)
+    hops[2] = _hop("C", intercepted={5})
+    assert where_lost(hops, "C", 5, T, _line(), SETTLE) == Loss("C", "C#5", INTERCEPTOR)
 
 
 def test_sent_on_a_router_link_and_never_received() -> None:
@@ -73,6 +87,10 @@ def test_not_sent_toward_the_next_router() -> None:
     assert where_lost(hops, "C", 5, T, _line(), SETTLE) == Loss("B", "B->C", QUEUE_FULL)
     hops = [_hop("A", ingress=True)]
     assert where_lost(hops, "C", 5, T, _line(), SETTLE) == Loss("A", "A->B", ACCESS_CONTROL)
+    hops = [_hop("A", ingress_intercepted=True)]
+    assert where_lost(hops, "C", 5, T, _line(), SETTLE) == Loss("A", "A->B", INTERCEPTOR)
+    hops = [_hop("A", {1}), _hop("B", intercepted={2})]
+    assert where_lost(hops, "C", 5, T, _line(), SETTLE) == Loss("B", "B->C", INTERCEPTOR)
 
 
 def test_no_open_link_toward_the_subscribers_router() -> None:

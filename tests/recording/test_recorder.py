@@ -338,6 +338,29 @@ def test_denied_round_trip(tmp_path: Path) -> None:
     assert _mcap_messages(seg[1]) == 6
 
 
+def test_intercepted_round_trip(tmp_path: Path) -> None:
+    """An interceptor's drop: a link event of its own, with a denial's fields."""
+    with Recorder(tmp_path) as rec:
+        s0 = rec.message(20, 3, "rx", "demo/a", b"\x7d\x00\x01")
+        d0 = rec.intercepted(20, s0, 4, "egress", "put", "demo/a", "egress put dropped by downsampling 'ds'")
+    recs = list(read_records(tmp_path))
+    assert recs[1] == LinkRecord(
+        d0,
+        20,
+        "intercepted",
+        4,
+        None,
+        None,
+        None,
+        "egress put dropped by downsampling 'ds'",
+        False,
+        cause=s0,
+        flow="egress",
+        message="put",
+        key="demo/a",
+    )
+
+
 def test_denied_key_filter_and_bad_values(tmp_path: Path) -> None:
     with Recorder(tmp_path, key_filter="demo/**") as rec:
         assert rec.access_denied(1, -1, 1, "ingress", "put", "other/a", "r") == -1

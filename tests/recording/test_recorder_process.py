@@ -216,11 +216,15 @@ def test_access_denied_causes_resolve_and_bad_values_stay_in_the_router(
         assert rec.access_denied(3, rx, 1, "ingress", object(), "demo/a", "bad") == -1  # type: ignore[arg-type]
         rx2 = rec.routed(4, 1, "demo/b", b"\x7d", [(2, b"\x7e")])
         rec.access_denied(4, rx2, 3, "egress", "put", "demo/b", "e" * 5000)
+        rec.intercepted(5, rx2, 2, "egress", "put", "demo/b", "egress put dropped by downsampling 'd'")
+        assert rec.intercepted(5, rx2, 2, "egress", "put", "other/b", "filtered") == -1
     assert "access_denied skipped" in caplog.text
     recs = list(read_records(tmp_path))
-    denied = [r for r in recs if isinstance(r, LinkRecord)]
-    assert [(d.seq, d.cause, d.link, d.flow) for d in denied] == [
-        (1, 0, 1, "ingress"),
-        (4, 2, 3, "egress"),
+    stops = [r for r in recs if isinstance(r, LinkRecord)]
+    assert [(d.seq, d.event, d.cause, d.link, d.flow) for d in stops] == [
+        (1, "denied", 0, 1, "ingress"),
+        (4, "denied", 2, 3, "egress"),
+        (5, "intercepted", 2, 2, "egress"),
     ]
-    assert denied[1].reason == "e" * 512
+    assert stops[1].reason == "e" * 512
+    assert stops[2].reason == "egress put dropped by downsampling 'd'"

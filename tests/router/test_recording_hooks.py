@@ -458,3 +458,40 @@ def test_a_run_is_recorded_as_its_messages_one_by_one(tmp_path: Path, recorder_c
         seen.append((sorted(shape, key=repr), len(net.links[2].sent), len(net.links[3].sent)))
     assert seen[0] == seen[1]
     assert len(seen[0][0]) == 40 * 3  # rx and two copies, or rx, one copy and a route record
+
+
+def test_interceptors_drops_follow_the_rx_record_they_are_about(tmp_path: Path, recorder_cls: type) -> None:
+    """Messages an interceptor dropped are ``"intercepted"`` link events right after the
+    rx record being routed, on the face whose flow dropped them: the publisher's on the
+    way in, each subscriber's on the way out."""
+    from pyzenoh.interceptors import Interceptors
+
+    def small(ident: str, flow: str, key: str) -> dict[str, object]:
+        return {"id": ident, "flows": [flow], "messages": ["put"], "key_exprs": [key], "size_limit": 10}
+
+    interceptors = Interceptors.from_config(
+        {"low_pass_filter": [small("small-out", "egress", "demo/big/**"), small("small-in", "ingress", "demo/in/**")]}
+    )
+    net = Net(tmp_path, recorder_cls, interceptors=interceptors)
+    _setup_pub_sub(net, subs=2)
+    for key, payload in (("demo/big/x", b"x" * 50), ("demo/in/x", b"x" * 50), ("demo/big/y", b"ok")):
+        net.rx(1, Push(WireExpr(0, key, True), Put(payload)))
+    recs = net.records()
+    by_seq = {r.seq: r for r in recs if isinstance(r, NetRecord | LinkRecord)}
+    stops = [r for r in recs if isinstance(r, LinkRecord) and r.event == "intercepted"]
+    out = "egress put dropped by low_pass_filter 'small-out'"
+    assert sorted((s.link, s.flow, s.message, s.key, s.reason) for s in stops) == [
+        (1, "ingress", "put", "demo/in/x", "ingress put dropped by low_pass_filter 'small-in'"),
+        (2, "egress", "put", "demo/big/x", out),
+        (3, "egress", "put", "demo/big/x", out),
+    ]
+    txs = [r for r in _net(recs) if r.direction == "tx"]
+    for s in stops:
+        assert s.cause is not None
+        rx = by_seq[s.cause]
+        assert isinstance(rx, NetRecord) and (rx.direction, rx.key) == ("rx", s.key)
+        assert s.time_ns == rx.time_ns and s.seq > rx.seq
+        assert not [t for t in txs if t.cause == rx.seq]  # dropped everywhere
+    y = next(r for r in _net(recs) if r.direction == "rx" and r.key == "demo/big/y")
+    assert sorted(t.link for t in txs if t.cause == y.seq) == [2, 3]
+    assert not _denied(recs)  # not access control's

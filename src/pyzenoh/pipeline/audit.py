@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from pyzenoh.pipeline.tables import denials
+from pyzenoh.pipeline.tables import policy_stops
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
@@ -99,8 +99,9 @@ def delivery_audit(
     """The routing audit: per data message, where it went against where it should have.
 
     ``subscribed``: the faces with an intersecting subscriber, by the replayed
-    declarations (those access control refused excluded). With ``links``, access
-    control's recorded denials are taken into account: a message denied on the way in
+    declarations (those access control refused excluded). With ``links``, the policies'
+    recorded stops (access control's denials, interceptors' drops: a policy's decision,
+    not a routing failure) are taken into account: a message denied on the way in
     (``ingress_denied``) should go nowhere, and one denied on the way out to some faces
     should not go to them; ``denied`` lists the faces it was kept from (all of
     ``subscribed`` when denied on the way in). ``expected`` = ``subscribed`` less
@@ -149,7 +150,7 @@ def delivery_audit(
     audit = data.join(actual, "seq", "left").join(routed, "seq", "left").join(recomputed, "seq", "left")
     if links is not None:
         denied = (
-            denials(links)
+            policy_stops(links)
             .groupBy(F.col("cause").alias("seq"))
             .agg(
                 F.collect_set(F.when(F.col("flow") == "ingress", F.col("link"))).alias("ingress_links"),
@@ -294,7 +295,10 @@ def audit_verdict(audit: DataFrame) -> dict[str, Any]:
         v["text"] = f"PASS: all {v['audited']} data messages went exactly where subscribers were"
         if v["denied_deliveries"] or v["ingress_denied"]:
             d, i = v["denied_deliveries"], v["ingress_denied"]
-            v["text"] += f", less what access control denied ({d} deliveries, {i} of the messages on the way in)"
+            v["text"] += (
+                f", less what access control denied or interceptors dropped ({d} deliveries,"
+                f" {i} of the messages on the way in)"
+            )
     else:
         v["text"] = (
             f"FAIL: {v['with_differences']} of {v['audited']} data messages differ "

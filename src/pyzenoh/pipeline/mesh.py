@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyzenoh.pipeline.audit import join_active, matching_pairs
 from pyzenoh.pipeline.mesh_loss import Hop, RouterLink, Topology, where_lost
+from pyzenoh.pipeline.tables import policy_stops
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
@@ -81,12 +82,16 @@ def hops_table(router: str, messages: DataFrame, links: DataFrame, routes: DataF
             F.min(F.when(F.col("data_ts_ns").isNotNull(), stamp)).alias("tx_stamp"),
         )
     )
+    acl = F.col("event") == "denied"  # else an interceptor's drop
+    egress, ingress = F.col("flow") == "egress", F.col("flow") == "ingress"
     denied = (
-        links.where((F.col("event") == "denied") & (F.col("cause") >= 0))
+        policy_stops(links)
         .groupBy(F.col("cause").alias("d_seq"))
         .agg(
-            F.array_sort(F.collect_set(F.when(F.col("flow") == "egress", F.col("link")))).alias("denied_links"),
-            F.max(F.col("flow") == "ingress").alias("ingress_denied"),
+            F.array_sort(F.collect_set(F.when(acl & egress, F.col("link")))).alias("denied_links"),
+            F.max(acl & ingress).alias("ingress_denied"),
+            F.array_sort(F.collect_set(F.when(~acl & egress, F.col("link")))).alias("intercepted_links"),
+            F.max(~acl & ingress).alias("ingress_intercepted"),
         )
     )
     routed = routes.groupBy(F.col("cause").alias("r_seq")).agg(
@@ -105,6 +110,8 @@ def hops_table(router: str, messages: DataFrame, links: DataFrame, routes: DataF
         .withColumn("denied_links", F.coalesce("denied_links", empty))
         .withColumn("dropped_links", F.array_except(F.coalesce("route_links", empty), "sent_links"))
         .withColumn("ingress_denied", F.coalesce("ingress_denied", F.lit(False)))
+        .withColumn("intercepted_links", F.coalesce("intercepted_links", empty))
+        .withColumn("ingress_intercepted", F.coalesce("ingress_intercepted", F.lit(False)))
         .withColumn("entry", F.coalesce(F.col("from_whatami") != "router", F.lit(True)))
         .withColumn("dwell_ns", F.col("first_tx_ns") - F.col("rx_ns"))
     )
@@ -133,6 +140,8 @@ def hops_table(router: str, messages: DataFrame, links: DataFrame, routes: DataF
         "denied_links",
         "dropped_links",
         "ingress_denied",
+        "intercepted_links",
+        "ingress_intercepted",
     )
 
 
@@ -317,7 +326,17 @@ def mesh_delivery(
         .dropDuplicates(["sample_id", "sub_router", "sub_run", "sub_link"])
     )
     missing = rows.where(~F.col("reached")).select("sample_id", "t_ns", "sub_router", "sub_run", "sub_link")
-    hop_struct = F.struct("rx_ns", "router", "run", "sent_links", "denied_links", "dropped_links", "ingress_denied")
+    hop_struct = F.struct(
+        "rx_ns",
+        "router",
+        "run",
+        "sent_links",
+        "denied_links",
+        "dropped_links",
+        "ingress_denied",
+        "intercepted_links",
+        "ingress_intercepted",
+    )
     hop_lists = (
         hops.join(
             missing.select(F.col("sample_id").alias("m_id")).distinct().hint("merge"),
@@ -351,6 +370,8 @@ def classify_batches(batches: Iterator[pa.RecordBatch], topology: Topology, sett
                     frozenset(x for x in h["denied_links"] or () if x is not None),
                     frozenset(h["dropped_links"] or ()),
                     bool(h["ingress_denied"]),
+                    frozenset(x for x in h["intercepted_links"] or () if x is not None),
+                    bool(h["ingress_intercepted"]),
                 )
                 for h in row["hops"] or ()
             ]

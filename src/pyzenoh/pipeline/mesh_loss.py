@@ -9,6 +9,8 @@ away) is where it stopped; what that router did with it toward the next router (
 the subscriber's router, toward the subscriber's face) says why:
 
 ``access_control``  denied on the way in, or on the way out to that face
+``interceptor``     dropped by an interceptor (downsampling, low_pass_filter) on the
+                    way in, or on the way out to that face
 ``queue_full``      the router's route listed the face, the send was dropped
 ``lost_on_link``    sent on a router link, the next router never received it
 ``link_down``       sent or not, the router link closing within the settle time
@@ -25,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 ACCESS_CONTROL = "access_control"
+INTERCEPTOR = "interceptor"
 QUEUE_FULL = "queue_full"
 LOST_ON_LINK = "lost_on_link"
 LINK_DOWN = "link_down"
@@ -43,6 +46,8 @@ class Hop:
     denied: frozenset[int]
     dropped: frozenset[int]
     ingress_denied: bool = False
+    intercepted: frozenset[int] = frozenset()
+    ingress_intercepted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +112,8 @@ def _at_face(hop: Hop, link: int, name: str) -> Loss | None:
     """Why ``hop``'s router did not send on ``link`` (None: it did)."""
     if hop.ingress_denied or link in hop.denied:
         return Loss(hop.router, name, ACCESS_CONTROL)
+    if hop.ingress_intercepted or link in hop.intercepted:
+        return Loss(hop.router, name, INTERCEPTOR)
     if link in hop.sent:
         return None
     if link in hop.dropped:
@@ -156,5 +163,13 @@ def where_lost(
         found.append(why)
     if not found:
         return Loss(nearest, None, NO_ROUTE)
-    order = {LOST_ON_LINK: 0, LINK_DOWN: 1, NOT_RECORDED: 2, ACCESS_CONTROL: 3, QUEUE_FULL: 4, NO_ROUTE: 5}
+    order = {
+        LOST_ON_LINK: 0,
+        LINK_DOWN: 1,
+        NOT_RECORDED: 2,
+        ACCESS_CONTROL: 3,
+        INTERCEPTOR: 4,
+        QUEUE_FULL: 5,
+        NO_ROUTE: 6,
+    }
     return min(found, key=lambda loss: order[loss.reason])

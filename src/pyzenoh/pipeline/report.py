@@ -21,6 +21,7 @@ from pyzenoh.pipeline.charts import (
     rate_chart,
     when_text,
 )
+from pyzenoh.recording.format import STOP_EVENTS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -30,6 +31,8 @@ TOP_KEYS = 15
 TOP_SERIES = 8
 LATENCY_SAMPLE = 50_000
 DIFFERENCES_SHOWN = 50
+#: What a links table's stop event says stopped the message.
+_STOPPED_BY = {"denied": "access control", "intercepted": "interceptor"}
 PERCENTILES = (0.5, 0.9, 0.99)
 
 
@@ -102,19 +105,19 @@ def _audit_section(spark: SparkSession, out_dir: Path, verdict: dict[str, Any]) 
         )
     denials = (
         spark.read.parquet(str(out_dir / "links"))
-        .where(F.col("event") == "denied")
-        .groupBy("flow", "message", "reason")
+        .where(F.col("event").isin(*STOP_EVENTS))
+        .groupBy("event", "flow", "message", "reason")
         .count()
         .orderBy(F.desc("count"), "reason")
         .limit(DIFFERENCES_SHOWN)
         .collect()
     )
     if denials:
-        parts.append("<h3>Access control denials (by reason; each one in links)</h3>")
+        parts.append("<h3>Stopped by access control and interceptors (by reason; each one in links)</h3>")
         parts.append(
             html_table(
-                ["flow", "message", "reason", "denials"],
-                [[d["flow"], d["message"], d["reason"], d["count"]] for d in denials],
+                ["by", "flow", "message", "reason", "messages"],
+                [[_STOPPED_BY[d["event"]], d["flow"], d["message"], d["reason"], d["count"]] for d in denials],
             )
         )
     return parts
@@ -215,7 +218,7 @@ def _declarations_section(spark: SparkSession, out_dir: Path) -> list[str]:
         parts.append(level_chart("Entities declared by faces", dict(sorted(levels.items())), "active entities"))
     links = (
         spark.read.parquet(str(out_dir / "links"))
-        .where(F.col("event") != "denied")
+        .where(~F.col("event").isin(*STOP_EVENTS))
         .orderBy("seq")
         .select("timestamp", "event", "run", "link", "zid", "whatami", "remote", "reason")
         .limit(200)

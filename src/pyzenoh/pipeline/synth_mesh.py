@@ -10,7 +10,8 @@ its own matching clients and on toward the routers that have some.
 
 Faults the mesh audit must find: every ``drop_every``-th sample, the last router it
 reaches drops it toward one subscribed client (a full queue: the route is recorded, the
-send is not), and while the ``cut`` share of the samples goes by, the link between the
+send is not); every ``intercept_every``-th, an interceptor there drops it toward one
+(an ``intercepted`` event, no send); and while the ``cut`` share of the samples goes by, the link between the
 last two routers is down (closed at both ends, then opened again under new link ids,
 the declarations passed on again).
 """
@@ -31,6 +32,9 @@ KEYS = [f"mesh/{room}/{dev}" for room in ("kitchen", "hall", "lab", "roof") for 
 SUB_KEYS = ["mesh/**", "mesh/kitchen/*", "mesh/*/temp", "mesh/lab/**", "mesh/roof/co2", "mesh/hall/hum"]
 DWELL_NS = 20_000  # each hop's time inside a router
 STEP_NS = 100_000  # between two published samples
+#: The faults a sample can meet on its last router toward one client.
+QUEUE = "queue"
+INTERCEPTOR = "interceptor"
 #: From the declarations to the first sample: longer than the audit's settle time.
 SETTLED_NS = 2_000_000_000
 
@@ -78,8 +82,9 @@ class _Mesh:
             self._eid += 1
             self.sims[j].declare_subscriber(self.left[j] if r < j else self.right[j], self._eid, key)
 
-    def publish(self, r: int, client: int, key: str, payload: bytes, now: int, drop: bool) -> bool:
-        """One sample through the mesh; whether a send of it was dropped."""
+    def publish(self, r: int, client: int, key: str, payload: bytes, now: int, fault: str | None) -> bool:
+        """One sample through the mesh; whether ``fault`` (:data:`QUEUE`,
+        :data:`INTERCEPTOR`) kept it from a subscribed client."""
         enc = Encoding.from_str("application/json")
         raw_in = encode_network_message(Push(WireExpr(0, key), Put(payload, enc)))
         stamped = encode_network_message(Push(WireExpr(0, key), Put(payload, enc, Timestamp.from_ns(now, mesh_zid(r)))))
@@ -100,14 +105,19 @@ class _Mesh:
                     todo.append((nxt, back, stamped, t + DWELL_NS))
         last = hops[-1]
         lost = None
-        if drop:
+        if fault is not None:
             clients_there = [f for f in last[1] if f <= self.clients]
             lost = clients_there[0] if clients_there else None
         for at, faces, seq in hops:
             sim = self.sims[at]
             t = sim.now
             if lost is not None and (at, faces, seq) == last:
-                sim.rec.route(t, seq, key, faces)
+                if fault == QUEUE:
+                    sim.rec.route(t, seq, key, faces)
+                else:
+                    sim.rec.intercepted(
+                        t, seq, lost, "egress", "put", key, "egress put dropped by downsampling 'synth'"
+                    )
             for f in faces:
                 if not (lost == f and (at, faces, seq) == last):
                     sim.rec.message(t + DWELL_NS, f, "tx", key, stamped, seq)
@@ -122,16 +132,18 @@ def generate_mesh(
     clients: int = 4,
     payload_size: int = 16,
     drop_every: int = 1000,
+    intercept_every: int = 0,
     cut: tuple[float, float] = (0.6, 0.65),
     max_segment_bytes: int = 64 << 20,
 ) -> dict[str, int]:
     """Write one recording per directory (routers in a line) of about ``n_messages``
-    records in all; returns the counts written (records, samples, dropped, during the cut)."""
+    records in all; returns the counts written (records, samples, dropped, intercepted,
+    during the cut)."""
     rnd = random.Random(seed)
     recorders = [
         Recorder(d, max_segment_bytes=max_segment_bytes, zid=str(mesh_zid(i))) for i, d in enumerate(directories)
     ]
-    counts = {"records": 0, "samples": 0, "dropped": 0, "during_cut": 0}
+    counts = {"records": 0, "samples": 0, "dropped": 0, "intercepted": 0, "during_cut": 0}
     try:
         sims = [SimRouter(rec, DEFAULT_START_NS) for rec in recorders]
         mesh = _Mesh(sims, clients)
@@ -163,10 +175,15 @@ def generate_mesh(
                 mesh.cut_at = None
                 mesh.open_link(cut_link)
             r = rnd.randrange(len(sims))
-            drop = drop_every > 0 and k % drop_every == drop_every - 1
-            dropped = mesh.publish(r, rnd.randrange(1, clients + 1), rnd.choice(KEYS), rnd.choice(payloads), now, drop)
+            fault = None
+            if drop_every > 0 and k % drop_every == drop_every - 1:
+                fault = QUEUE
+            elif intercept_every > 0 and k % intercept_every == intercept_every - 1:
+                fault = INTERCEPTOR
+            lost = mesh.publish(r, rnd.randrange(1, clients + 1), rnd.choice(KEYS), rnd.choice(payloads), now, fault)
             counts["samples"] += 1
-            counts["dropped"] += dropped
+            counts["dropped"] += lost and fault == QUEUE
+            counts["intercepted"] += lost and fault == INTERCEPTOR
             counts["during_cut"] += mesh.cut_at is not None
             now += STEP_NS
         counts["records"] = sum(rec.next_seq for rec in recorders)

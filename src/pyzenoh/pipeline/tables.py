@@ -162,7 +162,7 @@ def declarations_table(messages: DataFrame, links: DataFrame) -> DataFrame:
         F.col("timestamp").alias("declared_at"),
     )
     refused = (
-        denials(links)
+        policy_stops(links)
         .where(F.col("flow") == "ingress")
         .select(
             F.col("run").alias("dn_run"),
@@ -248,8 +248,11 @@ def declarations_table(messages: DataFrame, links: DataFrame) -> DataFrame:
     )
 
 
-def denials(links: DataFrame) -> DataFrame:
-    """The links table's access-control denials made while routing a received message."""
+def policy_stops(links: DataFrame) -> DataFrame:
+    """The links table's stops made while routing a received message: access control's
+    denials and interceptors' drops (a policy's decision, not a routing failure)."""
     from pyspark.sql import functions as F
 
-    return links.where((F.col("event") == "denied") & (F.col("cause") >= 0))
+    from pyzenoh.recording.format import STOP_EVENTS
+
+    return links.where(F.col("event").isin(*STOP_EVENTS) & (F.col("cause") >= 0))

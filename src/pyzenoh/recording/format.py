@@ -39,13 +39,17 @@ tx records caused by the rx record already say where it went.
   cut); ``reason`` e.g. ``"ingress put denied by rule 'no-vault'"``. A denial is
   written right after the rx record it is about (before that record's tx records). It
   changes no link state.
+* ``"intercepted"``: an interceptor (``downsampling``, ``low_pass_filter``) dropped a
+  message; the fields and their meaning are a ``"denied"`` event's, ``message`` one of
+  ``put``, ``delete``, ``query``, ``reply``, and ``reason`` e.g. ``"egress put dropped
+  by downsampling 'ds1'"``.
 
 Every segment starts with one ``carried`` open event per link still open at rotation
 time, so a segment (and every chunk of it, given the links open at its start) can be
 decoded on its own. Readers apply ``open`` and ``close`` to their link state and
 nothing else.
 
-Format versions: ``"denied"`` events were added without changing
+Format versions: ``"denied"`` and later ``"intercepted"`` events were added without changing
 :data:`FORMAT_VERSION` (1): every record written before means what it meant, and a
 reader that does not know the event loses only the denials (the pipeline's readers
 of that time skip a link event they cannot parse; :func:`parse_link` of that time
@@ -127,7 +131,9 @@ MAX_JSON_BYTES = 1 << 16
 MAX_DENIED_KEY_CHARS = 4096
 MAX_DENIED_TEXT_CHARS = 512
 MAX_DENIED_NAME_CHARS = 64
-LINK_EVENTS = ("open", "close", "denied")
+#: The events that say a policy stopped a message: access control's, an interceptor's.
+STOP_EVENTS = ("denied", "intercepted")
+LINK_EVENTS = ("open", "close", *STOP_EVENTS)
 # Largest values the tables can hold (signed 64-bit times and seqs, 32-bit link ids).
 MAX_TIME_NS = MAX_SEQ = (1 << 63) - 1
 MAX_LINK_ID = (1 << 31) - 1
@@ -178,7 +184,8 @@ class RouteRecord:
 @dataclass(frozen=True, slots=True)
 class LinkRecord:
     """A link opening or closing (``carried`` marks a re-statement at segment start), or
-    a message access control denied on it (``event == "denied"``: then ``cause`` is the
+    a message access control denied or an interceptor dropped on it (``event`` one of
+    :data:`STOP_EVENTS`: then ``cause`` is the
     rx record being routed, -1 for none, and ``flow``, ``message``, ``key`` what was
     denied; all four are None for the other events)."""
 
@@ -270,14 +277,14 @@ def parse_link(data: memoryview, time_ns: int) -> LinkRecord:
         raise DecodeError("link record lacks seq, link or event", 0)
     if not (0 <= seq <= MAX_SEQ and 0 <= link <= MAX_LINK_ID):
         raise DecodeError("seq or link id out of range", 0)
-    if event == "denied":
+    if event in STOP_EVENTS:
         cause = obj.get("cause")
         if not isinstance(cause, int) or not -1 <= cause <= MAX_SEQ:
-            raise DecodeError("denied event lacks a cause", 0)
+            raise DecodeError(f"{event} event lacks a cause", 0)
         return LinkRecord(
             seq=seq,
             time_ns=time_ns,
-            event="denied",
+            event=str(event),
             link=link,
             zid=None,
             whatami=None,
@@ -322,7 +329,7 @@ def link_json(
     obj: dict[str, object] = {"seq": seq, "event": event, "link": link}
     if event == "open":
         obj.update(zid=zid, whatami=whatami, remote=remote)
-    elif event == "denied":
+    elif event in STOP_EVENTS:
         obj.update(
             cause=cause,
             reason=_cut(reason, MAX_DENIED_TEXT_CHARS),

@@ -157,11 +157,29 @@ class RecorderProcess:
         """:meth:`Recorder.access_denied` (``cause`` a reference, as other calls'):
         returns a reference, -1 when the key filter drops it. Bad values are logged and
         the call skipped here (they never reach the batch)."""
+        return self._stopped("denied", now_ns, cause, link_id, flow, message, key, reason)
+
+    def intercepted(
+        self,
+        now_ns: int,
+        cause: int,
+        link_id: int,
+        flow: str,
+        message: str,
+        key: str | None,
+        reason: str,
+    ) -> int:
+        """:meth:`Recorder.intercepted`, as :meth:`access_denied`."""
+        return self._stopped("intercepted", now_ns, cause, link_id, flow, message, key, reason)
+
+    def _stopped(
+        self, event: str, now_ns: int, cause: int, link_id: int, flow: str, message: str, key: str | None, reason: str
+    ) -> int:
         self._check_open()
         try:
             check_denial(now_ns, cause, link_id, flow, message, key, reason)
         except UsageError as exc:
-            log.warning("access_denied skipped: %s", exc)
+            log.warning("%s skipped: %s", "access_denied" if event == "denied" else event, exc)
             return -1
         if key is not None and self._filter is not None and not self._accept(key):
             return -1
@@ -175,6 +193,7 @@ class RecorderProcess:
             message[: fmt.MAX_DENIED_NAME_CHARS],
             key,
             reason[: fmt.MAX_DENIED_TEXT_CHARS],
+            event,
         )
         return self._queue(now_ns, call)
 
@@ -453,8 +472,9 @@ def _replay(src: BinaryIO, rec: Recorder) -> None:
                 elif op == _CALL_TICK:
                     rec.tick(call[1])
                 elif op == _CALL_DENIED:
-                    now, cause, link, flow, message, key, reason = call[1:]
-                    seqs[ref] = rec.access_denied(now, seq_of(cause), link, flow, message, key, reason)
+                    now, cause, link, flow, message, key, reason, event = call[1:]
+                    stop = rec.intercepted if event == "intercepted" else rec.access_denied
+                    seqs[ref] = stop(now, seq_of(cause), link, flow, message, key, reason)
             except (
                 UsageError,
                 struct.error,

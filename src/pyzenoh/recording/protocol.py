@@ -23,6 +23,9 @@ class RouterRecorder(Protocol):
     def access_denied(
         self, now_ns: int, cause: int, link_id: int, flow: str, message: str, key: str | None, reason: str
     ) -> int: ...
+    def intercepted(
+        self, now_ns: int, cause: int, link_id: int, flow: str, message: str, key: str | None, reason: str
+    ) -> int: ...
     def message(
         self, now_ns: int, link_id: int, direction: str, key: str | None, raw: Bytes, cause: int = -1
     ) -> int: ...

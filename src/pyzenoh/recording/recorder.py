@@ -232,6 +232,25 @@ class Recorder:
         is always kept). Strings are cut to the format's limits; wrong types or
         out-of-range numbers raise :class:`~pyzenoh.errors.UsageError`.
         """
+        return self._stopped("denied", now_ns, cause, link_id, flow, message, key, reason)
+
+    def intercepted(
+        self,
+        now_ns: int,
+        cause: int,
+        link_id: int,
+        flow: str,
+        message: str,
+        key: str | None,
+        reason: str,
+    ) -> int:
+        """Record that an interceptor dropped ``message`` (``put``, ``delete``, ``query``,
+        ``reply``): an ``"intercepted"`` link event, otherwise as :meth:`access_denied`."""
+        return self._stopped("intercepted", now_ns, cause, link_id, flow, message, key, reason)
+
+    def _stopped(
+        self, event: str, now_ns: int, cause: int, link_id: int, flow: str, message: str, key: str | None, reason: str
+    ) -> int:
         self._check_open()
         check_denial(now_ns, cause, link_id, flow, message, key, reason)
         if key is not None and self._filter is not None and not self._accept(key):
@@ -239,7 +258,7 @@ class Recorder:
         seq = self._seq
         self._add_link(
             now_ns,
-            fmt.link_json(seq, "denied", link_id, cause=cause, reason=reason, flow=flow, message=message, key=key),
+            fmt.link_json(seq, event, link_id, cause=cause, reason=reason, flow=flow, message=message, key=key),
         )
         return seq
 

@@ -147,7 +147,9 @@ class RouterDaemon:
         forwarding = Forwarding(self.core, self.delivery, self.stats, self._rearm)
         #: What received input goes through: forwarding, wrapped in recording when recording.
         self.ingress: Ingress = (
-            forwarding if recorder is None else RecordedForwarding(forwarding, recorder, self.access_control)
+            forwarding
+            if recorder is None
+            else RecordedForwarding(forwarding, recorder, self.access_control, config.interceptors is not None)
         )
         #: What the admin space reads of this router.
         self.view = RouterView(self.zid, config, self.stats, self.faces, self.core, self.locators, self.access_control)

@@ -1,11 +1,11 @@
 """Recording what the router routes, wrapped around :class:`~.forwarding.Forwarding`: each
-received message's rx record, the tx records of the copies it caused, and access
-control's denials, in the order they happened.
+received message's rx record, the tx records of the copies it caused, and the policies'
+stops (access control's denials, interceptors' drops), in the order they happened.
 
 Routing while recording goes through the same core calls and the same
 :class:`~.delivery.Delivery` as without; what differs is what the recorder is handed:
 one wall-clock read gives the rx record's time and the HLC's, the received keys are
-memoised, denials met while a message is routed are written right after its rx record,
+memoised, stops met while a message is routed are written right after its rx record,
 and an :class:`_RxWatch` writes what delivery did with each copy.
 """
 
@@ -14,16 +14,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from typing_extensions import override
 
-from pyzenoh.codec import NetworkMessage, Push, Request, encode_network_message
+from pyzenoh.codec import NetworkMessage, Push, Put, Request, encode_network_message
 from pyzenoh.dataplane import PushRun
 from pyzenoh.errors import PeerError, UsageError
 from pyzenoh.recording.protocol import RouterRecorder
 from pyzenoh.router.delivery import DeliveryWatch
 from pyzenoh.router.forwarding import Forwarding, Ingress
-from pyzenoh.routing import RoutingCore, Send
+from pyzenoh.routing import Intercepted, RoutingCore, Send
 from pyzenoh.routing.access_control import (
     DEFAULT_RULE,
     FLOWS,
@@ -47,19 +48,29 @@ _time_ns = time.time_ns
 class RecordedForwarding(Ingress):
     """:class:`Forwarding` (``plain``) with everything it routes written to ``recorder``."""
 
-    def __init__(self, plain: Forwarding, recorder: RouterRecorder, access_control: AccessControl | None) -> None:
+    def __init__(
+        self,
+        plain: Forwarding,
+        recorder: RouterRecorder,
+        access_control: AccessControl | None,
+        intercepting: bool = False,
+    ) -> None:
         self.plain = plain
         self.core: RoutingCore = plain.core
         self.delivery = plain.delivery
         self.recorder = recorder
         self.access_control = access_control
+        #: a policy may stop messages (access control, interceptors): runs are routed and
+        #: recorded message by message, so that each stop is recorded with its message
+        self._stopping = access_control is not None or intercepting
         # Access control's decisions: the face of each subject given to the core (by the
-        # id of the FaceSubject object), and the denials not recorded yet, as (face, flow,
-        # message, key, denial). The listener only runs on denials; see _record_denials.
+        # id of the FaceSubject object). The stops (denials, interceptors' drops) not
+        # recorded yet; the listeners only run on stops; see _record_denials.
         self._subject_faces: dict[int, int] = {}
-        self._denials: list[tuple[int, int, int, str | None, Denial]] = []
+        self._denials: list[_Stop] = []
         if access_control is not None:
             access_control.listener = self._on_denied
+        self.core.intercept_listener = self._on_intercepted
         # The full key of the (face, scope, suffix, M) wire expressions of the PUSH/REQUEST
         # received, so that it is not resolved through the core for every message. Key
         # ids change only when the core handles something else (a D_KEYEXPR or U_KEYEXPR,
@@ -116,8 +127,8 @@ class RecordedForwarding(Ingress):
     def run(self, face_id: int, run: PushRun, reliable: bool) -> None:
         """Route a run and hand the recorder the run and its copies in one call (it writes
         each message's records, as for messages routed one by one)."""
-        if self.access_control is not None:
-            # Access control's denials are recorded with the message they stopped.
+        if self._stopping:
+            # A policy's stops are recorded with the message they stopped.
             for message, raw in run.messages():
                 self.message(face_id, message, raw, reliable)
             return
@@ -219,7 +230,15 @@ class RecordedForwarding(Ingress):
         belongs to (see _record_denials)."""
         face_id = self._subject_faces.get(id(subject))
         if face_id is not None and len(self._denials) < MAX_PENDING_DENIALS:
-            self._denials.append((face_id, flow, message, key, denial))
+            reason = _denial_reason(flow, message, denial)
+            self._denials.append(_Stop("denied", face_id, FLOWS[flow], MESSAGES[message], key, reason))
+
+    def _on_intercepted(self, ev: Intercepted) -> None:
+        """The routing core's intercept listener: held as access control's denials are."""
+        if len(self._denials) < MAX_PENDING_DENIALS:
+            kind = _message_kind(ev.message)
+            reason = f"{ev.flow} {kind} dropped by {ev.interceptor} '{ev.item}'"
+            self._denials.append(_Stop("intercepted", ev.link, ev.flow, kind, ev.key, reason))
 
     def _record_denials(self, now_ns: int, cause: int) -> None:
         """Write the denials held: right after the rx record being routed (``cause``), or
@@ -227,13 +246,13 @@ class RecordedForwarding(Ingress):
         removed, a timer)."""
         denials = self._denials[:]
         self._denials.clear()
-        for face_id, flow, message, key, denial in denials:
+        rec = self.recorder
+        for stop in denials:
+            record = rec.intercepted if stop.event == "intercepted" else rec.access_denied
             try:
-                self.recorder.access_denied(
-                    now_ns, cause, face_id, FLOWS[flow], MESSAGES[message], key, _denial_reason(flow, message, denial)
-                )
+                record(now_ns, cause, stop.face, stop.flow, stop.message, stop.key, stop.reason)
             except UsageError as exc:
-                log.warning("recording an access control denial failed: %s", exc)
+                log.warning("recording a policy's stop failed: %s", exc)
 
     def record_tx(self, send: Send, data: bytes, cause: int) -> None:
         key = self.core.key_of(send.face, send.message, incoming=False)
@@ -324,6 +343,25 @@ class _RxWatch(DeliveryWatch):
                 rec.routed(self._rx_ns, self._rx_face, self._rx_key, self._rx_raw, self._copies)
         elif self._copies:
             rec.messages(self._rx_ns, "tx", self._rx_key, self._copies, self._cause)
+
+
+class _Stop(NamedTuple):
+    """A message a policy stopped, to record: a ``"denied"`` or ``"intercepted"`` event
+    on ``face`` (the face whose ``flow`` it was)."""
+
+    event: str
+    face: int
+    flow: str
+    message: str
+    key: str | None
+    reason: str
+
+
+def _message_kind(msg: NetworkMessage) -> str:
+    """The kind of message an interceptor dropped, as recorded: put, delete, query, reply."""
+    if isinstance(msg, Push):
+        return "put" if isinstance(msg.body, Put) else "delete"
+    return "query" if isinstance(msg, Request) else "reply"
 
 
 def _denial_reason(flow: int, message: int, denial: Denial) -> str:

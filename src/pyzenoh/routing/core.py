@@ -77,6 +77,7 @@ from pyzenoh.routing.routers import RouterMesh
 from pyzenoh.routing.tables import Tables
 from pyzenoh.routing.tokens import Tokens
 from pyzenoh.routing.types import (
+    Intercepted,
     RoutingConfig,
     RoutingEvent,
     RoutingStats,
@@ -359,6 +360,15 @@ class RoutingCore:
     @observer.setter
     def observer(self, observer: Callable[[RoutingEvent], None] | None) -> None:
         self._tables.observer = observer
+
+    @property
+    def intercept_listener(self) -> Callable[[Intercepted], None] | None:
+        """Told of each message an interceptor drops (None: nobody)."""
+        return self._tables.intercept_listener
+
+    @intercept_listener.setter
+    def intercept_listener(self, listener: Callable[[Intercepted], None] | None) -> None:
+        self._tables.intercept_listener = listener
 
     @property
     def network(self) -> Network:

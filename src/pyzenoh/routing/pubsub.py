@@ -272,10 +272,10 @@ class PubSub:
             seen = Message(Kind.DELETE, key, 0, len(body.attachment or b""))
         verdict = intercept.apply(seen, msg.qos, (d[0] for d in dests), self.tables.now)
         if isinstance(verdict, Drop):
-            self.tables.drop(f.fid, f"{verdict.interceptor} {verdict.item} (ingress)", msg)
+            self.tables.intercepted(f.fid, f.fid, "ingress", key, verdict, msg)
             return None
-        for _fid, drop in verdict.dropped:
-            self.tables.drop(f.fid, f"{drop.interceptor} {drop.item} (egress)", msg)
+        for fid, drop in verdict.dropped:
+            self.tables.intercepted(f.fid, fid, "egress", key, drop, msg)
         if len(verdict.faces) < len(dests):
             dests = tuple(d for d in dests if d[0] in verdict.faces)
         return dests, verdict.qos or None

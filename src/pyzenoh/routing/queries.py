@@ -201,7 +201,7 @@ class Queries:
             decision = decide(f.intercept_in, query_seen(route.key, msg), self.tables.now)
             if isinstance(decision, Drop):
                 # Measured on zenohd: an intercepted query ends at once, as a denied one.
-                self.tables.drop(f.fid, f"{decision.interceptor} {decision.item} (ingress)", msg)
+                self.tables.intercepted(f.fid, f.fid, "ingress", route.key, decision, msg)
                 self._final(f.fid, msg.request_id, msg.qos)
                 return
             if isinstance(decision, Rewrite):
@@ -271,7 +271,7 @@ class Queries:
         for fid in dests:
             decision = decide(self.tables.faces[fid].intercept_out, seen, self.tables.now)
             if isinstance(decision, Drop):
-                self.tables.drop(f.fid, f"{decision.interceptor} {decision.item} (egress)", msg)
+                self.tables.intercepted(f.fid, fid, "egress", key, decision, msg)
                 continue
             if isinstance(decision, Rewrite):
                 qos_of[fid] = rewritten_qos(qos, decision)
@@ -322,7 +322,7 @@ class Queries:
         comes); the drop is reported to the tables as ``d``'s."""
         decision = decide(policy, reply_seen(key, msg), self.tables.now)
         if isinstance(decision, Drop):
-            self.tables.drop(d.fid, f"{decision.interceptor} {decision.item} ({flow})", msg)
+            self.tables.intercepted(d.fid, d.fid, flow, key, decision, msg)
             return True
         return False
 

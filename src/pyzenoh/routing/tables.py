@@ -40,6 +40,7 @@ from pyzenoh.routing.faces import (
 from pyzenoh.routing.hlc import Hlc
 from pyzenoh.routing.types import (
     Dropped,
+    Intercepted,
     RoutingConfig,
     RoutingEvent,
     RoutingStats,
@@ -48,6 +49,7 @@ from pyzenoh.routing.types import (
 )
 
 if TYPE_CHECKING:
+    from pyzenoh.interceptors import Drop
     from pyzenoh.routing.pubsub import DataRoute
     from pyzenoh.routing.queries import QueryRoute
 
@@ -80,6 +82,9 @@ class Tables:
         self.whatami = whatami
         self.config = config
         self.observer = observer
+        #: told of each message an interceptor drops (the recorder); unlike an observer it
+        #: keeps no route off the fast lanes: only routes an interceptor restricts drop
+        self.intercept_listener: Callable[[Intercepted], None] | None = None
         self.stats = RoutingStats()
         self.hlc = Hlc(config.hlc_id or zid, config.hlc_max_delta)
         self.faces: dict[int, Face] = {}
@@ -156,6 +161,13 @@ class Tables:
         self.stats.dropped[reason] = self.stats.dropped.get(reason, 0) + 1
         if self.observer is not None:
             self.observer(Dropped(face, reason, msg))
+
+    def intercepted(self, source: int, link: int, flow: str, key: str, drop: Drop, msg: NetworkMessage) -> None:
+        """An interceptor dropped ``msg`` from face ``source`` in ``flow`` of face ``link``:
+        counted as a drop of ``source``'s, and told to the intercept listener."""
+        self.drop(source, f"{drop.interceptor} {drop.item} ({flow})", msg)
+        if self.intercept_listener is not None:
+            self.intercept_listener(Intercepted(link, flow, key, drop.interceptor, drop.item, msg))
 
     def can_send(self, link: int) -> bool:
         """Is ``link`` an open face, not the one being removed?"""

@@ -138,6 +138,21 @@ class Dropped:
     message: NetworkMessage
 
 
+@dataclass(frozen=True, slots=True)
+class Intercepted:
+    """An interceptor dropped ``message`` (``key``) in ``flow`` (``"ingress"`` or
+    ``"egress"``) of face ``link``: the source's on the way in, a destination's on the
+    way out. ``interceptor`` and ``item`` name what dropped it (``downsampling`` and the
+    item's id, ...). Told to the tables' ``intercept_listener`` (the recorder)."""
+
+    link: int
+    flow: str
+    key: str
+    interceptor: str
+    item: str
+    message: NetworkMessage
+
+
 RoutingEvent = PushRouted | QueryRouted | Dropped
 
 
