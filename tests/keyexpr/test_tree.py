@@ -67,7 +67,7 @@ def run_sequence(rng: random.Random, n_ops: int, max_chunks: int) -> None:
 
 
 @pytest.mark.slow
-@examples(ci=300, local=50)
+@examples(ci=200, local=50)
 @given(st.randoms(use_true_random=False), st.sampled_from([3, 5, 8]))
 def test_random_sequences_match_brute_force(rng: random.Random, max_chunks: int) -> None:
     run_sequence(rng, n_ops=60, max_chunks=max_chunks)

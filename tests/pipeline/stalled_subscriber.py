@@ -27,6 +27,8 @@ def main() -> int:
     conf.insert_json5("mode", '"client"')
     conf.insert_json5("connect/endpoints", json.dumps([endpoint]))
     conf.insert_json5("scouting/multicast/enabled", "false")
+    # nor does the router give it up while it stalls (the router's lease is long too)
+    conf.insert_json5("transport/link/tx/lease", str(int(STALL_MAX_S * 1000)))
     gate = threading.Event()
     gate.set()
     got: list[str] = []

@@ -32,6 +32,11 @@ PAYLOAD = b"x" * 30_000  # 24 MB in all: more than the stalled client's socket b
 #: batches of data and drops (Drop) what finds them full for 1 ms: paced, nothing drops
 #: before router C, where the stalled subscriber's queue fills.
 PACE = 2
+#: Router C's lease, past the longest stall (the stalled subscriber's STALL_MAX_S): a
+#: client that reads nothing for a lease gives the router up, closes and reconnects (seen
+#: in CI under load, a burst taking over 10 s: the recording then said "sent" for what
+#: the closed session never read). Reproduced with a lease of 2 s.
+STALL_LEASE = "transport/link/tx/lease:120000"
 #: End markers sent at most while waiting for the resumed subscriber (one per 50 ms).
 MAX_MARKERS = 400
 
@@ -112,7 +117,9 @@ def _record_mesh(tmp: Path) -> dict[str, Any]:
 
         try:
             with (
-                run_router(tmp, "--record", str(recs["c"]), "-e", f"tcp/127.0.0.1:{proxy.port}") as rc,
+                run_router(
+                    tmp, "--record", str(recs["c"]), "-e", f"tcp/127.0.0.1:{proxy.port}", "--cfg", STALL_LEASE
+                ) as rc,
                 zenoh.open(zenoh_config(ra.endpoint)) as pub_s,
                 zenoh.open(zenoh_config(rc.endpoint)) as fast_s,
             ):
