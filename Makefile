@@ -18,13 +18,13 @@ run: $(STAMP)
 	$(BIN)/python -m pyzenoh demo
 
 # Two workers (pytest-xdist; worksteal balances the long hypothesis and Spark tests):
-# measured 9 min 46 s with CI=true on 2 cores, 18 min 43 s in one process. The slowest
-# tests are listed at the end.
+# measured 10 min 18 s with CI=true on 2 cores (2026-11-29; three workers: 11 min 12 s).
+# The slowest tests are listed at the end.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal --durations=20
 
-# The inner loop: everything but the slow, interop and Spark tests (about 1 600 tests,
-# 1 min 22 s on 2 cores; four workers, since most of them wait on sockets and processes).
+# The inner loop: everything but the slow, interop and Spark tests (about 1 850 tests,
+# 1 min on 2 cores; four workers, since most of them wait on sockets and processes).
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n 4 --dist worksteal -m "not slow and not interop and not spark"
 
