@@ -16,7 +16,7 @@ from pyzenoh.transport.multicast import (
     PeerJoined,
     PeerLeft,
 )
-from pyzenoh.transport.multicast.state import SN_MODULUS
+from pyzenoh.transport.multicast.state import MAX_DATAGRAM, SN_MODULUS
 
 # Captured from eclipse-zenoh 1.10.2, peer id a1b2c3d4, listen udp/224.0.0.224:<port>#iface=lo,
 # join_interval 500: a JOIN every 0.50 s, then after a put its reliable FRAME and the next JOIN.
@@ -126,3 +126,87 @@ def test_sns_wrap_and_only_forward_frames_deliver(start: int, steps: list[int]) 
         delivered += len(rx.on_datagram(PEER, sender.frame((), reliable=True), 0.1))
     assert delivered == len(steps)
     assert rx.counters.stale_frames == 0
+
+
+# --- fragments on a group: FRAGMENTs of 65,487 bytes as a real 1.10.2 peer sends them ------
+
+
+def _put(key: str, size: int) -> bytes:
+    from pyzenoh.codec import Push, Put, WireExpr
+
+    out = bytearray()
+    Push(WireExpr(0, key), Put(bytes(range(256)) * (size // 256) + bytes(size % 256))).write(out)
+    return bytes(out)
+
+
+def _member(zid: int, sn: int = 1000, **cfg: int) -> tuple[MulticastTransport, bytes]:
+    """A sender and its JOIN datagram."""
+    t = MulticastTransport(MulticastConfig(ZenohId(zid), **cfg), 0.0, (sn, sn))  # type: ignore[arg-type]
+    return t, t.poll(0.0)[0][0]
+
+
+@given(st.lists(st.integers(0, 300_000), min_size=1, max_size=6))
+def test_datagrams_carry_any_messages_in_order(sizes: list[int]) -> None:
+    sender, join = _member(0x11)
+    receiver = MulticastTransport(MulticastConfig(ZenohId(0x22)), 0.0)
+    receiver.on_datagram(PEER, join, 0.0)
+    raws = [_put(f"k/{i}", n) for i, n in enumerate(sizes)]
+    datagrams = sender.datagrams(raws)
+    assert all(len(d) <= MAX_DATAGRAM for d in datagrams)
+    got: list[bytes] = []
+    for d in datagrams:
+        for ev in receiver.on_datagram(PEER, d, 0.1):
+            assert isinstance(ev, Delivered)
+            for msg in ev.messages:
+                out = bytearray()
+                msg.write(out)
+                got.append(bytes(out))
+    assert got == raws
+    assert receiver.reassembly_bytes == 0
+
+
+def test_fragments_look_like_a_real_peers() -> None:
+    # measured: e6 <sn> 02 ... (first), then 66 <sn> ..., the last 26 <sn> ... (no M)
+    sender, _ = _member(0x11, sn=65_683_017)  # the sn of the measured fragments: 4 bytes
+    datagrams = sender.datagrams([_put("f/70000", 200_000)])
+    assert [len(d) for d in datagrams[:-1]] == [MAX_DATAGRAM] * (len(datagrams) - 1)
+    assert [d[0] for d in datagrams] == [0xE6, 0x66, 0x66, 0x26]
+    assert datagrams[0][5] == 0x02  # the first-fragment extension after a 4-byte sn
+
+
+def test_a_lost_fragment_loses_that_message_only() -> None:
+    sender, join = _member(0x11)
+    receiver = MulticastTransport(MulticastConfig(ZenohId(0x22)), 0.0)
+    receiver.on_datagram(PEER, join, 0.0)
+    lost = sender.datagrams([_put("a", 150_000)])
+    after = sender.datagrams([_put("b", 100_000)])
+    for d in [lost[0], lost[2], *after]:  # the middle one of the first message never came
+        events = receiver.on_datagram(PEER, d, 0.1)
+    assert [len(e.messages) for e in events if isinstance(e, Delivered)] == [1]
+    assert receiver.counters.reassembled == 1 and receiver.counters.fragments_dropped >= 1
+    assert receiver.reassembly_bytes == 0
+
+
+def test_reassembly_is_bounded_for_all_members_together() -> None:
+    receiver = MulticastTransport(MulticastConfig(ZenohId(0x22), max_reassembly_bytes=100_000), 0.0)
+    a, ja = _member(0x11)
+    b, jb = _member(0x12)
+    receiver.on_datagram("udp/127.0.0.1:1", ja, 0.0)
+    receiver.on_datagram("udp/127.0.0.1:2", jb, 0.0)
+    da, db = a.datagrams([_put("a", 200_000)]), b.datagrams([_put("b", 50_000)])
+    delivered = []
+    for d in da:
+        delivered += receiver.on_datagram("udp/127.0.0.1:1", d, 0.1)
+    assert delivered == [] and receiver.reassembly_bytes == 0  # a's was over the budget: dropped
+    for d in db:
+        delivered += receiver.on_datagram("udp/127.0.0.1:2", d, 0.1)
+    assert len(delivered) == 1  # b's, under it, whole
+
+
+def test_a_members_close_ends_it_at_once() -> None:
+    sender, join = _member(0x11)
+    receiver = MulticastTransport(MulticastConfig(ZenohId(0x22)), 0.0)
+    receiver.on_datagram(PEER, join, 0.0)
+    assert sender.close_datagram() == b"\x03\x00"  # measured
+    assert receiver.on_datagram(PEER, sender.close_datagram(), 0.1) == [PeerLeft(PEER, ZenohId(0x11), "closed")]
+    assert receiver.remotes() == {}

@@ -102,6 +102,7 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
             "transport/unicast/qos/enabled",
             "transport/unicast/compression/enabled",
             "transport/link/tx/lease",
+            "transport/multicast/join_interval",  # a peer's udp/<group> listeners
             "transport/link/tx/keep_alive",
             "transport/link/tx/batch_size",
             "transport/link/tx/sequence_number_resolution",
@@ -244,23 +245,14 @@ def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals:
                 refusals.append(
                     f"{key}: {show(ep)}: pyzenoh implements only tcp/, tls/, udp/, quic/, ws/ and unixsock-stream/ links"
                 )
-            elif (
-                proto == "udp"
-                and _multicast_group(ep)
-                and (role, key, ":" in _host(ep))
-                != (
-                    "router",
-                    "listen/endpoints",
-                    False,
-                )
-            ):
-                refusals.append(
-                    f"{key}: {show(ep)}: the multicast transport (a udp/ group endpoint) is implemented "
-                    "for a router's IPv4 listen/endpoints only, not for IPv6 groups, connect/endpoints "
-                    "or sessions yet"
-                )
+            elif proto == "udp" and is_group_endpoint(ep) and (problem := _group_problem(role, mode, key, ep)):
+                refusals.append(f"{key}: {show(ep)}: {problem}")
             elif allowed is not None and proto not in allowed:
                 refusals.append(f"transport/link/protocols {show(allowed)} does not allow {key} {show(ep)}")
+    if role == "session" and mode == "client":  # a client listens on nothing, but a group is refused
+        for ep in endpoints_for(tree, "listen/endpoints", mode):
+            if isinstance(ep, str) and is_group_endpoint(ep):
+                refusals.append(f"listen/endpoints: {show(ep)}: {_group_problem(role, mode, 'listen/endpoints', ep)}")
     # Without connect endpoints a session dials scouted tcp/ and tls/ locators, then
     # tcp/127.0.0.1:7447: the whitelist must allow both for that to stay within it.
     if (
@@ -275,12 +267,27 @@ def _endpoint_problems(tree: Mapping[str, Any], role: Role, mode: str, refusals:
         )
 
 
+def _group_problem(role: Role, mode: str, key: str, endpoint: str) -> str | None:
+    """Why a multicast group endpoint cannot be used there (zenoh 1.10.2's refusals,
+    measured), None where it can: a router's or a peer's listen/endpoints."""
+    if key == "connect/endpoints":
+        return "forbidden multicast endpoint in connect list (a group is joined by listening on it)"
+    if ":" in _host(endpoint):
+        return "IPv6 multicast groups are not implemented (IPv4 groups are)"
+    if role == "session" and mode == "client":
+        return "multicast is for peers and routers only (a client cannot join a group)"
+    return None
+
+
 def _host(endpoint: str) -> str:
     return endpoint.split("/", 1)[1].split("#", 1)[0].split("?", 1)[0].rsplit(":", 1)[0].strip("[]")
 
 
-def _multicast_group(endpoint: str) -> bool:
-    """``udp/<multicast group>:<port>``: zenoh's multicast transport, not a unicast link."""
+def is_group_endpoint(endpoint: str) -> bool:
+    """``udp/<multicast group>:<port>``: zenoh's multicast transport, not a unicast link
+    (the one rule: the router, sessions and this policy ask it)."""
+    if not endpoint.startswith("udp/"):
+        return False
     try:
         return ipaddress.ip_address(_host(endpoint)).is_multicast
     except ValueError:

@@ -24,6 +24,7 @@ from pyzenoh.codec import (
     WhatAmI,
     ZenohId,
 )
+from pyzenoh.config.policy import is_group_endpoint
 from pyzenoh.errors import CloseReason, PeerError, UsageError
 from pyzenoh.interceptors import FaceAttrs
 from pyzenoh.recording.protocol import RouterRecorder
@@ -39,7 +40,7 @@ from pyzenoh.router.memory import (
     RELEASE_DELAY_S,
     release_memory,
 )
-from pyzenoh.router.multicast import MulticastListener, is_group_endpoint
+from pyzenoh.router.multicast import MulticastListener
 from pyzenoh.router.recorded import RecordedForwarding
 from pyzenoh.router.scouting import Responder, start_responder
 from pyzenoh.router.state import DaemonFace, DaemonFaces, LocalSink, RouterStats

@@ -31,7 +31,6 @@ module is the glue between its events and the daemon's local faces.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 from collections.abc import Callable
@@ -61,6 +60,7 @@ from pyzenoh.transport.multicast import (
     PeerLeft,
 )
 from pyzenoh.transport.multicast.io import MulticastGroup
+from pyzenoh.transport.multicast.members import MemberKeys
 from pyzenoh.transport.multicast.state import Event
 
 if TYPE_CHECKING:
@@ -69,21 +69,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def is_group_endpoint(endpoint: str) -> bool:
-    """``udp/<multicast address>:<port>``: a group to join, not a unicast listener."""
-    ep = Endpoint.parse(endpoint)
-    if ep.protocol != "udp":
-        return False
-    try:
-        return ipaddress.ip_address(ep.host.strip("[]")).is_multicast
-    except ValueError:
-        return False
-
-
 @dataclass
 class _Member:
     face: int
-    keys: dict[int, str] = field(default_factory=dict)  # its D_KEYEXPR ids
+    keys: MemberKeys
     subs: dict[int, str] = field(default_factory=dict)  # its subscribers' ids -> keys
 
 
@@ -153,7 +142,7 @@ class MulticastListener:
                 # a peer's face whatever the JOIN says: a member only sends samples here
                 # (a router on the group is no neighbour of the mesh: it sends no link state)
                 face = self._daemon.add_local_face(zid, _nowhere, WhatAmI.PEER, name=f"multicast/{locator}")
-                self._members[locator] = _Member(face)
+                self._members[locator] = _Member(face, MemberKeys(self.max_per_member))
                 log.info("multicast %s: %s (%s) joined from %s", self.endpoint, zid, whatami, locator)
             case PeerLeft(locator, zid, reason):
                 log.info("multicast %s: %s left (%s)", self.endpoint, zid, reason)
@@ -179,17 +168,12 @@ class MulticastListener:
             body = msg.body
             if isinstance(body, DeclareKeyExpr | UndeclareKeyExpr):
                 self._daemon.local_input(member.face, msg)  # the member's PUSHes use them
-                if isinstance(body, UndeclareKeyExpr):
-                    member.keys.pop(body.expr_id, "")
-                    return
-                key = self._key(member, body.wire_expr)
-                if key is not None and len(member.keys) < self.max_per_member:
-                    member.keys[body.expr_id] = key
+                if member.keys.learn(body):
                     return
             elif isinstance(body, DeclareSubscriber):
                 if body.entity_id in member.subs:
                     return  # zenoh re-declares: once is enough
-                key = self._key(member, body.wire_expr)
+                key = member.keys.full(body.wire_expr)
                 if key is not None and len(member.subs) < self.max_per_member:
                     member.subs[body.entity_id] = key
                     self._subscribe(key)
@@ -200,14 +184,6 @@ class MulticastListener:
                     self._unsubscribe(gone)
                 return
         self.counters.ignored += 1
-
-    @staticmethod
-    def _key(member: _Member, we: WireExpr) -> str | None:
-        """The full key ``we`` names for ``member``; None when its scope is unknown."""
-        if we.scope == 0:
-            return we.suffix
-        prefix = member.keys.get(we.scope)
-        return None if prefix is None else prefix + we.suffix
 
     def _subscribe(self, key: str) -> None:
         held = self._group_subs.get(key)

@@ -29,7 +29,7 @@ def locator(protocol: str, address: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Transport:
-    """The session's transport: the remote node's id and kind, QoS, never multicast."""
+    """The session's transport: the remote node's id and kind, QoS, multicast (a group's member)."""
 
     zid: ZenohId
     whatami: WhatAmI

@@ -48,11 +48,14 @@ class SessionInfo:
 
     def transports(self) -> list[Transport]:
         """The session's transports: one per open link (a client's router; a peer's
-        routers and peers)."""
+        routers and peers), and one per member of the multicast groups it joined."""
         rt = self._rt
         if rt.closed:
             return []
-        return [tr for fid in list(rt.peers) if (tr := _face_transport(rt, fid)) is not None]
+        out = [tr for fid in list(rt.peers) if (tr := _face_transport(rt, fid)) is not None]
+        for group in list(rt.state.groups):
+            out += [Transport(m.zid, m.whatami, False, is_multicast=True) for m in list(group.members.values())]
+        return out
 
     def links(self) -> list[Link]:
         """The session's open links."""

@@ -51,16 +51,20 @@ class Faces:
 
     # --- a face opens ------------------------------------------------------------------------
 
-    def on_established(self, peer: Established, fid: int = 0, locators: Iterable[str] = ()) -> None:
+    def on_established(
+        self, peer: Established, fid: int = 0, locators: Iterable[str] = (), group: bool = False
+    ) -> None:
         """A face opened (``fid``: the runtime's id for the link): it gets the session's
         state, as a 1.10.2 client re-declares everything to a router it reconnected to.
         ``locators``: where a peer listens, announced in its link state (a router gossips
-        them to other peers, which then connect to it)."""
+        them to other peers, which then connect to it). ``group``: a multicast group's
+        face (its link carries only what a group does)."""
         if self.s.closed:
             return
-        self.s.peer = peer
+        if not group:
+            self.s.peer = peer
         routerish = self.s.mode is WhatAmI.CLIENT or peer.whatami is WhatAmI.ROUTER
-        face = Face(fid, peer, routerish)
+        face = Face(fid, peer, routerish, declared=group, group=group)
         self.s.faces[fid] = face
         self.s.peer_faces = any(not f.routerish for f in self.s.faces.values())
         self.select_face(fid)

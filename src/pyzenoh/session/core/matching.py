@@ -104,7 +104,7 @@ class Matching:
         data until its D_FINAL(0))."""
         if f.routerish:
             return self.send_allowed(key)
-        if not f.declared:
+        if not f.declared or f.group:
             return True
         cache = f.allow_cache
         wanted = cache.get(key)

@@ -87,6 +87,9 @@ class Face:
     #: a peer face sent D_FINAL(0): its initial declarations are all in
     declared: bool = False
     allow_cache: dict[str, bool] = field(default_factory=dict)
+    #: a multicast group (:mod:`pyzenoh.session.runtime.multicast`): every sample goes to
+    #: it, no query does (it declares nothing, from the start)
+    group: bool = False
 
 
 @dataclass(slots=True)

@@ -40,6 +40,7 @@ from pyzenoh.session.runtime.discovery import MulticastDiscovery
 from pyzenoh.session.runtime.gossip import GOSSIP_DIAL_DELAY_S, GossipDials, gossip_autoconnect
 from pyzenoh.session.runtime.handoff import Handoff, R
 from pyzenoh.session.runtime.links import LinkFaces
+from pyzenoh.session.runtime.multicast import GroupLink
 from pyzenoh.session.runtime.opening import Opening
 from pyzenoh.session.runtime.pump import CorePump
 from pyzenoh.session.runtime.responder import QueryResponder
@@ -103,7 +104,7 @@ class Runtime:
         return self.state.closed
 
     @property
-    def links(self) -> dict[int, TcpLink]:
+    def links(self) -> dict[int, TcpLink | GroupLink]:
         """Every open link, by face id."""
         return self.state.links
 

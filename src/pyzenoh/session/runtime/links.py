@@ -8,9 +8,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pyzenoh.codec import NetworkOam
+from pyzenoh.codec import NetworkMessage, NetworkOam
 from pyzenoh.errors import CloseReason
 from pyzenoh.session.core import SessionCore
+from pyzenoh.session.runtime.multicast import SessionGroup
 from pyzenoh.session.runtime.pump import CorePump
 from pyzenoh.session.runtime.state import RuntimeState
 from pyzenoh.transport.link import Established, Event, LinkClosed, Received, ReceivedRun
@@ -82,6 +83,31 @@ class LinkFaces:
         self.pump.pause_if_blocked(link)
         self.pump.pump()
 
+    def _link_of(self, fid: int) -> TcpLink | None:
+        return next((link for link, f in self._fids.items() if f == fid), None)
+
+    # --- multicast groups ------------------------------------------------------------------
+
+    def add_group(self, group: SessionGroup) -> int:
+        """A group joined: its face (every sample goes to it), its link (the group)."""
+        s = self.s
+        fid = self._next_fid
+        self._next_fid += 1
+        s.links[fid] = group.link
+        s.groups.append(group)
+        self.core.on_established(group.established(), fid, (), group=True)
+        self.pump.pump()
+        return fid
+
+    def on_group_message(self, fid: int, msg: NetworkMessage) -> None:
+        """A member's message (keys in full) as the group face's."""
+        if self.s.closed or fid not in self.s.links:
+            return
+        self._cur_link = None  # the core's selected face is no link's now
+        self.core.select_face(fid)
+        self.core.on_message(msg, self.s.loop.time())
+        self.pump.soon()
+
     def _locators(self, link: TcpLink) -> list[str]:
         """Where this peer listens, as the node at the other end of ``link`` can reach it:
         an unspecified listen address ([::], 0.0.0.0) becomes the link's own address."""
@@ -117,8 +143,8 @@ class LinkFaces:
         if self._cur_link is link:
             self._cur_link = None
         if s.link is link:
-            first = next(iter(s.links), None)
-            s.link = None if first is None else s.links[first]
+            first = next(iter(s.peers), None)  # a link with a peer (not a group's)
+            s.link = None if first is None else self._link_of(first)
             s.peer = None if first is None else s.peers[first]
         if s.link is not None:
             self.pump.pause_if_blocked(s.link)

@@ -10,15 +10,19 @@ import asyncio
 import logging
 import threading
 
+from pyzenoh.codec import NetworkMessage
+from pyzenoh.config.policy import is_group_endpoint
 from pyzenoh.errors import PyZenohError, SessionOpenError
 from pyzenoh.session.connector import open_timeout_s, retry_conf
 from pyzenoh.session.runtime.dialling import Dialler
 from pyzenoh.session.runtime.discovery import MulticastDiscovery
 from pyzenoh.session.runtime.links import LinkFaces
+from pyzenoh.session.runtime.multicast import SessionGroup
 from pyzenoh.session.runtime.pump import CorePump
 from pyzenoh.session.runtime.state import DEFAULT_ENDPOINT, RuntimeState
 from pyzenoh.session.scouting import connect_scouted
 from pyzenoh.transport.link import LinkConfig
+from pyzenoh.transport.multicast.state import DEFAULT_JOIN_INTERVAL_S
 from pyzenoh.transport.tcp import TcpLink, listen
 
 log = logging.getLogger(__name__)
@@ -80,6 +84,9 @@ class Opening:
             log.warning("a pyzenoh client does not listen: listen/endpoints %s ignored", cfg.listen)
         if peer:
             for ep in cfg.listen:
+                if is_group_endpoint(ep):
+                    await self._join(ep)
+                    continue
                 try:
                     s.listeners.append(
                         await listen(
@@ -100,7 +107,7 @@ class Opening:
             self.discovery.start()  # as zenoh's peers: answer SCOUTs, scout, autoconnect
         eps = cfg.connect
         if not eps:
-            if peer and s.listeners:
+            if peer and (s.listeners or s.groups):
                 return  # a listening peer needs nobody to open
             errors: list[str] = []
             # no endpoint: scout for a node first, as zenoh does (scouting.py)
@@ -113,6 +120,38 @@ class Opening:
         else:
             self.dialler.client_endpoints = eps
             await self._open_client(eps)
+
+    async def _join(self, ep: str) -> None:
+        """A multicast group (a peer's ``udp/<group>`` listen endpoint): joined, its face
+        made (see :mod:`.multicast`); failing to join fails the open, as a listener."""
+        s = self.s
+        cfg = s.config
+        core = self.faces.core
+        fid: list[int] = []  # known once the face is made; earlier datagrams are dropped
+
+        def on_message(msg: NetworkMessage) -> None:
+            if fid:
+                self.faces.on_group_message(fid[0], msg)
+
+        def key_of(expr_id: int) -> str | None:
+            return next((k for k, i in core.local_exprs.items() if i == expr_id), None)
+
+        interval = cfg.get("transport/multicast/join_interval")
+        group = SessionGroup(
+            ep,
+            s.zid,
+            cfg.lease_ms,
+            DEFAULT_JOIN_INTERVAL_S if interval is None else int(interval) / 1000,
+            s.loop.time(),
+            on_message,
+            key_of,
+        )
+        try:
+            await group.start()
+        except OSError as exc:
+            group.link.abort()
+            raise SessionOpenError(f"could not join the multicast group {ep}: {exc}") from None
+        fid.append(self.faces.add_group(group))
 
     async def _dial_scouted(self, locator: str) -> TcpLink:
         link = await self.dialler.dial(locator)
@@ -184,3 +223,4 @@ class Opening:
         for link in list(s.links.values()):
             link.abort()
         s.listeners.clear()
+        s.groups.clear()

@@ -19,6 +19,7 @@ from typing import Any
 from pyzenoh.codec import WhatAmI, ZenohId
 from pyzenoh.errors import PyZenohError
 from pyzenoh.session.config import Config
+from pyzenoh.session.runtime.multicast import GroupLink, SessionGroup
 from pyzenoh.transport.link import Established, LinkClosed, LinkConfig
 from pyzenoh.transport.tcp import TcpLink, TcpListener
 
@@ -50,9 +51,11 @@ class RuntimeState:
         #: the first open link and its peer (flow control; a client's only link)
         self.link: TcpLink | None = None
         self.peer: Established | None = None
-        #: every open link and its peer, by face id
-        self.links: dict[int, TcpLink] = {}
+        #: every open link and its peer, by face id (a multicast group's face has a link
+        #: and no peer: its members are in ``groups``)
+        self.links: dict[int, TcpLink | GroupLink] = {}
         self.peers: dict[int, Established] = {}
+        self.groups: list[SessionGroup] = []
         #: the last link close seen
         self.close_event: LinkClosed | None = None
         self.listeners: list[TcpListener] = []
