@@ -37,7 +37,12 @@ def router(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
     tcp = f"tcp/127.0.0.1:{port}"
     if request.param == "zenohd":
         proc: Proc = start_router(
-            port, {"listen/endpoints": [tcp, group], "transport/multicast/join_interval": JOIN_MS}
+            port,
+            {
+                "listen/endpoints": [tcp, group],
+                "transport/multicast/join_interval": JOIN_MS,
+                "adminspace/enabled": True,  # off in an in-process router unless asked
+            },
         )
         try:
             yield "zenohd", tcp, group
@@ -179,3 +184,45 @@ def test_garbage_and_a_forged_join_on_the_group_touch_nothing(router: tuple[str,
             second.close()
     finally:
         client.close()
+
+
+def test_the_admin_space_lists_the_group_and_its_members(router: tuple[str, str, str]) -> None:
+    """zenohd lists the group among its locators (no ``#iface``) and each member as a
+    session ``{"group", "links", "peer", "whatami"}``; pyzenoh the same, and counts."""
+    import gzip
+
+    name, tcp, group = router
+    locator = group.split("#", 1)[0]
+    peer = member(group)
+    client = zenoh.open(zenoh_config(tcp))
+    try:
+
+        def info() -> dict[str, Any] | None:
+            for reply in client.get("@/*/router", timeout=5):
+                if reply.ok:
+                    doc: dict[str, Any] = json.loads(reply.ok.payload.to_string())
+                    return doc
+            return None
+
+        def member_session() -> dict[str, Any] | None:
+            doc = info()
+            found = [s for s in (doc or {}).get("sessions", []) if s.get("peer") == str(peer.zid())]
+            return found[0] if found else None
+
+        assert until(lambda: member_session() is not None), "the member never showed"
+        session = member_session()
+        assert session is not None
+        assert sorted(session) == ["group", "links", "peer", "whatami"], session
+        assert session["group"] == locator and session["whatami"] == "peer"
+        assert [sorted(link) for link in session["links"]] == [["dst", "src"]]
+        doc = info()
+        assert doc is not None and locator in doc["locators"]
+        if name == "pyzenoh":
+            zid = doc["zid"]
+            [reply] = [r for r in client.get(f"@/{zid}/router/metrics", timeout=5) if r.ok]
+            text = gzip.decompress(reply.ok.payload.to_bytes()).decode()
+            assert f'pyzenoh_multicast_members{{group="{locator}"}} 1' in text
+            assert f'pyzenoh_multicast_joins_sent_total{{group="{locator}"}}' in text
+    finally:
+        client.close()
+        peer.close()

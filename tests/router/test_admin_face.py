@@ -146,6 +146,7 @@ def fake_daemon(**core: Any) -> Any:
         route_successors=network.route_successors,
         locators=lambda: ["tcp/[::1]:7447"],
         access_control=lambda: None,
+        groups=lambda: (),
     )
     return SimpleNamespace(
         view=view,

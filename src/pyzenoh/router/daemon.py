@@ -153,7 +153,16 @@ class RouterDaemon:
             else RecordedForwarding(forwarding, recorder, self.access_control, config.interceptors is not None)
         )
         #: What the admin space reads of this router.
-        self.view = RouterView(self.zid, config, self.stats, self.faces, self.core, self.locators, self.access_control)
+        self.view = RouterView(
+            self.zid,
+            config,
+            self.stats,
+            self.faces,
+            self.core,
+            self.locators,
+            self.access_control,
+            lambda: [g.view() for g in self.groups],
+        )
         self.listeners: list[TcpListener] = []
         self.groups: list[MulticastListener] = []  # udp/<group> listeners (router/multicast.py)
         self._timer: asyncio.TimerHandle | None = None

@@ -31,6 +31,7 @@ module is the glue between its events and the daemon's local faces.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable
@@ -49,6 +50,7 @@ from pyzenoh.codec import (
     WireExpr,
     ZenohId,
 )
+from pyzenoh.router.view import GroupView
 from pyzenoh.routing import Send
 from pyzenoh.transport.endpoint import Endpoint
 from pyzenoh.transport.multicast import (
@@ -101,6 +103,7 @@ class MulticastListener:
         config = MulticastConfig(daemon.zid, WhatAmI.ROUTER, lease_ms=lease_ms, join_interval_s=join_interval_s)
         self.transport = MulticastTransport(config, now())
         self.group = MulticastGroup(self.transport, ep.host, ep.port, self._iface, self._on_event)
+        self.group_address = f"{ep.host}:{ep.port}"
         self.counters = GroupCounters()
         #: Subscribers, and key ids, kept per member; more are ignored (counted).
         self.max_per_member = daemon.config.max_declarations_per_face
@@ -120,6 +123,15 @@ class MulticastListener:
             name=f"multicast/{self.endpoint}",
         )
         log.info("joined the multicast group %s", self.endpoint)
+
+    def view(self) -> GroupView:
+        """What the admin space shows of this group (zenohd lists the group among the
+        router's locators and each member as a session with its ``group``)."""
+        host, port = self.group.local_address
+        members = tuple((str(zid), loc) for loc, zid in self.transport.remotes().items() if loc in self._members)
+        counters = {**dataclasses.asdict(self.counters), **dataclasses.asdict(self.transport.counters)}
+        counters["send_failures"] = self.group.send_failures
+        return GroupView(f"udp/{self.group_address}", f"udp/{host}:{port}", members, counters)
 
     async def close(self) -> None:
         for locator in list(self._members):

@@ -7,7 +7,8 @@ that what it can touch is written down in one place.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyzenoh.codec import NetworkMessage, ZenohId
@@ -20,10 +21,21 @@ if TYPE_CHECKING:
     from pyzenoh.router.config import RouterConfig
 
 
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """A multicast group the router joined, for reading: its locator (``udp/<group>:<port>``),
+    the router's own sending end, its members (zid, the member's locator) and counters."""
+
+    locator: str
+    own: str
+    members: tuple[tuple[str, str], ...]
+    counters: Mapping[str, int]
+
+
 class RouterView:
     """A router's state, for reading: its id and config, its faces, counters and tables."""
 
-    __slots__ = ("_acl", "_core", "_faces", "_locators", "config", "stats", "zid")
+    __slots__ = ("_acl", "_core", "_faces", "_groups", "_locators", "config", "stats", "zid")
 
     def __init__(
         self,
@@ -34,8 +46,10 @@ class RouterView:
         core: RoutingCore,
         locators: Callable[[], list[str]],
         access_control: AccessControl | None,
+        groups: Callable[[], Sequence[GroupView]] = tuple,
     ) -> None:
         self.zid = zid
+        self._groups = groups
         self.config = config
         self.stats = stats
         self._faces = faces
@@ -74,6 +88,10 @@ class RouterView:
 
     def locators(self) -> list[str]:
         return self._locators()
+
+    def groups(self) -> Sequence[GroupView]:
+        """The multicast groups joined (:mod:`pyzenoh.router.multicast`)."""
+        return self._groups()
 
     def access_control(self) -> dict[str, Any] | None:
         """Access control's counters and rules (None: it is off)."""

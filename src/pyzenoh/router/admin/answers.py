@@ -107,10 +107,14 @@ class Answers:
             src = locator(link.local_address, proto)
             dst = locator(link.remote_address, proto)
             out.append(SessionInfo(str(face.zid), face.whatami, ((src, dst),)))
+        for group in self.view.groups():
+            for zid, member in group.members:
+                out.append(SessionInfo(zid, WhatAmI.PEER, ((group.own, member),), group=group.locator))
         return out
 
     def locators(self) -> list[str]:
-        return self.view.locators()
+        """The router's locators, then its multicast groups' (as zenohd lists them)."""
+        return self.view.locators() + [g.locator for g in self.view.groups()]
 
     def access_control_payload(self) -> bytes | None:
         """Deny counters, and each session's access-control subject and matched subjects
@@ -199,4 +203,23 @@ class Answers:
                 "pyzenoh_admin_queries", "counter", "Queries the admin space answered.", (((), self.stats.queries),)
             )
         )
+        groups = self.view.groups()
+        if groups:
+            families.append(
+                gauge(
+                    "pyzenoh_multicast_members",
+                    "Members known on each multicast group.",
+                    "group",
+                    {g.locator: len(g.members) for g in groups},
+                )
+            )
+            for counter in sorted(groups[0].counters):
+                families.append(
+                    MetricFamily(
+                        f"pyzenoh_multicast_{counter}",
+                        "counter",
+                        f"Multicast groups: {counter.replace('_', ' ')}.",
+                        tuple(((("group", g.locator),), g.counters.get(counter, 0)) for g in groups),
+                    )
+                )
         return families

@@ -56,8 +56,16 @@ class SessionInfo:
     whatami: WhatAmI
     links: tuple[tuple[str, str], ...] = ()  # (src: our end, dst: the remote end)
     weight: int | None = None  # routers only
+    group: str | None = None  # a multicast group's member: the group's locator
 
     def to_json(self) -> dict[str, Any]:
+        if self.group is not None:  # zenohd's shape for a group member (measured)
+            return {
+                "group": self.group,
+                "links": [{"dst": dst, "src": src} for src, dst in self.links],
+                "peer": self.zid,
+                "whatami": str(self.whatami),
+            }
         weight = None
         if self.whatami == WhatAmI.ROUTER:
             actual = DEFAULT_LINK_WEIGHT if self.weight is None else self.weight
