@@ -21,7 +21,7 @@ from pyzenoh.pipeline.charts import (
     rate_chart,
     when_text,
 )
-from pyzenoh.recording.format import STOP_EVENTS
+from pyzenoh.recording.format import DENIED, INTERCEPTED, STOP_EVENTS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -32,7 +32,7 @@ TOP_SERIES = 8
 LATENCY_SAMPLE = 50_000
 DIFFERENCES_SHOWN = 50
 #: What a links table's stop event says stopped the message.
-_STOPPED_BY = {"denied": "access control", "intercepted": "interceptor"}
+_STOPPED_BY = {DENIED: "access control", INTERCEPTED: "interceptor"}
 PERCENTILES = (0.5, 0.9, 0.99)
 
 

@@ -132,7 +132,10 @@ MAX_DENIED_KEY_CHARS = 4096
 MAX_DENIED_TEXT_CHARS = 512
 MAX_DENIED_NAME_CHARS = 64
 #: The events that say a policy stopped a message: access control's, an interceptor's.
-STOP_EVENTS = ("denied", "intercepted")
+#: The link events of a message a policy stopped: access control's, an interceptor's.
+DENIED = "denied"
+INTERCEPTED = "intercepted"
+STOP_EVENTS = (DENIED, INTERCEPTED)
 LINK_EVENTS = ("open", "close", *STOP_EVENTS)
 # Largest values the tables can hold (signed 64-bit times and seqs, 32-bit link ids).
 MAX_TIME_NS = MAX_SEQ = (1 << 63) - 1

@@ -157,7 +157,7 @@ class RecorderProcess:
         """:meth:`Recorder.access_denied` (``cause`` a reference, as other calls'):
         returns a reference, -1 when the key filter drops it. Bad values are logged and
         the call skipped here (they never reach the batch)."""
-        return self._stopped("denied", now_ns, cause, link_id, flow, message, key, reason)
+        return self._stopped(fmt.DENIED, now_ns, cause, link_id, flow, message, key, reason)
 
     def intercepted(
         self,
@@ -170,7 +170,7 @@ class RecorderProcess:
         reason: str,
     ) -> int:
         """:meth:`Recorder.intercepted`, as :meth:`access_denied`."""
-        return self._stopped("intercepted", now_ns, cause, link_id, flow, message, key, reason)
+        return self._stopped(fmt.INTERCEPTED, now_ns, cause, link_id, flow, message, key, reason)
 
     def _stopped(
         self, event: str, now_ns: int, cause: int, link_id: int, flow: str, message: str, key: str | None, reason: str
@@ -179,7 +179,7 @@ class RecorderProcess:
         try:
             check_denial(now_ns, cause, link_id, flow, message, key, reason)
         except UsageError as exc:
-            log.warning("%s skipped: %s", "access_denied" if event == "denied" else event, exc)
+            log.warning("%s skipped: %s", "access_denied" if event == fmt.DENIED else event, exc)
             return -1
         if key is not None and self._filter is not None and not self._accept(key):
             return -1
@@ -473,7 +473,7 @@ def _replay(src: BinaryIO, rec: Recorder) -> None:
                     rec.tick(call[1])
                 elif op == _CALL_DENIED:
                     now, cause, link, flow, message, key, reason, event = call[1:]
-                    stop = rec.intercepted if event == "intercepted" else rec.access_denied
+                    stop = rec.intercepted if event == fmt.INTERCEPTED else rec.access_denied
                     seqs[ref] = stop(now, seq_of(cause), link, flow, message, key, reason)
             except (
                 UsageError,

@@ -232,7 +232,7 @@ class Recorder:
         is always kept). Strings are cut to the format's limits; wrong types or
         out-of-range numbers raise :class:`~pyzenoh.errors.UsageError`.
         """
-        return self._stopped("denied", now_ns, cause, link_id, flow, message, key, reason)
+        return self._stopped(fmt.DENIED, now_ns, cause, link_id, flow, message, key, reason)
 
     def intercepted(
         self,
@@ -246,7 +246,7 @@ class Recorder:
     ) -> int:
         """Record that an interceptor dropped ``message`` (``put``, ``delete``, ``query``,
         ``reply``): an ``"intercepted"`` link event, otherwise as :meth:`access_denied`."""
-        return self._stopped("intercepted", now_ns, cause, link_id, flow, message, key, reason)
+        return self._stopped(fmt.INTERCEPTED, now_ns, cause, link_id, flow, message, key, reason)
 
     def _stopped(
         self, event: str, now_ns: int, cause: int, link_id: int, flow: str, message: str, key: str | None, reason: str

@@ -21,6 +21,7 @@ from typing_extensions import override
 from pyzenoh.codec import NetworkMessage, Push, Put, Request, encode_network_message
 from pyzenoh.dataplane import PushRun
 from pyzenoh.errors import PeerError, UsageError
+from pyzenoh.recording.format import DENIED, INTERCEPTED
 from pyzenoh.recording.protocol import RouterRecorder
 from pyzenoh.router.delivery import DeliveryWatch
 from pyzenoh.router.forwarding import Forwarding, Ingress
@@ -231,14 +232,14 @@ class RecordedForwarding(Ingress):
         face_id = self._subject_faces.get(id(subject))
         if face_id is not None and len(self._denials) < MAX_PENDING_DENIALS:
             reason = _denial_reason(flow, message, denial)
-            self._denials.append(_Stop("denied", face_id, FLOWS[flow], MESSAGES[message], key, reason))
+            self._denials.append(_Stop(DENIED, face_id, FLOWS[flow], MESSAGES[message], key, reason))
 
     def _on_intercepted(self, ev: Intercepted) -> None:
         """The routing core's intercept listener: held as access control's denials are."""
         if len(self._denials) < MAX_PENDING_DENIALS:
             kind = _message_kind(ev.message)
             reason = f"{ev.flow} {kind} dropped by {ev.interceptor} '{ev.item}'"
-            self._denials.append(_Stop("intercepted", ev.link, ev.flow, kind, ev.key, reason))
+            self._denials.append(_Stop(INTERCEPTED, ev.link, ev.flow, kind, ev.key, reason))
 
     def _record_denials(self, now_ns: int, cause: int) -> None:
         """Write the denials held: right after the rx record being routed (``cause``), or
@@ -248,7 +249,7 @@ class RecordedForwarding(Ingress):
         self._denials.clear()
         rec = self.recorder
         for stop in denials:
-            record = rec.intercepted if stop.event == "intercepted" else rec.access_denied
+            record = rec.intercepted if stop.event == INTERCEPTED else rec.access_denied
             try:
                 record(now_ns, cause, stop.face, stop.flow, stop.message, stop.key, stop.reason)
             except UsageError as exc:
