@@ -627,6 +627,41 @@ def test_pico_over_udp_both_ways(pico: Pico, tmp_path: Path) -> None:
             session.close()
 
 
+def test_pico_peer_on_a_group_reaches_pyzenoh_peers_and_router(pico: Pico, tmp_path: Path) -> None:
+    """A zenoh-pico peer in multicast mode (``-m peer -l udp/<group>``): its puts reach a
+    pyzenoh peer on the group and, through a pyzenoh router listening on the group, an
+    eclipse-zenoh client on tcp/. (The other way does not work with any 1.10.2 peer:
+    measured with zenoh-pico 1.9.0, z_sub reopens its multicast transport on every FRAME
+    from a real 1.10.2 peer as from pyzenoh, whose FRAMEs are byte for byte the real ones.)"""
+    import json
+
+    import pyzenoh
+    from pyzenoh.localnet import free_port
+
+    group = f"udp/224.0.0.{200 + os.getpid() % 40}:{free_port()}#iface=lo"
+    config = pyzenoh.Config()
+    config.insert_json5("mode", '"peer"')
+    config.insert_json5("listen/endpoints", json.dumps([group]))
+    config.insert_json5("scouting/multicast/enabled", "false")
+    with run_router(tmp_path, "-l", group) as router:
+        peer = pyzenoh.open(config)
+        client = zenoh.open(session_config(router.endpoint))
+        try:
+            at_peer: queue.Queue[Any] = queue.Queue()
+            at_client: queue.Queue[Any] = queue.Queue()
+            peer.declare_subscriber("bt/pico/mc/**", at_peer.put)
+            client.declare_subscriber("bt/pico/mc/**", at_client.put)
+            args = ["-m", "peer", "-l", group, "-k", "bt/pico/mc/x", "-v", "on the group", "-n", "3"]
+            with pico_proc(pico, pico.exe("z_pub"), args, tmp_path / "z_pub.out") as pub:
+                for got in (at_peer, at_client):
+                    sample = got.get(timeout=WAIT)
+                    assert str(sample.key_expr) == "bt/pico/mc/x", pub.text()
+                    assert sample.payload.to_bytes().endswith(b"on the group")
+        finally:
+            client.close()
+            peer.close()
+
+
 def test_pico_mixed_priority_pub_reaches_python_subscriber(pico: Pico, pz_router: Router, tmp_path: Path) -> None:
     """A tiny C program on zenoh-pico bursts puts of every priority (Block, some express,
     some fragmented by pico): all reach an eclipse-zenoh subscriber, intact, at their
