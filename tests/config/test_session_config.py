@@ -130,7 +130,6 @@ def test_zenohs_default_tree_opens_cleanly() -> None:
         ({"transport": {"auth": {"pubkey": {"public_key_pem": "k"}}}}, "transport/auth/pubkey/public_key_pem"),
         ({"access_control": {"enabled": True}}, "access_control/enabled"),
         ({"connect": {"endpoints": ["serial/127.0.0.1:7447"]}}, "serial/127.0.0.1:7447"),
-        ({"downsampling": [{"messages": ["put"], "rules": [{"key_expr": "a", "freq": 1}]}]}, "downsampling"),
     ],
 )
 def test_open_refuses_what_a_session_does_not_implement(tree: dict[str, Any], named: str) -> None:

@@ -103,6 +103,9 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
             "transport/unicast/compression/enabled",
             "transport/link/tx/lease",
             "transport/multicast/join_interval",  # a peer's udp/<group> listeners
+            "downsampling",  # session/runtime/intercepting.py
+            "low_pass_filter",
+            "qos/network",
             "transport/link/tx/keep_alive",
             "transport/link/tx/batch_size",
             "transport/link/tx/sequence_number_resolution",
@@ -124,7 +127,6 @@ AS_IF: dict[str, Any] = {
 #: Settings pyzenoh does not implement and must not ignore: set to anything but their
 #: default they stop start-up. Why, per key prefix.
 _PUBKEY = "zenohd's pubkey authentication is not implemented"
-_FILTER = "a pyzenoh session does not apply this filter (a pyzenoh router does); it would let through what it is meant to stop"
 _NAMESPACE = "key expression namespaces are not implemented"
 REFUSED: dict[Role, dict[str, str]] = {
     "router": {
@@ -134,8 +136,6 @@ REFUSED: dict[Role, dict[str, str]] = {
     "session": {
         "transport/auth/pubkey": _PUBKEY,
         "namespace": _NAMESPACE,
-        "downsampling": _FILTER,
-        "low_pass_filter": _FILTER,
         "access_control/enabled": "a pyzenoh session does not enforce access control (a pyzenoh router does)",
     },
 }

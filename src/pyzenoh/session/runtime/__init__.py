@@ -39,6 +39,7 @@ from pyzenoh.session.runtime.dialling import Dialler
 from pyzenoh.session.runtime.discovery import MulticastDiscovery
 from pyzenoh.session.runtime.gossip import GOSSIP_DIAL_DELAY_S, GossipDials, gossip_autoconnect
 from pyzenoh.session.runtime.handoff import Handoff, R
+from pyzenoh.session.runtime.intercepting import link_policies
 from pyzenoh.session.runtime.links import LinkFaces
 from pyzenoh.session.runtime.multicast import GroupLink
 from pyzenoh.session.runtime.opening import Opening
@@ -65,6 +66,9 @@ class Runtime:
         # The core answers queries through this object's query_reply/query_finalize (the
         # responder's, bound below): the responder hands them to the core in the loop.
         self.core = core = SessionCore(s.zid, s.whatami, self, query_timeout_s=config.queries_default_timeout_s)
+        s.policies = link_policies(
+            {k: config.get(k) for k in ("downsampling", "low_pass_filter", "qos") if config.get(k) is not None}, core
+        )
         self.core_pump = CorePump(s, core)
         self.handoff = Handoff(s, self.core_pump)
         self.responder = QueryResponder(s, core, self.handoff)

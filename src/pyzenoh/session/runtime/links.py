@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 from pyzenoh.codec import NetworkMessage, NetworkOam
 from pyzenoh.errors import CloseReason
+from pyzenoh.routing.access_control import interface_names
+from pyzenoh.scouting.udp import list_interfaces
 from pyzenoh.session.core import SessionCore
 from pyzenoh.session.runtime.multicast import SessionGroup
 from pyzenoh.session.runtime.pump import CorePump
@@ -50,6 +52,12 @@ class LinkFaces:
                 core.select_face(fid)
             if isinstance(ev, Received):
                 msg = ev.message
+                policies = self.s.policies
+                if policies is not None:
+                    kept = policies.ingress(self._fids.get(link, -1), msg, self.s.loop.time())
+                    if kept is None:
+                        return
+                    msg = kept
                 core.on_message(msg, self.s.loop.time())
                 if isinstance(msg, NetworkOam) and self.on_gossip is not None:
                     self.on_gossip(msg)
@@ -76,6 +84,10 @@ class LinkFaces:
         self._fids[link] = fid
         s.links[fid] = link
         s.peers[fid] = ev
+        if s.policies is not None:
+            local = link.local_address
+            names = interface_names(local[0] if local else None, list_interfaces())
+            s.policies.opened(fid, getattr(link, "protocol", "tcp"), tuple(names))
         if s.link is None:
             s.link, s.peer = link, ev
         self._cur_link = link
@@ -95,6 +107,8 @@ class LinkFaces:
         self._next_fid += 1
         s.links[fid] = group.link
         s.groups.append(group)
+        if s.policies is not None:
+            s.policies.opened(fid, "udp", ())
         self.core.on_established(group.established(), fid, (), group=True)
         self.pump.pump()
         return fid
@@ -104,6 +118,11 @@ class LinkFaces:
         if self.s.closed or fid not in self.s.links:
             return
         self._cur_link = None  # the core's selected face is no link's now
+        if self.s.policies is not None:
+            kept = self.s.policies.ingress(fid, msg, self.s.loop.time())
+            if kept is None:
+                return
+            msg = kept
         self.core.select_face(fid)
         self.core.on_message(msg, self.s.loop.time())
         self.pump.soon()
@@ -138,6 +157,8 @@ class LinkFaces:
             )
         s.close_event = ev
         self.core.face_lost(fid)  # before the face's peer goes: info events are built from it
+        if s.policies is not None:
+            s.policies.closed(fid)
         del s.links[fid]
         del s.peers[fid]
         if self._cur_link is link:

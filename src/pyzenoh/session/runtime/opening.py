@@ -66,8 +66,9 @@ class Opening:
             compression=cfg.compression,
             handshake_timeout_s=cfg.open_timeout_s,
             usrpwd=cfg.usrpwd,  # a bad usrpwd section (or dictionary) fails open() here
-            push_runs=True,
-            stamped_runs=True,  # a FRAME's samples on one key: one batch
+            # a FRAME's samples on one key: one batch (not where interceptors look at each)
+            push_runs=not (s.policies is not None and s.policies.has_ingress),
+            stamped_runs=True,
         )
         try:
             await self._open()

@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pyzenoh.codec import NetworkMessage
 from pyzenoh.session.core import END, SampleBatch, SessionCore
 from pyzenoh.session.core.state import EncodedRun
 from pyzenoh.session.handlers import Sink
+from pyzenoh.session.runtime.intercepting import LinkPolicies
 from pyzenoh.session.runtime.state import RuntimeState
 from pyzenoh.transport.tcp import TcpLink
 
@@ -40,8 +42,11 @@ class CorePump:
             while core.outbox or core.deliveries:
                 links = s.links
                 one = s.link if len(links) == 1 else None
+                policies = s.policies
                 for msg, reliable, prio, droppable, express, fid in core.take_outbox():
-                    if isinstance(msg, EncodedRun):
+                    if policies is not None:
+                        self._send_intercepted(policies, msg, reliable, prio, droppable, express, fid)
+                    elif isinstance(msg, EncodedRun):
                         self._send_run(msg, reliable, prio, droppable, express, fid)
                     elif one is not None:
                         one.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
@@ -86,6 +91,32 @@ class CorePump:
             targets = [] if target is None else [target]
         for link in targets:
             link.send_run(run.data, run.ends, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
+
+    def _send_intercepted(
+        self,
+        policies: LinkPolicies,
+        msg: NetworkMessage | bytes | EncodedRun,
+        reliable: bool,
+        prio: int,
+        droppable: bool,
+        express: bool,
+        fid: int | None,
+    ) -> None:
+        """What :meth:`pump` sends, with each link's egress interceptors asked per message
+        (a run of encoded PUSHes message by message)."""
+        links = self.s.links
+        targets = list(links.items()) if fid is None else [(fid, links[fid])] if fid in links else []
+        now = self.s.loop.time()
+        if isinstance(msg, EncodedRun):
+            starts = [0, *msg.ends[:-1]]
+            items: list[NetworkMessage | bytes] = [bytes(msg.data[a:b]) for a, b in zip(starts, msg.ends, strict=True)]
+        else:
+            items = [msg]
+        for tfid, link in targets:
+            for item in items:
+                out = policies.egress(tfid, item, prio, now)
+                if out is not None:
+                    link.send(out[0], reliable=reliable, priority=out[1], drop_if_full=droppable, express=express)
 
     # --- flow control --------------------------------------------------------------------------
 

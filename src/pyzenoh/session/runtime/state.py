@@ -19,6 +19,7 @@ from typing import Any
 from pyzenoh.codec import WhatAmI, ZenohId
 from pyzenoh.errors import PyZenohError
 from pyzenoh.session.config import Config
+from pyzenoh.session.runtime.intercepting import LinkPolicies
 from pyzenoh.session.runtime.multicast import GroupLink, SessionGroup
 from pyzenoh.transport.link import Established, LinkClosed, LinkConfig
 from pyzenoh.transport.tcp import TcpLink, TcpListener
@@ -56,6 +57,8 @@ class RuntimeState:
         self.links: dict[int, TcpLink | GroupLink] = {}
         self.peers: dict[int, Established] = {}
         self.groups: list[SessionGroup] = []
+        #: the interceptors per link (None: none configured), see :mod:`.intercepting`
+        self.policies: LinkPolicies | None = None
         #: the last link close seen
         self.close_event: LinkClosed | None = None
         self.listeners: list[TcpListener] = []
