@@ -23,7 +23,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=20
 
-# The inner loop: everything but the slow, interop and Spark tests (about 1 850 tests,
+# The inner loop: everything but the slow, interop and Spark tests (about 1 864 tests,
 # 1 min on 2 cores; four workers, since most of them wait on sockets and processes).
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n 4 --dist worksteal -m "not slow and not interop and not spark"
