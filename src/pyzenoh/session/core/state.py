@@ -337,6 +337,10 @@ class CoreState:
             return None
         return prefix + we.suffix
 
+    def local_key(self, expr_id: int) -> str | None:
+        """The key this session declared under ``expr_id`` (None: no such id of ours)."""
+        return next((k for k, i in self.local_exprs.items() if i == expr_id), None)
+
     def key_wire(self, key: str) -> WireExpr:
         expr_id = self.local_exprs.get(key)
         return WireExpr(0, key, True) if expr_id is None else WireExpr(expr_id, "", True)

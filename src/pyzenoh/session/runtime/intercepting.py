@@ -38,7 +38,7 @@ def link_policies(tree: dict[str, object], core: SessionCore) -> LinkPolicies | 
     interceptors.check_supported()
 
     def local_key(fid: int, scope: int, suffix: str) -> str | None:
-        prefix = next((k for k, i in core.local_exprs.items() if i == scope), None)
+        prefix = core.local_key(scope)
         return None if prefix is None else prefix + suffix
 
     def remote_key(fid: int, scope: int, suffix: str) -> str | None:

@@ -134,9 +134,6 @@ class Opening:
             if fid:
                 self.faces.on_group_message(fid[0], msg)
 
-        def key_of(expr_id: int) -> str | None:
-            return next((k for k, i in core.local_exprs.items() if i == expr_id), None)
-
         interval = cfg.get("transport/multicast/join_interval")
         group = SessionGroup(
             ep,
@@ -145,7 +142,7 @@ class Opening:
             DEFAULT_JOIN_INTERVAL_S if interval is None else int(interval) / 1000,
             s.loop.time(),
             on_message,
-            key_of,
+            core.local_key,
         )
         try:
             await group.start()
