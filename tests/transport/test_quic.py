@@ -105,3 +105,29 @@ def test_a_paused_link_bounds_what_it_keeps(tmp_path: Path) -> None:
         await listener.close()
 
     asyncio.run(run())
+
+
+def test_the_opener_sees_a_handshake_that_completed_before_it_waited() -> None:
+    """Under load the handshake can complete before the opener's wait starts; aioquic's
+    ``wait_connected`` then waits forever (CI run 50: a router's dial stalled for its whole
+    handshake timeout). The opener's future exists before ``connect()``, so the outcome is
+    kept whichever comes first; a connection that ends first fails it, saying why."""
+    from aioquic.quic import events
+    from aioquic.quic.configuration import QuicConfiguration
+    from aioquic.quic.connection import QuicConnection
+
+    from pyzenoh.transport.quic import ZenohQuicProtocol
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        done = ZenohQuicProtocol(QuicConnection(configuration=QuicConfiguration(is_client=True)))
+        done.handshake = loop.create_future()
+        done.quic_event_received(events.HandshakeCompleted("zenoh", False, False))
+        await asyncio.wait_for(done.handshake, 1)
+        ended = ZenohQuicProtocol(QuicConnection(configuration=QuicConfiguration(is_client=True)))
+        ended.handshake = loop.create_future()
+        ended.quic_event_received(events.ConnectionTerminated(0x128, None, "bad certificate"))
+        with pytest.raises(ConnectionError, match="bad certificate"):
+            await ended.handshake
+
+    asyncio.run(run())

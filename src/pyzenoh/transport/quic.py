@@ -191,6 +191,11 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
         self._write_paused = False
         self._ended = False
         self.handshake_error: str | None = None
+        #: The opener's handshake outcome, made before ``connect()``: aioquic's own
+        #: ``wait_connected`` misses a handshake that completes before its waiter exists
+        #: (aioquic 1.7 only marks the connection connected when a waiter is there), which
+        #: under load stalled a router's dial for its whole handshake timeout.
+        self.handshake: asyncio.Future[None] | None = None
 
     @override
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -256,7 +261,10 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
 
     @override
     def quic_event_received(self, event: events.QuicEvent) -> None:
-        if isinstance(event, events.StreamDataReceived):
+        if isinstance(event, events.HandshakeCompleted):
+            if self.handshake is not None and not self.handshake.done():
+                self.handshake.set_result(None)
+        elif isinstance(event, events.StreamDataReceived):
             if self.carrier is None:
                 if event.stream_id % 4 != 0 or self.make_link is None:
                     return  # only the opener's first bidirectional stream carries the link
@@ -294,6 +302,8 @@ class ZenohQuicProtocol(QuicConnectionProtocol):
             if self.link is None and self.carrier is None:
                 self.handshake_error = detail
                 log.info("quic %s: connection ended before any link: %s", self.peer(), detail)
+            if self.handshake is not None and not self.handshake.done():
+                self.handshake.set_exception(ConnectionError(detail))
             self._ended = True
             self._end(f"quic connection closed: {detail}")
         self._check_writable()
@@ -315,14 +325,16 @@ async def open_quic(host: str, port: int, conf: QuicConfiguration, timeout: floa
     conn = QuicConnection(configuration=conf)
     _, proto = await loop.create_datagram_endpoint(lambda: ZenohQuicProtocol(conn), local_addr=local)
     proto.peername = addr[:2]
+    proto.handshake = loop.create_future()
     proto.connect(addr)
     try:
-        await asyncio.wait_for(proto.wait_connected(), timeout)
+        await asyncio.wait_for(proto.handshake, timeout)
     except BaseException as exc:
         proto.close()
         proto._transport.close()  # type: ignore[union-attr]
         if isinstance(exc, ConnectionError | TimeoutError):
-            raise ConnectionError(f"quic/{host}:{port}: handshake failed: {exc or 'timeout'}") from None
+            why = str(exc) or (f"no answer within {timeout:.1f} s" if isinstance(exc, TimeoutError) else "refused")
+            raise ConnectionError(f"quic/{host}:{port}: handshake failed: {why}") from None
         raise
     # the UDP socket goes with the connection
     _close_socket_when_done(proto)
