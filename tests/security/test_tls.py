@@ -26,8 +26,11 @@ from pyzenoh.localnet import free_port
 from pyzenoh.router.config import config_from_dict
 from pyzenoh.router.daemon import RouterDaemon
 from pyzenoh.security.tls import TlsConfig, tls_config
+from pyzenoh.transport.dial import connect
+from pyzenoh.transport.endpoint import Endpoint, prepare_tls
 from pyzenoh.transport.link import Established, Event, LinkClosed, LinkConfig, Received
-from pyzenoh.transport.tcp import Endpoint, TcpLink, connect, listen, prepare_tls
+from pyzenoh.transport.listener import listen
+from pyzenoh.transport.tcp import TcpLink
 from tests.security.certs import KeyPair, Pki
 
 pytestmark = pytest.mark.timeout(60)

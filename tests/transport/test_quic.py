@@ -14,8 +14,9 @@ import pytest
 from pyzenoh.codec import WhatAmI, ZenohId
 from pyzenoh.errors import UsageError
 from pyzenoh.security.tls import TlsConfig, tls_config
+from pyzenoh.transport.dial import connect
 from pyzenoh.transport.link import LinkConfig
-from pyzenoh.transport.tcp import connect, listen
+from pyzenoh.transport.listener import listen
 from tests.security.certs import Pki
 
 pytestmark = pytest.mark.timeout(30)

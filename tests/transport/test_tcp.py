@@ -23,6 +23,8 @@ from pyzenoh.codec import (
     encode_network_message,
 )
 from pyzenoh.errors import CloseReason, UsageError
+from pyzenoh.transport.dial import connect
+from pyzenoh.transport.endpoint import Endpoint
 from pyzenoh.transport.link import (
     Established,
     Event,
@@ -32,13 +34,8 @@ from pyzenoh.transport.link import (
     Received,
     Role,
 )
-from pyzenoh.transport.tcp import (
-    MAX_EVENTS_PER_TURN,
-    Endpoint,
-    TcpLink,
-    connect,
-    listen,
-)
+from pyzenoh.transport.listener import listen
+from pyzenoh.transport.tcp import MAX_EVENTS_PER_TURN, TcpLink
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,9 +16,11 @@ import pytest
 from pyzenoh.codec import Push, Put, WhatAmI, WireExpr, ZenohId
 from pyzenoh.codec.batch import decode_batch
 from pyzenoh.codec.transport import InitAck
+from pyzenoh.transport.dial import connect
 from pyzenoh.transport.endpoint import Endpoint
 from pyzenoh.transport.link import Established, Link, LinkConfig, Received, Role
-from pyzenoh.transport.tcp import TcpLink, TcpListener, connect, listen
+from pyzenoh.transport.listener import TcpListener, listen
+from pyzenoh.transport.tcp import TcpLink
 from pyzenoh.transport.udp import (
     CLOSED_SOURCE_QUIET_S,
     MAX_HANDSHAKE_DATAGRAMS,

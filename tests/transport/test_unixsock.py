@@ -12,9 +12,10 @@ import pytest
 
 from pyzenoh.codec import WhatAmI, ZenohId
 from pyzenoh.errors import UsageError
+from pyzenoh.transport.dial import connect
 from pyzenoh.transport.endpoint import Endpoint
 from pyzenoh.transport.link import LinkConfig
-from pyzenoh.transport.tcp import connect, listen
+from pyzenoh.transport.listener import listen
 from pyzenoh.transport.unixsock import replace_stale_socket
 
 pytestmark = pytest.mark.timeout(30)

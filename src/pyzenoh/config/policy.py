@@ -27,7 +27,7 @@ from pyzenoh.errors import UsageError
 log = logging.getLogger(__name__)
 
 Role = Literal["router", "session"]
-#: The link protocols pyzenoh implements (as ``pyzenoh.transport.tcp``).
+#: The link protocols pyzenoh implements (``pyzenoh.transport.dial`` and ``listener``).
 LINK_PROTOCOLS = ("tcp", "tls", "unixsock-stream", "udp", "quic", "ws")
 TLS_KEY = "transport/link/tls"
 

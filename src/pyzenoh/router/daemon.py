@@ -49,6 +49,8 @@ from pyzenoh.routing import RoutingConfig, RoutingCore
 from pyzenoh.routing.access_control import AccessControl, FaceSubject, interface_names
 from pyzenoh.scouting.core import hello_locators
 from pyzenoh.scouting.udp import list_interfaces
+from pyzenoh.transport.dial import connect
+from pyzenoh.transport.endpoint import Endpoint, prepare_tls
 from pyzenoh.transport.link import (
     Established,
     Event,
@@ -60,14 +62,8 @@ from pyzenoh.transport.link import (
     ReceivedRun,
     Role,
 )
-from pyzenoh.transport.tcp import (
-    Endpoint,
-    TcpLink,
-    TcpListener,
-    connect,
-    listen,
-    prepare_tls,
-)
+from pyzenoh.transport.listener import TcpListener, listen
+from pyzenoh.transport.tcp import TcpLink
 from pyzenoh.transport.udp import UdpListener
 
 log = logging.getLogger(__name__)

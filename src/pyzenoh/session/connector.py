@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from pyzenoh.errors import UsageError
 from pyzenoh.session.config import Config
-from pyzenoh.transport.tcp import Endpoint
+from pyzenoh.transport.endpoint import Endpoint
 
 #: A zero period would retry in a hot loop: attempts are at least this far apart.
 MIN_PERIOD_S = 0.01

@@ -11,12 +11,13 @@ import logging
 import socket
 import ssl
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from typing_extensions import override
 
 from pyzenoh.errors import UsageError
 from pyzenoh.security.tls import DEFAULT_HANDSHAKE_TIMEOUT_S, TlsConfig
+from pyzenoh.transport.link import LinkConfig
 
 log = logging.getLogger(__name__)
 
@@ -124,3 +125,15 @@ def set_buffers(sock: socket.socket, tls: LinkTls) -> None:
                 sock.setsockopt(socket.SOL_SOCKET, option, size)
             except OSError as exc:
                 log.debug("cannot set socket buffer size %d: %s", size, exc)
+
+
+def config_for_kind(ep: Endpoint, config: LinkConfig) -> LinkConfig:
+    """``config`` as a link of ``ep``'s kind needs it, dialled or accepted: a udp batch fits
+    a datagram and a ws batch is one WebSocket message, so neither is length-prefixed."""
+    if ep.protocol == "udp":
+        from pyzenoh.transport.udp import udp_config  # udp.py builds on the TCP link
+
+        return udp_config(config)
+    if ep.protocol == "ws":
+        return replace(config, streamed=False)
+    return config

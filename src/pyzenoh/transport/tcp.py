@@ -1,4 +1,6 @@
-"""asyncio glue for :class:`pyzenoh.transport.link.Link` over TCP and TLS.
+"""asyncio glue for :class:`pyzenoh.transport.link.Link` over TCP and TLS, and the link
+every other carrier (udp, ws, unixsock-stream, quic) runs under; :mod:`.dial` and
+:mod:`.listener` open them.
 
 Each :class:`TcpLink` is an :class:`asyncio.Protocol`: it owns one socket, one sans-IO
 :class:`Link` and one timer, and nothing else, so many links share an event loop without
@@ -21,22 +23,20 @@ that link: it is logged once with the peer's address and reported as a
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from typing_extensions import override
 
 from pyzenoh.codec import NetworkMessage
 from pyzenoh.errors import CloseReason
-from pyzenoh.security.tls import TlsConfig, peer_common_name, peer_not_after
-from pyzenoh.transport.endpoint import Endpoint, LinkTls, prepare_tls, set_buffers
+from pyzenoh.security.tls import peer_common_name, peer_not_after
+from pyzenoh.transport.endpoint import LinkTls, set_buffers
 from pyzenoh.transport.link import (
     Established,
     Event,
@@ -50,32 +50,13 @@ from pyzenoh.transport.link import (
     Role,
     State,
 )
-from pyzenoh.transport.quic import QUIC, QuicAcceptor, open_quic, quic_configuration, serve_quic
-from pyzenoh.transport.unixsock import UNIXSOCK, remove_socket_file, replace_stale_socket
 
-__all__ = [
-    "DEFAULT_MAX_QUEUE_BYTES",
-    "EXPIRY_CHECK_MAX_S",
-    "LISTEN_BACKLOG",
-    "MAX_EVENTS_PER_TURN",
-    "Endpoint",
-    "EventCallback",
-    "LinkTls",
-    "TcpLink",
-    "TcpListener",
-    "connect",
-    "listen",
-    "prepare_tls",
-]
-# (Endpoint, LinkTls and prepare_tls live in transport/endpoint.py; they are named here too
-# because every user of a TCP link needs them.)
+__all__ = ["DEFAULT_MAX_QUEUE_BYTES", "EXPIRY_CHECK_MAX_S", "MAX_EVENTS_PER_TURN", "EventCallback", "TcpLink"]
 
 log = logging.getLogger(__name__)
 
 #: Default bound of one link's outgoing queue.
 DEFAULT_MAX_QUEUE_BYTES = 4 * 1024 * 1024
-#: Connections the kernel queues before they are accepted (zenohd's TCP listeners: 1024).
-LISTEN_BACKLOG = 1024
 #: Events one link hands on per event-loop turn. A read can hold thousands of small
 #: messages (a declaration flood); the rest wait for the next turns while the socket is
 #: not read, so the other links get their turn in between.
@@ -624,233 +605,3 @@ def _peer(address: tuple[str, int] | None) -> str:
         return "an unknown address"
     host, port = address[0], address[1]
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-async def connect(
-    endpoint: str | Endpoint,
-    config: LinkConfig,
-    on_event: EventCallback | None = None,
-    *,
-    max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
-    keep_raw: bool = True,
-    reassembly_budget: ReassemblyBudget | None = None,
-    tls: TlsConfig | None = None,
-) -> TcpLink:
-    """Connect to ``endpoint`` and run the opener handshake; returns an established link.
-
-    Raises :class:`ConnectionError` (or :class:`OSError`, e.g. :class:`ssl.SSLError` for a
-    server certificate that does not verify) when the connection or the handshake fails;
-    both are bounded by ``config.handshake_timeout_s``. A ``tls/`` endpoint uses ``tls``
-    (zenohd's transport/link/tls settings); :class:`UsageError` if they cannot work.
-    """
-    ep = endpoint if isinstance(endpoint, Endpoint) else Endpoint.parse(endpoint)
-    loop = asyncio.get_running_loop()
-    if ep.protocol == QUIC:
-        qtls = tls.for_endpoint(ep.params, str(ep)) if tls is not None else None
-        conf = quic_configuration(qtls, server_side=False, server_name=ep.host)
-        conn = await open_quic(ep.host, ep.port, conf, config.handshake_timeout_s)
-        qlink = TcpLink(
-            config,
-            Role.OPENER,
-            on_event,
-            max_queue_bytes=max_queue_bytes,
-            keep_raw=keep_raw,
-            reassembly_budget=reassembly_budget,
-        )
-        conn.attach(qlink, conn._quic.get_next_available_stream_id())
-        try:
-            await asyncio.wait_for(asyncio.shield(qlink.established), config.handshake_timeout_s)
-        except BaseException:
-            qlink.abort()
-            raise
-        return qlink
-    link_tls = prepare_tls(ep, tls, server_side=False, default_timeout_s=config.handshake_timeout_s)
-    if ep.protocol == "udp":  # a datagram carrier under TcpLink (udp.py builds on this module)
-        from pyzenoh.transport import udp
-
-        config = udp.udp_config(config)
-    elif ep.protocol == "ws":  # one batch per WebSocket message: no length prefix to pay for
-        config = replace(config, streamed=False)
-
-    def factory() -> TcpLink:
-        return TcpLink(
-            config,
-            Role.OPENER,
-            on_event,
-            max_queue_bytes=max_queue_bytes,
-            keep_raw=keep_raw,
-            reassembly_budget=reassembly_budget,
-            tls=link_tls,
-        )
-
-    if ep.protocol == "ws":
-        from pyzenoh.transport.ws import ws_connect  # ws.py builds on TcpLink
-
-        proto: TcpLink = await ws_connect(ep, factory, config.handshake_timeout_s)
-        try:
-            await asyncio.wait_for(asyncio.shield(proto.established), config.handshake_timeout_s)
-        except BaseException:
-            proto.abort()
-            raise
-        return proto
-    opening: Coroutine[Any, Any, tuple[asyncio.BaseTransport, TcpLink]]
-    if ep.protocol == UNIXSOCK:
-        opening = loop.create_unix_connection(factory, ep.host)
-    elif ep.protocol == "udp":
-        opening = udp.open_udp(ep, factory)
-    elif link_tls is None:
-        opening = loop.create_connection(factory, ep.host, ep.port)
-    else:
-        # server_hostname: the name checked (verify_name_on_connect) and sent as SNI
-        opening = loop.create_connection(
-            factory,
-            ep.host,
-            ep.port,
-            ssl=link_tls.context,
-            server_hostname=ep.host,
-            ssl_handshake_timeout=link_tls.handshake_timeout_s,
-        )
-    _, proto = await asyncio.wait_for(opening, config.handshake_timeout_s)
-    try:
-        await proto.established
-    except BaseException:
-        proto.abort()
-        raise
-    return proto
-
-
-class TcpListener:
-    """A listening socket whose accepted connections run the acceptor role."""
-
-    def __init__(
-        self,
-        server: asyncio.Server | QuicAcceptor,
-        links: set[TcpLink],
-        endpoint: Endpoint | None = None,
-    ) -> None:
-        #: A quic/ listener's is a :class:`QuicAcceptor` (close() stops taking links).
-        self.server = server
-        self.links = links
-        self.endpoint = endpoint
-
-    @property
-    def endpoints(self) -> list[Endpoint]:
-        """The bound endpoints (with the real port when 0 was asked for).
-
-        A TLS listener keeps the host as configured (a name stays a name), as zenohd's
-        TLS locators do: a client reaching it by that locator can verify the name.
-        """
-        ep = self.endpoint
-        if isinstance(self.server, QuicAcceptor):
-            return [Endpoint(self.server.address[0], self.server.address[1], QUIC)]
-        if ep is not None and ep.protocol == UNIXSOCK:
-            return [ep]
-        if ep is not None and ep.protocol == "tls":
-            ports = dict.fromkeys(s.getsockname()[1] for s in self.server.sockets)
-            return [Endpoint(ep.host, port, "tls") for port in ports]
-        return [Endpoint(s.getsockname()[0], s.getsockname()[1]) for s in self.server.sockets]
-
-    async def close(self, close_links: bool = True) -> None:
-        self.server.close()
-        if close_links:
-            for link in list(self.links):
-                await link.aclose()
-        if isinstance(self.server, QuicAcceptor):
-            self.server.shutdown()
-        await self.server.wait_closed()
-        if self.endpoint is not None and self.endpoint.protocol == UNIXSOCK:
-            remove_socket_file(self.endpoint.host)
-
-
-async def listen(
-    endpoint: str | Endpoint,
-    config: LinkConfig,
-    on_event: EventCallback | None = None,
-    *,
-    on_accept: Callable[[TcpLink], None] | None = None,
-    max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
-    keep_raw: bool = True,
-    admit: Callable[[TcpLink], bool] | None = None,
-    reassembly_budget: ReassemblyBudget | None = None,
-    tls: TlsConfig | None = None,
-    reuse_port: bool = False,
-) -> TcpListener:
-    """Listen on ``endpoint``; each connection becomes a :class:`TcpLink` (acceptor).
-
-    ``reuse_port``: SO_REUSEPORT on a tcp/, tls/ or ws/ listener, so several processes
-    listen on the same address and the kernel spreads connections over them
-    (``--workers``); other kinds ignore it.
-
-    ``on_event(link, event)`` sees every link's :class:`Established`, :class:`Received`
-    and :class:`LinkClosed` events (a failed TLS handshake is a LinkClosed before any
-    Established). A ``tls/`` endpoint needs ``tls`` with a certificate and key
-    (:class:`UsageError` otherwise, before anything listens); its TLS handshakes are
-    bounded by ``config.handshake_timeout_s`` (unless the endpoint sets its own).
-    """
-    ep = endpoint if isinstance(endpoint, Endpoint) else Endpoint.parse(endpoint)
-    loop = asyncio.get_running_loop()
-    links: set[TcpLink] = set()
-    quic_conf = None
-    if ep.protocol == QUIC:
-        qtls = tls.for_endpoint(ep.params, str(ep)) if tls is not None else None
-        quic_conf = quic_configuration(qtls, server_side=True, server_name=None)
-    link_tls = prepare_tls(ep, tls, server_side=True, default_timeout_s=config.handshake_timeout_s)
-    if ep.protocol == "udp":  # a datagram carrier under TcpLink (udp.py builds on this module)
-        from pyzenoh.transport import udp
-
-        config = udp.udp_config(config)
-    elif ep.protocol == "ws":  # one batch per WebSocket message: no length prefix to pay for
-        config = replace(config, streamed=False)
-
-    def factory() -> TcpLink:
-        link = TcpLink(
-            config,
-            Role.ACCEPTOR,
-            on_event,
-            max_queue_bytes=max_queue_bytes,
-            keep_raw=keep_raw,
-            admit=admit,
-            reassembly_budget=reassembly_budget,
-            tls=link_tls,
-        )
-        links.add(link)
-        # forgotten once closed (a callback of its own: events go straight to on_event)
-        link.closed.add_done_callback(lambda _: links.discard(link))
-        if on_accept is not None:
-            on_accept(link)
-        return link
-
-    if ep.protocol == "udp":
-        return await udp.listen_udp(ep, factory, links)
-    if quic_conf is not None:
-        return TcpListener(await serve_quic(ep.host, ep.port, quic_conf, factory), links, ep)
-    if ep.protocol == "ws":
-        from pyzenoh.transport.ws import ws_listen  # ws.py builds on TcpLink
-
-        return await ws_listen(ep, factory, links, config.handshake_timeout_s, reuse_port)  # type: ignore[return-value]
-    if ep.protocol == UNIXSOCK:
-        await replace_stale_socket(ep.host)
-        server = await loop.create_unix_server(factory, ep.host, backlog=LISTEN_BACKLOG)
-    elif _ipv6_unspecified(ep.host) and socket.has_dualstack_ipv6():
-        # As zenohd: a listener on [::] takes IPv4 connections too (asyncio's would be
-        # IPv6 only). Their local address is then IPv4-mapped (::ffff:a.b.c.d).
-        sock = socket.create_server(
-            (ep.host, ep.port),
-            family=socket.AF_INET6,
-            backlog=LISTEN_BACKLOG,
-            dualstack_ipv6=True,
-            reuse_port=reuse_port,
-        )
-        server = await loop.create_server(factory, sock=sock)
-    else:
-        server = await loop.create_server(
-            factory, ep.host, ep.port, reuse_address=True, reuse_port=reuse_port or None, backlog=LISTEN_BACKLOG
-        )
-    return TcpListener(server, links, ep)
-
-
-def _ipv6_unspecified(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host) == ipaddress.IPv6Address("::")
-    except ValueError:
-        return False

@@ -38,7 +38,8 @@ from typing_extensions import override
 from pyzenoh.errors import CloseReason
 from pyzenoh.transport.endpoint import Endpoint
 from pyzenoh.transport.link import LinkConfig
-from pyzenoh.transport.tcp import TcpLink, TcpListener
+from pyzenoh.transport.listener import TcpListener
+from pyzenoh.transport.tcp import TcpLink
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,9 @@ import logging
 from pyzenoh.session.connector import RetryConf, retry_conf
 from pyzenoh.session.runtime.links import LinkFaces
 from pyzenoh.session.runtime.state import DIAL_ERRORS, RuntimeState
+from pyzenoh.transport.dial import connect
 from pyzenoh.transport.link import Event, LinkClosed
-from pyzenoh.transport.tcp import TcpLink, connect
+from pyzenoh.transport.tcp import TcpLink
 
 log = logging.getLogger(__name__)
 

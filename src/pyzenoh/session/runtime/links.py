@@ -16,8 +16,9 @@ from pyzenoh.session.core import SessionCore
 from pyzenoh.session.runtime.multicast import SessionGroup
 from pyzenoh.session.runtime.pump import CorePump
 from pyzenoh.session.runtime.state import RuntimeState
+from pyzenoh.transport.endpoint import Endpoint
 from pyzenoh.transport.link import Established, Event, LinkClosed, Received, ReceivedRun
-from pyzenoh.transport.tcp import Endpoint, TcpLink
+from pyzenoh.transport.tcp import TcpLink
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,9 @@ from pyzenoh.session.runtime.pump import CorePump
 from pyzenoh.session.runtime.state import DEFAULT_ENDPOINT, RuntimeState
 from pyzenoh.session.scouting import connect_scouted
 from pyzenoh.transport.link import LinkConfig
+from pyzenoh.transport.listener import listen
 from pyzenoh.transport.multicast.state import DEFAULT_JOIN_INTERVAL_S
-from pyzenoh.transport.tcp import TcpLink, listen
+from pyzenoh.transport.tcp import TcpLink
 
 log = logging.getLogger(__name__)
 

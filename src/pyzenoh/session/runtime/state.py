@@ -22,7 +22,8 @@ from pyzenoh.session.config import Config
 from pyzenoh.session.runtime.intercepting import LinkPolicies
 from pyzenoh.session.runtime.multicast import GroupLink, SessionGroup
 from pyzenoh.transport.link import Established, LinkClosed, LinkConfig
-from pyzenoh.transport.tcp import TcpLink, TcpListener
+from pyzenoh.transport.listener import TcpListener
+from pyzenoh.transport.tcp import TcpLink
 
 log = logging.getLogger(__name__)
 
