@@ -278,3 +278,43 @@ def test_pyzenoh_peer_listens_on_udp(tmp_path: Path) -> None:
         crosses(lambda data: zp.put("pp/a", data), lambda cb: ps.declare_subscriber("pp/a", cb), "pp/a")
         crosses(lambda data: ps.put("pp/b", data), lambda cb: zc.declare_subscriber("pp/b", cb), "pp/b")
         big_crosses(zc, ps, "pp/big")
+
+
+@pytest.mark.parametrize("kind", ["zenohd", "pyzenoh"])
+def test_peer_with_max_links_2_over_tcp_and_udp(kind: str, tmp_path: Path) -> None:
+    """A real peer with ``transport/unicast/max_links: 2`` dialling a router's tcp and udp
+    endpoints: the router (max_links 1) keeps one link and refuses the other with
+    CLOSE(MAX_LINKS) instead of an OpenAck, so the peer serves on over the first link and
+    redials the other only every retry period (pyzenoh once closed it after its OpenAck:
+    the peer took that as a lost link and redialled in a hot loop, hundreds a second)."""
+    with any_router(kind, tmp_path) as r:
+        c = zenoh.Config()
+        c.insert_json5("mode", '"peer"')
+        c.insert_json5("connect/endpoints", json.dumps([r.tcp, r.udp]))
+        c.insert_json5("scouting/multicast/enabled", "false")
+        c.insert_json5("transport/unicast/max_links", "2")
+        c.insert_json5("transport/shared_memory/enabled", "false")
+        peer = zenoh.open(c)
+        client = zopen(r.tcp)
+        started = time.monotonic()
+        with opened(peer, client):
+            zenoh_crosses(peer, client, "ml/out")
+            zenoh_crosses(client, peer, "ml/in")
+            rid = value_of(lambda: next(iter(client.info.routers_zid()), None), "router id")
+            pid = str(peer.info.zid())
+            doc = value_of(
+                lambda: next(
+                    (json.loads(x.ok.payload.to_string()) for x in client.get(f"@/{rid}/router") if x.ok), None
+                ),
+                "@/<zid>/router",
+            )
+            [links] = [sess["links"] for sess in doc["sessions"] if sess["peer"] == pid]
+            assert len(links) == 1, links
+            if kind == "pyzenoh":
+                text = next(
+                    x.ok.payload.to_string() for x in client.get(f"@/{rid}/router/metrics?compression=false") if x.ok
+                )
+                line = next((x for x in text.splitlines() if 'refused_total{reason="max_links"}' in x), None)
+                refused = 0.0 if line is None else float(line.split()[-1])
+                # one refusal per retry period (1 s, then longer), not a hot loop
+                assert refused <= 2 * (time.monotonic() - started) + 3, (refused, text)

@@ -124,6 +124,7 @@ class RouterDaemon:
             lone_pushes=config.fast_lanes,
             reassembly_timeout_s=config.reassembly_timeout_ms / 1000.0,
             usrpwd=config.usrpwd,
+            open_gate=self._refusal,
         )
         if config.usrpwd is not None and not config.usrpwd.users and config.listen:
             log.warning(
@@ -360,20 +361,36 @@ class RouterDaemon:
         """An accepted connection may start its handshake (False: dropped at once)."""
         return self.admission.admit(id(link), link.remote_address[0] if link.remote_address else "")
 
+    def _refusal(self, zid: ZenohId, whatami: WhatAmI) -> int | None:
+        """Why a session with ``zid`` may not open (None: it may). The links this router
+        accepts ask before their OpenAck (LinkConfig.open_gate), as zenohd answers an
+        OpenSyn it refuses with CLOSE: a peer refused after its OpenAck dials again at once."""
+        if zid == self.zid:
+            log.info("refusing a session that claims this router's own id %s", zid)
+            return CloseReason.CONNECTION_TO_SELF
+        if self.faces.has_zid(zid):
+            # One session per remote id: zenohd's max_links 1 keeps the first one too. A
+            # peer with max_links > 1 dials its other endpoints every retry period: the
+            # first refusal is logged, the rest counted (admin space: refused/max_links).
+            count = self.stats.refused["max_links"] = self.stats.refused.get("max_links", 0) + 1
+            log.log(
+                logging.INFO if count == 1 else logging.DEBUG,
+                "refusing a second link from %s %s (pyzenoh keeps one link per node, as zenohd's max_links 1)",
+                whatami,
+                zid,
+            )
+            return CloseReason.MAX_LINKS
+        return None
+
     def _on_established(self, link: TcpLink, ev: Established) -> None:
         self.admission.established(id(link))
         if self.faces.linked >= self.config.max_sessions:
             self.admission.refuse("max_sessions", _address(link.remote_address))
             link.close(CloseReason.MAX_SESSIONS)
             return
-        if ev.zid == self.zid:
-            log.info("refusing a session that claims this router's own id %s", ev.zid)
-            link.close(CloseReason.CONNECTION_TO_SELF)
-            return
-        if self.faces.has_zid(ev.zid):
-            # One session per remote id (zenohd's max_links 1 keeps the first one too).
-            log.info("refusing a second session from %s %s", ev.whatami, ev.zid)
-            link.close(CloseReason.MAX_LINKS)
+        refused = self._refusal(ev.zid, ev.whatami)  # a link we dialled (accepted ones: the gate)
+        if refused is not None:
+            link.close(refused)
             return
         face_id = self.faces.new_id()
         subject = self._subject(link, ev)

@@ -96,6 +96,7 @@ _HELP = {
     "pyzenoh_router_dropped": "Messages dropped because a link's queue was full.",
     "pyzenoh_router_faces_closed_slow": "Faces closed because they did not read.",
     "pyzenoh_router_faces_closed_bad_input": "Faces closed for protocol errors or limits.",
+    "pyzenoh_router_refused": "Connections refused by a limit, and second links from a node (max_links), by reason.",
     "pyzenoh_routing_sub_index_lookups": "Subscriber index lookups to build data routes.",
     "pyzenoh_routing_qabl_index_lookups": "Queryable index lookups to build query routes.",
     "pyzenoh_routing_data_route_hits": "PUSH routes served from the route cache.",

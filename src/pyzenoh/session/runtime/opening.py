@@ -12,7 +12,7 @@ import threading
 
 from pyzenoh.codec import NetworkMessage
 from pyzenoh.config.policy import is_group_endpoint
-from pyzenoh.errors import PyZenohError, SessionOpenError
+from pyzenoh.errors import CloseReason, PyZenohError, SessionOpenError
 from pyzenoh.session.connector import open_timeout_s, retry_conf
 from pyzenoh.session.runtime.dialling import Dialler
 from pyzenoh.session.runtime.discovery import MulticastDiscovery
@@ -70,6 +70,8 @@ class Opening:
             # a FRAME's samples on one key: one batch (not where interceptors look at each)
             push_runs=not (s.policies is not None and s.policies.has_ingress),
             stamped_runs=True,
+            # one link per node (zenoh's max_links 1), refused before the OpenAck as zenoh does
+            open_gate=lambda zid, _: CloseReason.MAX_LINKS if s.peer_connected(zid) else None,
         )
         try:
             await self._open()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -77,6 +78,11 @@ class LinkConfig:
     #: False on datagram links (udp/): a batch is a whole datagram, no length prefix, so
     #: the peer may send the full negotiated batch size (zenoh's non-streamed links).
     streamed: bool = True
+    #: The acceptor asks its owner before the OpenAck whether this peer may open a link
+    #: (a close reason refuses it: CLOSE goes instead of the OpenAck, as zenohd answers a
+    #: second link from a node it has a session with). A peer refused after its OpenAck
+    #: takes it as a lost link and dials again at once; refused here it waits its retry.
+    open_gate: Callable[[ZenohId, WhatAmI], int | None] | None = None
 
     def __post_init__(self) -> None:
         if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:

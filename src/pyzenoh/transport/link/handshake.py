@@ -142,8 +142,13 @@ class Handshake:
             raise DecodeError("unexpected OpenSyn")
         if not hmac.compare_digest(msg.cookie, s.cookie):
             raise DecodeError("OpenSyn carries a bad cookie")
-        assert s.peer_zid is not None and s.acceptor_auth is not None
+        assert s.peer_zid is not None and s.peer_whatami is not None and s.acceptor_auth is not None
         username = s.acceptor_auth.on_open_syn(msg.auth)
+        gate = s.config.open_gate
+        refused = None if gate is None else gate(s.peer_zid, s.peer_whatami)
+        if refused is not None:
+            s.fail(refused, f"{s.peer_whatami} {s.peer_zid} refused before the OpenAck", events)
+            return
         s.own_isn = initial_sn(s.config.zid, s.peer_zid, s.mask)
         s.emit(OpenAck(lease_ms=s.config.lease_ms, initial_sn=s.own_isn, auth=s.acceptor_auth.open_ack()))
         self._establish(msg.lease_ms, msg.initial_sn, now, events, username)
