@@ -525,6 +525,7 @@ OWN_SCHEMA = ObjV(
             null=True,
         ),
         "routing": ObjV({"enforce_budget": _bool(False, null=True)}, null=True),
+        "memory": ObjV({"gc_freeze_interval_ms": _u64(1_000)}, null=True),
         # SO_REUSEPORT on the TCP listeners: set by `pyzenoh router --workers N` in each
         # worker's config (router/workers.py), so the workers share the endpoints.
         "listen": ObjV({"reuse_port": _bool(False, null=True)}, null=True),

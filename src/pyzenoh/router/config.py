@@ -43,6 +43,8 @@ Recognised keys (zenohd 1.x spelling)::
         msgq: { socket_file: null, tcp: [] },
         // Real routers only forward a query's Budget; true also stops replies past it.
         routing: { enforce_budget: false },
+        // Long-lived objects frozen out of the garbage collector's scans every 1 s (0: never).
+        memory: { gc_freeze_interval_ms: 1000 },
         // The REST plugin's limits (pyzenoh.plugins.rest.config).
         rest: { max_request_body_bytes: 16777216, max_header_bytes: 8190,
                 max_sse_streams: 1000, sse_queue_samples: 10000 },
@@ -75,6 +77,7 @@ from pyzenoh.errors import UsageError
 from pyzenoh.interceptors import Interceptors
 from pyzenoh.router.admin import admin_enabled
 from pyzenoh.router.admin.config import admin_readable
+from pyzenoh.router.memory import GC_FREEZE_INTERVAL_MS
 from pyzenoh.router.scouting import ScoutingSettings, scouting_settings
 from pyzenoh.routing.access_control import AccessControlConfig, parse_access_control
 from pyzenoh.routing.types import MAX_ROUTE_CACHE
@@ -139,6 +142,9 @@ class RouterConfig:
     #: Unfinished fragmented messages, over every link (the link going over is closed).
     max_reassembly_bytes: int = 256 << 20
     reassembly_timeout_ms: int = 10_000
+    #: Long-lived objects frozen out of the collector's scans this often; 0: never
+    #: (pyzenoh/memory/gc_freeze_interval_ms, router/memory.py).
+    gc_freeze_interval_ms: int = GC_FREEZE_INTERVAL_MS
     enforce_budget: bool = False
     gossip: bool = True
     adminspace: bool = True
@@ -190,6 +196,14 @@ def _get(tree: dict[str, Any], path: str, default: Any) -> Any:
 def _positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise UsageError(f"config {name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _count(tree: dict[str, Any], path: str, default: int) -> int:
+    """A non-negative integer setting (0 is meaningful: off)."""
+    value = _get(tree, path, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"config {path} must be a non-negative integer, got {value!r}")
     return value
 
 
@@ -288,6 +302,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         record=record,
         msgq=msgq,
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
+        gc_freeze_interval_ms=_count(tree, "pyzenoh/memory/gc_freeze_interval_ms", GC_FREEZE_INTERVAL_MS),
         reuse_port=bool(_get(tree, "pyzenoh/listen/reuse_port", False)),
         gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
         adminspace=admin_enabled(tree),

@@ -35,11 +35,7 @@ from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.delivery import Delivery
 from pyzenoh.router.discovery import RouterDiscovery
 from pyzenoh.router.forwarding import Forwarding, Ingress
-from pyzenoh.router.memory import (
-    RELEASE_AFTER_ENTITIES,
-    RELEASE_DELAY_S,
-    release_memory,
-)
+from pyzenoh.router.memory import MemoryKeeper
 from pyzenoh.router.multicast import MulticastListener
 from pyzenoh.router.recorded import RecordedForwarding
 from pyzenoh.router.scouting import Responder, start_responder
@@ -174,14 +170,14 @@ class RouterDaemon:
         self._scouting: Responder | None = None
         self.discovery = RouterDiscovery(config.scouting, self.zid, self.faces.has_zid, self._dial_scouted)
         self.admission = Admission(config, self.stats.refused)
-        # Entities gone since memory was last given back (see router/memory.py).
-        self._entities_freed = 0
-        self._release: asyncio.TimerHandle | None = None
+        # long-lived objects out of the collector's scans; memory back after departures
+        self.memory = MemoryKeeper(self._compact, config.gc_freeze_interval_ms)
 
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self.memory.start(self._loop)
         # TLS certificates, keys and CAs are checked before anything listens: a bad one
         # stops the start with a UsageError naming it (never a plaintext tls/ listener).
         for endpoint in self.config.listen:
@@ -247,9 +243,7 @@ class RouterDaemon:
         self.groups.clear()
         if self._timer is not None:
             self._timer.cancel()
-        if self._release is not None:
-            self._release.cancel()
-            self._release = None
+        self.memory.stop()
         self.ingress.close()
         log.info("router %s stopped", self.zid)
 
@@ -462,25 +456,13 @@ class RouterDaemon:
         log.info("face %d (%s) closed: %s %s", face_id, face.zid, reason, ev.detail)
         self.ingress.closed(face_id, f"{reason}: {ev.detail}".strip(), face.subject)
         self.delivery.backpressure.face_closed(face_id)
-        self._note_entities_freed(face_id)
+        self.memory.face_closed(self.core.entity_count(face_id))
         self.ingress.sends(self.core.remove_face(face_id, self.now()))
 
-    def _note_entities_freed(self, face_id: int) -> None:
-        """Give memory back once a flood of entities has gone (after the burst)."""
-        if self._loop is None:
-            return
-        self._entities_freed += self.core.entity_count(face_id)
-        if self._entities_freed < RELEASE_AFTER_ENTITIES:
-            return
-        if self._release is not None:
-            self._release.cancel()
-        self._release = self._loop.call_later(RELEASE_DELAY_S, self._release_memory)
-
-    def _release_memory(self) -> None:
-        self._release = None
-        self._entities_freed = 0
+    def _compact(self) -> None:
+        """Before memory is released: the routing tables shrink to what they hold."""
+        self.stats.memory_releases += 1
         self.core.compact()
-        release_memory()
 
     # --- local faces (bridges) -----------------------------------------------------------
 

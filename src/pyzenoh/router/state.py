@@ -102,6 +102,8 @@ class RouterStats:
     faces_closed_slow: int = 0
     faces_closed_bad_input: int = 0
     handshakes_failed: int = 0
+    #: Memory given back after departures (router/memory.py).
+    memory_releases: int = 0
     #: Handshakes ended by usrpwd authentication (refused credentials, in or out).
     auth_failed: int = 0
     by_reason: dict[str, int] = field(default_factory=dict)
