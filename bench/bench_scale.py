@@ -17,7 +17,9 @@
    one-way latency p50/p99 along it, and the routers' memory together.
 
 Every process is stopped by PID at the end of its part. Run:
-``python bench/bench_scale.py [--parts sessions,subscribers,mesh] [--seconds 10]``
+``python bench/bench_scale.py [--parts sessions,subscribers,mesh] [--seconds 10] [--workers N]``
+(``--workers N``: pyzenoh's router as ``pyzenoh router --workers N``, CPU and memory summed
+over its processes).
 """
 
 from __future__ import annotations
@@ -37,7 +39,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import DRIVER_PRELUDE, cpu_model, cpu_seconds, rss_mb, start_pyzenoh_router, start_real_router, stop
+from common import (
+    DRIVER_PRELUDE,
+    cpu_model,
+    cpu_seconds,
+    rss_mb,
+    start_pyzenoh_router,
+    start_real_router,
+    stop,
+    tree_cpu_seconds,
+    tree_rss_mb,
+    wait_listening,
+)
 from loadgen import RawClient
 
 from pyzenoh.codec import Declare, DeclareSubscriber, WireExpr
@@ -123,6 +136,9 @@ def percentiles(values: list[float]) -> tuple[float, float]:
     return values[len(values) // 2], values[min(len(values) - 1, int(len(values) * 0.99))]
 
 
+#: ``--workers``: pyzenoh router processes behind the endpoint (router/workers.py).
+WORKERS = [1]
+
 #: Both routers refuse sessions past their defaults (zenohd: 1,000 sessions; pyzenoh: 1,000
 #: links per address): raised for the benchmark, with the same value on both.
 MAX_SESSIONS = 20_000
@@ -148,7 +164,16 @@ def router(kind: str, tmp: Path, conf: dict[str, Any] | None = None, port: int |
         }
         if conf and "connect/endpoints" in conf:
             tree["connect"] = {"endpoints": conf["connect/endpoints"]}
-        proc = start_pyzenoh_router(port, tmp / f"r{port}.json5", tree)
+        if WORKERS[0] > 1:  # pyzenoh router --workers N: one mesh of N processes
+            tree |= {"mode": "router", "listen": {"endpoints": [f"tcp/127.0.0.1:{port}"]}}
+            tree["scouting"] = {"multicast": {"enabled": False}}
+            (tmp / f"r{port}.json5").write_text(json.dumps(tree))
+            argv = [sys.executable, "-m", "pyzenoh", "--log-level", "warning", "router"]
+            proc = subprocess.Popen(argv + ["--workers", str(WORKERS[0]), "-c", str(tmp / f"r{port}.json5")])
+            wait_listening(port, proc, 30)
+            time.sleep(1.0)  # every worker listens (the first one listening is not all of them)
+        else:
+            proc = start_pyzenoh_router(port, tmp / f"r{port}.json5", tree)
     proc.endpoint = f"tcp/127.0.0.1:{port}"
     try:
         yield proc
@@ -178,7 +203,7 @@ def sessions_part(kind: str, n: int, args: argparse.Namespace, tmp: Path) -> dic
             ]
             probe.ask()  # latencies so far: dropped
             base = int(counter.ask())
-            cpu0, t0 = cpu_seconds(proc.pid), time.perf_counter()
+            cpu0, t0 = tree_cpu_seconds(proc.pid), time.perf_counter()
             for k in range(periods):  # one PUT per session per period, spread over the period
                 start = t0 + k / args.rate
                 for i, c in enumerate(clients):
@@ -193,9 +218,9 @@ def sessions_part(kind: str, n: int, args: argparse.Namespace, tmp: Path) -> dic
             while int(counter.ask()) - base < sent and time.monotonic() < deadline:
                 time.sleep(0.1)
             delivered = int(counter.ask()) - base
-            cpu = cpu_seconds(proc.pid) - cpu0
+            cpu = tree_cpu_seconds(proc.pid) - cpu0
             lat = json.loads(probe.ask())["latencies_us"]
-            rss = rss_mb(proc.pid)
+            rss = tree_rss_mb(proc.pid)
         finally:
             for c in clients:
                 c.close()
@@ -322,7 +347,9 @@ def main() -> int:
     p.add_argument("--routers", type=int, default=20)
     p.add_argument("--only", choices=[REAL, PYZENOH])
     p.add_argument("--json", type=Path)
+    p.add_argument("--workers", type=int, default=1, help="pyzenoh router --workers N")
     args = p.parse_args()
+    WORKERS[0] = args.workers
     print(
         f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}, load {os.getloadavg()[0]:.2f} at start",

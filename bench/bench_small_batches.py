@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from common import DRIVER_PRELUDE, cpu_model, cpu_seconds, start_pyzenoh_router, start_real_router, stop
+from common import DRIVER_PRELUDE, cpu_model, start_pyzenoh_router, start_real_router, stop, tree_cpu_seconds
 from loadgen import PICO_BATCH_SIZE, RawClient
 
 from pyzenoh.localnet import free_port, wait_listening
@@ -88,8 +88,7 @@ def router(kind: str, port: int, tmp: Path) -> Iterator[subprocess.Popen[bytes]]
 
 def router_cpu(proc: subprocess.Popen[bytes]) -> float:
     """CPU seconds of the router process and of its workers (its children)."""
-    out = subprocess.run(["pgrep", "-P", str(proc.pid)], check=False, capture_output=True, text=True).stdout.split()
-    return cpu_seconds(proc.pid) + sum(cpu_seconds(int(pid)) for pid in out if pid.isdigit())
+    return tree_cpu_seconds(proc.pid)
 
 
 class Subscriber:

@@ -414,3 +414,19 @@ class RssSampler:
         self._stop.set()
         self._thread.join(STOP_S)
         self.peak_mb = max(self.peak_mb, rss_mb(self.pid))
+
+
+def tree_pids(pid: int) -> list[int]:
+    """``pid`` and its children (a ``pyzenoh router --workers N`` supervisor's workers)."""
+    out = subprocess.run(["pgrep", "-P", str(pid)], check=False, capture_output=True, text=True).stdout.split()
+    return [pid] + [int(p) for p in out if p.isdigit()]
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid`` and of its children."""
+    return sum(cpu_seconds(p) for p in tree_pids(pid))
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and of its children, MiB."""
+    return sum(rss_mb(p) for p in tree_pids(pid))
