@@ -186,7 +186,7 @@ def test_a_router_with_an_unimplemented_security_key_does_not_parse() -> None:
 def test_harmless_settings_are_named_in_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     tree = {
         "transport": {
-            "unicast": {"max_links": 4, "lowlatency": True},
+            "unicast": {"max_links": 4, "lowlatency": True},  # max_links: the router's (multilink)
             "link": {"tcp": {"so_sndbuf": 65536}},
             "shared_memory": {"enabled": False},
         },  # what pyzenoh does anyway: no warning
@@ -197,7 +197,6 @@ def test_harmless_settings_are_named_in_one_warning(caplog: pytest.LogCaptureFix
     with caplog.at_level(logging.WARNING, logger="pyzenoh.config"):
         warned = check_config(tree, "router")
     assert [w.split("=")[0].split(" ")[0] for w in warned] == [
-        "transport/unicast/max_links",
         "transport/unicast/lowlatency",
         "transport/link/tcp/so_sndbuf",
         "scouting/gossip/multihop",

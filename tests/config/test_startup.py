@@ -162,7 +162,7 @@ def test_harmless_unimplemented_settings_warn_once_and_the_router_serves(tmp_pat
     config.write_text("""{
       mode: "router",
       scouting: { multicast: { enabled: false }, gossip: { multihop: true } },
-      transport: { unicast: { max_links: 3 }, link: { tcp: { so_sndbuf: 65536 } },
+      transport: { unicast: { lowlatency: true }, link: { tcp: { so_sndbuf: 65536 } },
                    shared_memory: { enabled: false } },   // what pyzenoh does anyway: no warning
       plugins: { nosuch: { http_port: 8000 } },
       timestamping: { enabled: { router: true, peer: true } },  // peer: not this node's mode
@@ -175,7 +175,7 @@ def test_harmless_unimplemented_settings_warn_once_and_the_router_serves(tmp_pat
     assert len(warnings) == 1, log
     for name in (
         "scouting/gossip/multihop",
-        "transport/unicast/max_links",
+        "transport/unicast/lowlatency",
         "transport/link/tcp/so_sndbuf",
         "plugins/nosuch",
     ):

@@ -40,9 +40,15 @@ class Router:
 
 
 def router_config(
-    udp_port: int, tcp_port: int, connect: list[str] | None = None, acl: dict[str, Any] | None = None
+    udp_port: int,
+    tcp_port: int,
+    connect: list[str] | None = None,
+    acl: dict[str, Any] | None = None,
+    max_links: int = 1,
 ) -> dict[str, Any]:
-    extra = {} if acl is None else {"access_control": acl}
+    extra: dict[str, Any] = {} if acl is None else {"access_control": acl}
+    if max_links != 1:
+        extra["transport"] = {"unicast": {"max_links": max_links}}
     return extra | {
         "mode": "router",
         "listen": {"endpoints": [f"udp/127.0.0.1:{udp_port}", f"tcp/127.0.0.1:{tcp_port}"]},
@@ -54,11 +60,11 @@ def router_config(
 
 @contextlib.contextmanager
 def any_router(
-    kind: str, tmp: Path, connect: list[str] | None = None, acl: dict[str, Any] | None = None
+    kind: str, tmp: Path, connect: list[str] | None = None, acl: dict[str, Any] | None = None, max_links: int = 1
 ) -> Iterator[Router]:
     """The same configuration on a real zenoh router or on ``pyzenoh router``."""
     udp_port, tcp_port = free_port(), free_port()
-    config = router_config(udp_port, tcp_port, connect, acl)
+    config = router_config(udp_port, tcp_port, connect, acl, max_links)
     ends = Router(kind, f"udp/127.0.0.1:{udp_port}", f"tcp/127.0.0.1:{tcp_port}")
     if kind == "zenohd":
         flat = {
@@ -68,6 +74,8 @@ def any_router(
         }
         if acl is not None:
             flat["access_control"] = acl
+        if max_links != 1:
+            flat["transport/unicast/max_links"] = max_links
         proc = start_router(extra=flat)
         try:
             yield ends
@@ -280,6 +288,60 @@ def test_pyzenoh_peer_listens_on_udp(tmp_path: Path) -> None:
         big_crosses(zc, ps, "pp/big")
 
 
+def multilink_peer(r: Router) -> zenoh.Session:
+    """A real peer with ``transport/unicast/max_links: 2`` dialling ``r``'s tcp and udp."""
+    c = zenoh.Config()
+    c.insert_json5("mode", '"peer"')
+    c.insert_json5("connect/endpoints", json.dumps([r.tcp, r.udp]))
+    c.insert_json5("scouting/multicast/enabled", "false")
+    c.insert_json5("transport/unicast/max_links", "2")
+    c.insert_json5("transport/shared_memory/enabled", "false")
+    return zenoh.open(c)
+
+
+def session_links(client: zenoh.Session, peer: zenoh.Session, count: int) -> list[dict[str, str]]:
+    """The router's admin-space links of ``peer``'s session, once there are ``count``."""
+    rid = value_of(lambda: next(iter(client.info.routers_zid()), None), "router id")
+    pid = str(peer.info.zid())
+
+    def links() -> list[dict[str, str]] | None:
+        for reply in client.get(f"@/{rid}/router"):
+            if reply.ok is not None:
+                doc = json.loads(reply.ok.payload.to_string())
+                for sess in doc["sessions"]:
+                    if sess["peer"] == pid and len(sess["links"]) == count:
+                        return list(sess["links"])
+        return None
+
+    return value_of(links, f"{count} links of the peer's session")
+
+
+def best_effort_crosses(pub_session: zenoh.Session, sub_session: zenoh.Session, key: str) -> None:
+    """Samples of a best-effort publisher arrive (on a multilink session: over udp)."""
+    pub = pub_session.declare_publisher(key, reliability=zenoh.Reliability.BEST_EFFORT)
+    try:
+        crosses(lambda data: pub.put(data), lambda cb: sub_session.declare_subscriber(key, cb), key)
+    finally:
+        pub.undeclare()
+
+
+@pytest.mark.parametrize("kind", ["zenohd", "pyzenoh"])
+def test_multilink_session_over_tcp_and_udp(kind: str, tmp_path: Path) -> None:
+    """Both sides with ``max_links: 2``: a real peer dialling the router's tcp and udp
+    endpoints gets one session with both links (MultiLink: the peer proves the same RSA
+    key on each), and reliable and best-effort samples cross both ways."""
+    with any_router(kind, tmp_path, max_links=2) as r:
+        peer = multilink_peer(r)
+        client = zopen(r.tcp)
+        with opened(peer, client):
+            links = session_links(client, peer, 2)
+            assert sorted(x["src"] for x in links) == sorted([r.tcp, r.udp]), links
+            zenoh_crosses(peer, client, "mlink/out")
+            zenoh_crosses(client, peer, "mlink/in")
+            best_effort_crosses(peer, client, "mlink/be-out")
+            best_effort_crosses(client, peer, "mlink/be-in")
+
+
 @pytest.mark.parametrize("kind", ["zenohd", "pyzenoh"])
 def test_peer_with_max_links_2_over_tcp_and_udp(kind: str, tmp_path: Path) -> None:
     """A real peer with ``transport/unicast/max_links: 2`` dialling a router's tcp and udp
@@ -288,29 +350,15 @@ def test_peer_with_max_links_2_over_tcp_and_udp(kind: str, tmp_path: Path) -> No
     redials the other only every retry period (pyzenoh once closed it after its OpenAck:
     the peer took that as a lost link and redialled in a hot loop, hundreds a second)."""
     with any_router(kind, tmp_path) as r:
-        c = zenoh.Config()
-        c.insert_json5("mode", '"peer"')
-        c.insert_json5("connect/endpoints", json.dumps([r.tcp, r.udp]))
-        c.insert_json5("scouting/multicast/enabled", "false")
-        c.insert_json5("transport/unicast/max_links", "2")
-        c.insert_json5("transport/shared_memory/enabled", "false")
-        peer = zenoh.open(c)
+        peer = multilink_peer(r)
         client = zopen(r.tcp)
         started = time.monotonic()
         with opened(peer, client):
             zenoh_crosses(peer, client, "ml/out")
             zenoh_crosses(client, peer, "ml/in")
-            rid = value_of(lambda: next(iter(client.info.routers_zid()), None), "router id")
-            pid = str(peer.info.zid())
-            doc = value_of(
-                lambda: next(
-                    (json.loads(x.ok.payload.to_string()) for x in client.get(f"@/{rid}/router") if x.ok), None
-                ),
-                "@/<zid>/router",
-            )
-            [links] = [sess["links"] for sess in doc["sessions"] if sess["peer"] == pid]
-            assert len(links) == 1, links
+            session_links(client, peer, 1)
             if kind == "pyzenoh":
+                rid = next(iter(client.info.routers_zid()))
                 text = next(
                     x.ok.payload.to_string() for x in client.get(f"@/{rid}/router/metrics?compression=false") if x.ok
                 )

@@ -31,6 +31,7 @@ from pyzenoh.codec import (
 from pyzenoh.router.admin import ADMIN_QUERYABLE_ID, AdminSpace
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.daemon import RouterDaemon, RouterStats
+from pyzenoh.router.state import DaemonFace
 from pyzenoh.routing import RoutingStats, Send
 from pyzenoh.routing.network import Network
 from tests.router.admin_measured import (
@@ -124,11 +125,11 @@ def fake_daemon(**core: Any) -> Any:
     faces: dict[int, Any] = {}
 
     def add_local_face(zid: ZenohId, sink: Callable[[Send], None], whatami: WhatAmI, name: str) -> int:
-        faces[99] = SimpleNamespace(zid=zid, whatami=whatami, link=None, sink=sink)
+        faces[99] = DaemonFace(99, None, zid, whatami, sink)
         return 99
 
-    link = SimpleNamespace(local_address=("::1", 7447), remote_address=("::1", 50000))
-    faces[1] = SimpleNamespace(zid=ZenohId.from_str(B), whatami=WhatAmI.ROUTER, link=link)
+    link = SimpleNamespace(local_address=("::1", 7447), remote_address=("::1", 50000), protocol="tcp")
+    faces[1] = DaemonFace(1, link, ZenohId.from_str(B), WhatAmI.ROUTER)  # type: ignore[arg-type]
     core_faces = {1: SimpleNamespace(zid=ZenohId.from_str(B), whatami=WhatAmI.ROUTER, subs={}, qabls={}, tokens={})}
     # The core's mesh state defaults to a router without router links.
     network = core.get("network", Network(ZenohId.from_str(R), WhatAmI.ROUTER))

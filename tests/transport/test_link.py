@@ -493,10 +493,10 @@ def test_open_gate_refuses_with_close_instead_of_open_ack() -> None:
     """zenohd answers an OpenSyn it refuses (a second link from a node it has a session
     with) with CLOSE(MAX_LINKS) and no OpenAck: the opener never sees the link open, so
     a real peer waits its retry period instead of redialling at once."""
-    asked: list[tuple[ZenohId, WhatAmI]] = []
+    asked: list[tuple[ZenohId, WhatAmI, bytes | None]] = []
 
-    def gate(zid: ZenohId, whatami: WhatAmI) -> int | None:
-        asked.append((zid, whatami))
+    def gate(zid: ZenohId, whatami: WhatAmI, multilink: bytes | None) -> int | None:
+        asked.append((zid, whatami, multilink))
         return CloseReason.MAX_LINKS
 
     a = Link(cfg(ZC, WhatAmI.PEER), Role.OPENER, 0.0)
@@ -504,12 +504,12 @@ def test_open_gate_refuses_with_close_instead_of_open_ack() -> None:
     b.receive_data(a.data_to_send(), 0.0)  # InitSyn
     a.receive_data(b.data_to_send(), 0.0)  # InitAck
     eb = b.receive_data(a.data_to_send(), 0.0)  # OpenSyn: refused
-    assert asked == [(ZC, WhatAmI.PEER)]
+    assert asked == [(ZC, WhatAmI.PEER, None)]
     assert _closed(eb).reason == CloseReason.MAX_LINKS and not b.is_established
     answer = b.data_to_send()
     assert [type(m) for batch in batches(answer) for m in decode_batch(batch)] == [Close]
     ea = a.receive_data(answer, 0.0)
     assert _closed(ea).reason == CloseReason.MAX_LINKS and not a.is_established
     # a gate that lets the peer in changes nothing
-    _, _, ea2, eb2 = pair(acceptor=cfg(ZA, WhatAmI.ROUTER, open_gate=lambda zid, w: None))
+    _, _, ea2, eb2 = pair(acceptor=cfg(ZA, WhatAmI.ROUTER, open_gate=lambda zid, w, key: None))
     assert any(isinstance(e, Established) for e in ea2) and any(isinstance(e, Established) for e in eb2)

@@ -58,6 +58,7 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
             "transport/unicast/accept_timeout",
             "transport/unicast/accept_pending",
             "transport/unicast/max_sessions",
+            "transport/unicast/max_links",
             "transport/unicast/qos/enabled",
             "transport/unicast/compression/enabled",
             "transport/link/tx/lease",

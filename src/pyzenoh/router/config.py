@@ -117,6 +117,9 @@ class RouterConfig:
     batch_size: int = 65_535
     accept_timeout_ms: int = 10_000
     max_sessions: int = 1_000
+    #: Links one session may have (transport/unicast/max_links; above 1, the MultiLink
+    #: handshake extension, as zenohd).
+    max_links: int = 1
     #: Accepted connections still in their handshake; more are dropped at once (zenohd).
     accept_pending: int = 100
     #: Connections from one IP address, in handshake or open (pyzenoh's own limit).
@@ -241,6 +244,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         "batch_size": "transport/link/tx/batch_size",
         "accept_timeout_ms": "transport/unicast/accept_timeout",
         "max_sessions": "transport/unicast/max_sessions",
+        "max_links": "transport/unicast/max_links",
         "accept_pending": "transport/unicast/accept_pending",
         "max_links_per_address": "pyzenoh/limits/max_links_per_address",
         "max_declarations_total": "pyzenoh/limits/max_declarations_total",

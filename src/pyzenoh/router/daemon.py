@@ -45,6 +45,7 @@ from pyzenoh.routing import RoutingConfig, RoutingCore
 from pyzenoh.routing.access_control import AccessControl, FaceSubject, interface_names
 from pyzenoh.scouting.core import hello_locators
 from pyzenoh.scouting.udp import list_interfaces
+from pyzenoh.security.multilink import MultiLinkKey
 from pyzenoh.transport.dial import connect
 from pyzenoh.transport.endpoint import Endpoint, prepare_tls
 from pyzenoh.transport.link import (
@@ -121,6 +122,7 @@ class RouterDaemon:
             reassembly_timeout_s=config.reassembly_timeout_ms / 1000.0,
             usrpwd=config.usrpwd,
             open_gate=self._refusal,
+            multilink=MultiLinkKey() if config.max_links > 1 else None,
         )
         if config.usrpwd is not None and not config.usrpwd.users and config.listen:
             log.warning(
@@ -355,40 +357,78 @@ class RouterDaemon:
         """An accepted connection may start its handshake (False: dropped at once)."""
         return self.admission.admit(id(link), link.remote_address[0] if link.remote_address else "")
 
-    def _refusal(self, zid: ZenohId, whatami: WhatAmI) -> int | None:
+    def _refusal(self, zid: ZenohId, whatami: WhatAmI, multilink: bytes | None = None) -> int | None:
         """Why a session with ``zid`` may not open (None: it may). The links this router
         accepts ask before their OpenAck (LinkConfig.open_gate), as zenohd answers an
-        OpenSyn it refuses with CLOSE: a peer refused after its OpenAck dials again at once."""
+        OpenSyn it refuses with CLOSE: a peer refused after its OpenAck dials again at once.
+        A link of a session already open is let in when it proves the session's MultiLink
+        key and the session has fewer than ``transport/unicast/max_links`` links."""
         if zid == self.zid:
             log.info("refusing a session that claims this router's own id %s", zid)
             return CloseReason.CONNECTION_TO_SELF
         if self.faces.has_zid(zid):
-            # One session per remote id: zenohd's max_links 1 keeps the first one too. A
-            # peer with max_links > 1 dials its other endpoints every retry period: the
+            if self._joins(zid, multilink) is not None:
+                return None
+            # A peer with max_links > 1 dials its other endpoints every retry period: the
             # first refusal is logged, the rest counted (admin space: refused/max_links).
             count = self.stats.refused["max_links"] = self.stats.refused.get("max_links", 0) + 1
             log.log(
                 logging.INFO if count == 1 else logging.DEBUG,
-                "refusing a second link from %s %s (pyzenoh keeps one link per node, as zenohd's max_links 1)",
+                "refusing another link from %s %s (transport/unicast/max_links %d%s)",
                 whatami,
                 zid,
+                self.config.max_links,
+                "" if multilink is not None or self.config.max_links == 1 else "; it did not offer MultiLink",
             )
             return CloseReason.MAX_LINKS
         return None
 
+    def _joins(self, zid: ZenohId, multilink: bytes | None) -> DaemonFace | None:
+        """The face a new link of ``zid`` joins (zenoh's multilink), if it may."""
+        if multilink is None:
+            return None
+        face = self.faces.of_zid(zid)
+        if face is None or face.multilink != multilink or len(face.all_links()) >= self.config.max_links:
+            return None
+        return face
+
+    def _join(self, face: DaemonFace, link: TcpLink) -> None:
+        """``link`` carries ``face``'s session too. Sequence numbers are the session's, as
+        zenoh keeps them per transport: the links share one set of counters (each channel
+        goes on one link, chosen by DaemonFace.link_for)."""
+        first = face.link
+        assert first is not None
+        if first.link is not None and link.link is not None and first.link.s.mask == link.link.s.mask:
+            link.link.s.tx_sn = first.link.s.tx_sn
+            link.link.s.rx_last = first.link.s.rx_last
+        self.faces.join(face, link)
+        self.stats.links_accepted += 1
+        log.info(
+            "face %d: link %d of %s %s, from %s",
+            face.face_id,
+            len(face.all_links()),
+            face.whatami,
+            face.zid,
+            link.remote_address,
+        )
+
     def _on_established(self, link: TcpLink, ev: Established) -> None:
         self.admission.established(id(link))
+        joined = self._joins(ev.zid, ev.multilink)
+        if joined is not None:
+            self._join(joined, link)
+            return
         if self.faces.linked >= self.config.max_sessions:
             self.admission.refuse("max_sessions", _address(link.remote_address))
             link.close(CloseReason.MAX_SESSIONS)
             return
-        refused = self._refusal(ev.zid, ev.whatami)  # a link we dialled (accepted ones: the gate)
+        refused = self._refusal(ev.zid, ev.whatami, ev.multilink)  # dialled (accepted ones: the gate)
         if refused is not None:
             link.close(refused)
             return
         face_id = self.faces.new_id()
         subject = self._subject(link, ev)
-        self.faces.add(DaemonFace(face_id, link, ev.zid, ev.whatami, subject=subject))
+        self.faces.add(DaemonFace(face_id, link, ev.zid, ev.whatami, subject=subject, multilink=ev.multilink))
         self.stats.links_accepted += 1
         log.info(
             "face %d: %s %s from %s%s",
@@ -448,8 +488,13 @@ class RouterDaemon:
         face_id = self.faces.of_link(link)
         if face_id is None:
             return
-        face = self.faces.remove(face_id)
+        face = self.faces.get(face_id)
         assert face is not None
+        if face.extra_links:  # one of a session's links: it goes on over the others
+            self.faces.leave(face, link)
+            log.info("face %d (%s): a link closed (%s), %d left", face_id, face.zid, ev.detail, len(face.all_links()))
+            return
+        self.faces.remove(face_id)
         self.stats.links_closed += 1
         reason = _reason_name(ev.reason)
         self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
@@ -491,8 +536,9 @@ class RouterDaemon:
 
     def _close_face(self, face_id: int, reason: int) -> None:
         face = self.faces.get(face_id)
-        if face is not None and face.link is not None:
-            face.link.close(reason)
+        if face is not None:
+            for link in face.all_links():  # the session: every link of it
+                link.close(reason)
 
 
 def _address(addr: tuple[str, int] | None, protocol: str = "tcp") -> str:

@@ -10,6 +10,7 @@ from pyzenoh.codec import WhatAmI, ZenohId
 from pyzenoh.routing import Send
 from pyzenoh.routing.access_control import FaceSubject
 from pyzenoh.transport.tcp import TcpLink
+from pyzenoh.transport.udp import UDP
 
 LocalSink = Callable[[Send], None]
 
@@ -25,6 +26,27 @@ class DaemonFace:
     sink: LocalSink | None = None
     #: What access control knows of the face (None: access control is off, a local face).
     subject: FaceSubject | None = None
+    #: The peer's MultiLink key (security/multilink.py): its links carrying the same key
+    #: join this face, up to transport/unicast/max_links. None: one link only.
+    multilink: bytes | None = None
+    #: The session's links after the first (``link``).
+    extra_links: list[TcpLink] = field(default_factory=list)
+
+    def link_for(self, reliable: bool) -> TcpLink | None:
+        """The link a message goes on, as zenoh chooses among a session's links (its
+        ``select`` in transport/unicast/universal/tx.rs, no priority ranges configured):
+        the first whose reliability is the message's (udp/ links are best effort), else
+        the first link."""
+        link = self.link
+        if not self.extra_links or link is None:
+            return link
+        for candidate in (link, *self.extra_links):
+            if (candidate.protocol != UDP) is reliable:
+                return candidate
+        return link
+
+    def all_links(self) -> list[TcpLink]:
+        return [] if self.link is None else [self.link, *self.extra_links]
 
 
 class DaemonFaces:
@@ -37,12 +59,13 @@ class DaemonFaces:
     opening them (quadratic).
     """
 
-    __slots__ = ("_next", "_view", "_zids", "by_id", "by_link")
+    __slots__ = ("_extra", "_next", "_view", "_zids", "by_id", "by_link")
 
     def __init__(self) -> None:
         self.by_id: dict[int, DaemonFace] = {}
         self.by_link: dict[int, int] = {}
         self._zids: dict[ZenohId, int] = {}
+        self._extra = 0  # links in by_link beyond each face's first
         self._next = 1
         self._view = MappingProxyType(self.by_id)
 
@@ -57,9 +80,29 @@ class DaemonFaces:
             self.by_link[id(face.link)] = face.face_id
         self._zids[face.zid] = self._zids.get(face.zid, 0) + 1
 
+    def join(self, face: DaemonFace, link: TcpLink) -> None:
+        """``link`` is one more link of ``face``'s session (zenoh's multilink)."""
+        face.extra_links.append(link)
+        self.by_link[id(link)] = face.face_id
+        self._extra += 1
+
+    def leave(self, face: DaemonFace, link: TcpLink) -> None:
+        """One of ``face``'s links closed while it has others: the session goes on over
+        them, as a zenoh transport lives while any of its links does (its first link
+        gone, the next one takes its place)."""
+        if link is face.link:
+            face.link = face.extra_links.pop(0)
+        else:
+            face.extra_links.remove(link)
+        self.by_link.pop(id(link), None)
+        self._extra -= 1
+
     def remove(self, face_id: int) -> DaemonFace | None:
         face = self.by_id.pop(face_id, None)
         if face is not None:
+            for extra in face.extra_links:
+                self.by_link.pop(id(extra), None)
+            self._extra -= len(face.extra_links)
             if face.link is not None:
                 self.by_link.pop(id(face.link), None)
             left = self._zids[face.zid] - 1
@@ -72,7 +115,7 @@ class DaemonFaces:
     @property
     def linked(self) -> int:
         """How many faces have a link (the sessions; local faces have none)."""
-        return len(self.by_link)
+        return len(self.by_link) - self._extra
 
     def of_link(self, link: TcpLink) -> int | None:
         return self.by_link.get(id(link))
@@ -86,6 +129,12 @@ class DaemonFaces:
 
     def has_zid(self, zid: ZenohId) -> bool:
         return zid in self._zids
+
+    def of_zid(self, zid: ZenohId) -> DaemonFace | None:
+        """The face of a remote node (a scan: only asked when that node opens another link)."""
+        if zid not in self._zids:
+            return None
+        return next((f for f in self.by_id.values() if f.zid == zid and f.link is not None), None)
 
     def view(self) -> Mapping[int, DaemonFace]:
         """The faces, read only (the admin space's)."""

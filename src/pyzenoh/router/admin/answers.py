@@ -100,13 +100,12 @@ class Answers:
     def sessions(self) -> list[SessionInfo]:
         out = []
         for _, face in sorted(self.view.faces().items()):
-            link = face.link
-            if link is None:
-                continue  # local faces (the admin space, the msgq bridge) are no transports
-            proto = getattr(link, "protocol", "tcp")
-            src = locator(link.local_address, proto)
-            dst = locator(link.remote_address, proto)
-            out.append(SessionInfo(str(face.zid), face.whatami, ((src, dst),)))
+            links = tuple(
+                (locator(link.local_address, link.protocol), locator(link.remote_address, link.protocol))
+                for link in face.all_links()
+            )
+            if links:  # local faces (the admin space, the msgq bridge) are no transports
+                out.append(SessionInfo(str(face.zid), face.whatami, links))
         for group in self.view.groups():
             for zid, member in group.members:
                 out.append(SessionInfo(zid, WhatAmI.PEER, ((group.own, member),), group=group.locator))

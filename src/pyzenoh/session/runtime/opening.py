@@ -71,7 +71,7 @@ class Opening:
             push_runs=not (s.policies is not None and s.policies.has_ingress),
             stamped_runs=True,
             # one link per node (zenoh's max_links 1), refused before the OpenAck as zenoh does
-            open_gate=lambda zid, _: CloseReason.MAX_LINKS if s.peer_connected(zid) else None,
+            open_gate=lambda zid, _, __: CloseReason.MAX_LINKS if s.peer_connected(zid) else None,
         )
         try:
             await self._open()

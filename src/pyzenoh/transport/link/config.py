@@ -13,6 +13,7 @@ from pyzenoh.codec.transport import (
     PRIORITY_DATA,  # noqa: F401 (re-exported)
 )
 from pyzenoh.errors import UsageError
+from pyzenoh.security.multilink import MultiLinkKey
 from pyzenoh.security.usrpwd import UsrPwd
 
 #: Default lease announced in OPEN (1.10.2 default).
@@ -82,7 +83,11 @@ class LinkConfig:
     #: (a close reason refuses it: CLOSE goes instead of the OpenAck, as zenohd answers a
     #: second link from a node it has a session with). A peer refused after its OpenAck
     #: takes it as a lost link and dials again at once; refused here it waits its retry.
-    open_gate: Callable[[ZenohId, WhatAmI], int | None] | None = None
+    #: Called with the peer's zid, kind and proven MultiLink key (None without one).
+    open_gate: Callable[[ZenohId, WhatAmI, bytes | None], int | None] | None = None
+    #: This node's MultiLink key (security/multilink.py) when it accepts several links per
+    #: session (``transport/unicast/max_links`` above 1); None: one link per session.
+    multilink: MultiLinkKey | None = None
 
     def __post_init__(self) -> None:
         if not MIN_BATCH_SIZE <= self.batch_size <= MAX_BATCH_SIZE:

@@ -27,6 +27,9 @@ class Established:
     username: str | None = None
     #: Batches are lz4-compressed (both sides asked for it).
     compression: bool = False
+    #: The peer's proven MultiLink public key (encoded): its links carrying the same key
+    #: are links of one session. None: the peer did not offer it or we do not allow it.
+    multilink: bytes | None = None
 
 
 # Not frozen: built for every message routed, and a frozen dataclass's __init__ costs

@@ -15,6 +15,7 @@ from pyzenoh.codec.batch import LENGTH_PREFIX
 from pyzenoh.codec.compression import BATCH_HEADER_LEN
 from pyzenoh.codec.transport import PROTOCOL_VERSION
 from pyzenoh.errors import CloseReason, DecodeError
+from pyzenoh.security.multilink import CHALLENGE_LEN, AcceptorMultiLink
 from pyzenoh.security.usrpwd import NONCE_LEN, AcceptorAuth
 from pyzenoh.transport.link.config import (
     MAX_BATCH_SIZE,
@@ -93,6 +94,10 @@ class Handshake:
         s.acceptor_auth = AcceptorAuth(cfg.usrpwd, nonce)
         s.acceptor_auth.on_init_syn(msg.auth)
         s.compression = cfg.compression and msg.compression
+        multilink = None
+        if cfg.multilink is not None and msg.multilink is not None:
+            s.acceptor_multilink = AcceptorMultiLink(cfg.multilink, s.random_bytes(CHALLENGE_LEN))
+            multilink = s.acceptor_multilink.init_ack(msg.multilink)
         # never ack Shm or LowLatency: we implement neither
         s.emit(
             InitAck(
@@ -105,6 +110,7 @@ class Handshake:
                 compression=s.compression,
                 cookie=s.cookie,
                 auth=s.acceptor_auth.init_ack(),
+                multilink=multilink,
             )
         )
         s.state = State.WAIT_OPEN
@@ -144,14 +150,25 @@ class Handshake:
             raise DecodeError("OpenSyn carries a bad cookie")
         assert s.peer_zid is not None and s.peer_whatami is not None and s.acceptor_auth is not None
         username = s.acceptor_auth.on_open_syn(msg.auth)
+        multilink = None
+        if s.acceptor_multilink is not None:
+            s.acceptor_multilink.on_open_syn(msg.multilink)
+            multilink = s.acceptor_multilink.peer_key
         gate = s.config.open_gate
-        refused = None if gate is None else gate(s.peer_zid, s.peer_whatami)
+        refused = None if gate is None else gate(s.peer_zid, s.peer_whatami, multilink)
         if refused is not None:
             s.fail(refused, f"{s.peer_whatami} {s.peer_zid} refused before the OpenAck", events)
             return
         s.own_isn = initial_sn(s.config.zid, s.peer_zid, s.mask)
-        s.emit(OpenAck(lease_ms=s.config.lease_ms, initial_sn=s.own_isn, auth=s.acceptor_auth.open_ack()))
-        self._establish(msg.lease_ms, msg.initial_sn, now, events, username)
+        s.emit(
+            OpenAck(
+                lease_ms=s.config.lease_ms,
+                initial_sn=s.own_isn,
+                auth=s.acceptor_auth.open_ack(),
+                multilink_ack=multilink is not None,
+            )
+        )
+        self._establish(msg.lease_ms, msg.initial_sn, now, events, username, multilink)
 
     def on_open_ack(self, msg: OpenAck, now: float, events: list[Event]) -> None:
         s = self.s
@@ -168,7 +185,13 @@ class Handshake:
         s.max_payload = size - LENGTH_PREFIX
 
     def _establish(
-        self, peer_lease_ms: int, peer_isn: int, now: float, events: list[Event], username: str | None = None
+        self,
+        peer_lease_ms: int,
+        peer_isn: int,
+        now: float,
+        events: list[Event],
+        username: str | None = None,
+        multilink: bytes | None = None,
     ) -> None:
         s = self.s
         if peer_isn > s.mask:
@@ -204,6 +227,7 @@ class Handshake:
             own_initial_sn=s.own_isn,
             username=username,
             compression=s.compression,
+            multilink=multilink,
         )
         events.append(s.peer)
 

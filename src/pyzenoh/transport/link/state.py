@@ -27,6 +27,7 @@ from pyzenoh.codec import (
 )
 from pyzenoh.codec.batch import LENGTH_PREFIX
 from pyzenoh.errors import CloseReason, UsageError
+from pyzenoh.security.multilink import AcceptorMultiLink
 from pyzenoh.security.usrpwd import AcceptorAuth, OpenerAuth
 from pyzenoh.transport.link.config import (
     MAX_BATCH_SIZE,
@@ -138,6 +139,8 @@ class LinkState:
         self.peer_whatami: WhatAmI | None = None
         self.opener_auth = OpenerAuth(config.usrpwd)
         self.acceptor_auth: AcceptorAuth | None = None
+        #: The MultiLink extension of a link we accept, when both sides offer it.
+        self.acceptor_multilink: AcceptorMultiLink | None = None
         # transmit side
         # Runs of consecutive messages with the same (priority, reliability), in send order.
         self.pending: list[tuple[int, bool, list[bytes]]] = []

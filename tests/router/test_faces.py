@@ -1,0 +1,54 @@
+"""router/state.py: a session with several links (zenoh's multilink) in the daemon's
+faces: which link a message takes, a link leaving while others remain, and the session
+count that max_sessions is checked against."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyzenoh.codec import WhatAmI, ZenohId
+from pyzenoh.router.state import DaemonFace, DaemonFaces
+
+
+class Carrier:
+    """What the faces read of a link: its kind (a real TcpLink needs a socket)."""
+
+    def __init__(self, protocol: str) -> None:
+        self.protocol = protocol
+
+
+def link(protocol: str) -> Any:
+    return Carrier(protocol)
+
+
+ZID = ZenohId.from_str("b1b2")
+
+
+def test_messages_take_the_link_of_their_reliability() -> None:
+    faces = DaemonFaces()
+    udp, tcp = link("udp"), link("tcp")
+    face = DaemonFace(1, udp, ZID, WhatAmI.PEER, multilink=b"key")
+    faces.add(face)
+    assert face.link_for(True) is udp  # one link: everything on it
+    faces.join(face, tcp)
+    assert face.link_for(True) is tcp and face.link_for(False) is udp
+    assert faces.of_link(tcp) == faces.of_link(udp) == 1
+    assert faces.linked == 1  # one session, whatever its links
+    assert faces.of_zid(ZID) is face
+
+
+def test_a_session_outlives_its_first_link() -> None:
+    faces = DaemonFaces()
+    udp, tcp, tls = link("udp"), link("tcp"), link("tls")
+    face = DaemonFace(1, udp, ZID, WhatAmI.PEER, multilink=b"key")
+    faces.add(face)
+    faces.join(face, tcp)
+    faces.join(face, tls)
+    faces.leave(face, udp)  # the first link goes: the next takes its place
+    assert face.link is tcp and face.extra_links == [tls]
+    assert faces.of_link(udp) is None and faces.linked == 1
+    assert face.link_for(False) is tcp  # no best-effort link left: the first one
+    faces.leave(face, tls)
+    assert face.all_links() == [tcp]
+    assert faces.remove(1) is face
+    assert faces.linked == 0 and not faces.has_zid(ZID) and faces.of_link(tcp) is None
