@@ -193,6 +193,25 @@ def test_router_links_over_udp(near_kind: str, far_kind: str, tmp_path: Path) ->
             big_crosses(far, near, "r2r/big")
 
 
+@pytest.mark.parametrize(("near_kind", "far_kind"), [("pyzenoh", "zenohd"), ("zenohd", "pyzenoh")])
+def test_router_multilink_over_tcp_and_udp(near_kind: str, far_kind: str, tmp_path: Path) -> None:
+    """Two routers with ``max_links: 2``, one dialling the other's tcp and udp endpoints:
+    one router session with both links on either side, samples crossing both ways."""
+    with (
+        any_router(far_kind, tmp_path, max_links=2) as far_r,
+        any_router(near_kind, tmp_path, connect=[far_r.tcp, far_r.udp], max_links=2) as near_r,
+    ):
+        near = zopen(near_r.tcp)
+        far = zopen(far_r.tcp)
+        with opened(near, far):
+            near_zid = value_of(lambda: next(iter(near.info.routers_zid()), None), "near router id")
+            links = session_links(far, near_zid, 2)
+            assert sorted(x["src"] for x in links) == sorted([far_r.tcp, far_r.udp]), links
+            zenoh_crosses(far, near, "r2r/ml-in")
+            zenoh_crosses(near, far, "r2r/ml-out")
+            best_effort_crosses(near, far, "r2r/ml-be")
+
+
 #: Puts on acl/deny/** are refused from udp links only (access control's link_protocols).
 ACL = {
     "enabled": True,
@@ -299,10 +318,11 @@ def multilink_peer(r: Router) -> zenoh.Session:
     return zenoh.open(c)
 
 
-def session_links(client: zenoh.Session, peer: zenoh.Session, count: int) -> list[dict[str, str]]:
-    """The router's admin-space links of ``peer``'s session, once there are ``count``."""
+def session_links(client: zenoh.Session, peer: Any, count: int) -> list[dict[str, str]]:
+    """The admin-space links of the session with ``peer`` (a session, or a node's zid) on
+    ``client``'s router, once there are ``count``."""
     rid = value_of(lambda: next(iter(client.info.routers_zid()), None), "router id")
-    pid = str(peer.info.zid())
+    pid = str(peer.info.zid()) if isinstance(peer, zenoh.Session) else str(peer)
 
     def links() -> list[dict[str, str]] | None:
         for reply in client.get(f"@/{rid}/router"):

@@ -126,3 +126,22 @@ def test_the_handshake_carries_it_when_allowed() -> None:
     # a missing answer closes the link
     link, _, events = handshake(LinkConfig(ZA, WhatAmI.ROUTER, multilink=KEY), answer_right=False)
     assert any(isinstance(e, LinkClosed) for e in events) and not link.is_established
+
+
+def test_pyzenoh_on_both_sides() -> None:
+    """Opener and acceptor of pyzenoh: each ends up with the other's key."""
+    from tests.transport.test_link import pump
+
+    theirs = MultiLinkKey()
+    a = Link(LinkConfig(ZP, WhatAmI.ROUTER, multilink=theirs), Role.OPENER, 0.0)
+    b = Link(LinkConfig(ZA, WhatAmI.ROUTER, multilink=KEY), Role.ACCEPTOR, 0.0)
+    ea, eb = pump(a, b)
+    est_a = next(e for e in ea if isinstance(e, Established))
+    est_b = next(e for e in eb if isinstance(e, Established))
+    assert est_a.multilink == KEY.encoded and est_b.multilink == theirs.encoded
+    # an acceptor that does not allow several links: none on either side
+    a = Link(LinkConfig(ZP, WhatAmI.ROUTER, multilink=theirs), Role.OPENER, 0.0)
+    b = Link(LinkConfig(ZA, WhatAmI.ROUTER), Role.ACCEPTOR, 0.0)
+    ea, eb = pump(a, b)
+    assert next(e for e in ea if isinstance(e, Established)).multilink is None
+    assert next(e for e in eb if isinstance(e, Established)).multilink is None

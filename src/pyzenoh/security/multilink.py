@@ -1,4 +1,4 @@
-"""zenoh's MultiLink handshake extension, acceptor side: several links of one session.
+"""zenoh's MultiLink handshake extension, both sides: several links of one session.
 
 A node with ``transport/unicast/max_links`` above 1 offers, in its InitSyn, an RSA public
 key of its own (one per node: every link it opens carries the same one). An acceptor
@@ -111,3 +111,41 @@ class AcceptorMultiLink:
         if not hmac.compare_digest(answer, self._challenge):
             raise _refused("the challenge answer is wrong")
         self.peer_key = self._offered
+
+
+class OpenerMultiLink:
+    """The MultiLink side of one link this node opens: the InitSyn offers the node's key;
+    an InitAck that answers with the acceptor's key and an encrypted challenge gets the
+    challenge back in the OpenSyn. ``peer_key`` is the acceptor's key once its OpenAck
+    acknowledged (the session's identity on this side, as zenoh's opener keeps it)."""
+
+    __slots__ = ("_key", "_offered", "peer_key")
+
+    def __init__(self, key: MultiLinkKey) -> None:
+        self._key = key
+        self._offered: bytes | None = None
+        self.peer_key: bytes | None = None
+
+    def init_syn(self) -> bytes:
+        return self._key.encoded
+
+    def open_syn(self, init_ack_ext: bytes | None) -> bytes | None:
+        """The OpenSyn body answering the InitAck's (None: the acceptor did not take it)."""
+        if init_ack_ext is None:
+            return None
+        r = Reader(init_ack_ext)
+        bob, encoded = _read_public_key(r)
+        ciphered = r.zbytes(MAX_MODULUS_BYTES)
+        try:
+            challenge = self._key.private.decrypt(ciphered, padding.PKCS1v15())
+            answer = bob.encrypt(challenge, padding.PKCS1v15())
+        except ValueError as exc:
+            raise _refused(f"cannot answer the acceptor's challenge ({exc})") from None
+        self._offered = encoded
+        out = bytearray()
+        write_zbytes(out, answer)
+        return bytes(out)
+
+    def on_open_ack(self, acknowledged: bool) -> None:
+        if self._offered is not None and acknowledged:
+            self.peer_key = self._offered

@@ -59,6 +59,7 @@ class Handshake:
                     patch=cfg.patch if cfg.patch else None,
                     compression=cfg.compression,
                     auth=s.opener_auth.init_syn(),
+                    multilink=None if s.opener_multilink is None else s.opener_multilink.init_syn(),
                 )
             )
 
@@ -138,8 +139,17 @@ class Handshake:
         s.peer_zid = msg.zid
         s.peer_whatami = msg.whatami
         s.opener_auth.on_init_ack(msg.auth)
+        multilink = None if s.opener_multilink is None else s.opener_multilink.open_syn(msg.multilink)
         s.own_isn = initial_sn(cfg.zid, msg.zid, s.mask)
-        s.emit(OpenSyn(lease_ms=cfg.lease_ms, initial_sn=s.own_isn, cookie=msg.cookie, auth=s.opener_auth.open_syn()))
+        s.emit(
+            OpenSyn(
+                lease_ms=cfg.lease_ms,
+                initial_sn=s.own_isn,
+                cookie=msg.cookie,
+                auth=s.opener_auth.open_syn(),
+                multilink=multilink,
+            )
+        )
         s.state = State.OPEN_SENT
 
     def on_open_syn(self, msg: OpenSyn, now: float, events: list[Event]) -> None:
@@ -175,7 +185,11 @@ class Handshake:
         if s.role is not Role.OPENER or s.state is not State.OPEN_SENT:
             raise DecodeError("unexpected OpenAck")
         s.opener_auth.on_open_ack(msg.auth)
-        self._establish(msg.lease_ms, msg.initial_sn, now, events)
+        multilink = None
+        if s.opener_multilink is not None:
+            s.opener_multilink.on_open_ack(msg.multilink_ack)
+            multilink = s.opener_multilink.peer_key
+        self._establish(msg.lease_ms, msg.initial_sn, now, events, multilink=multilink)
 
     def _set_batch_size(self, size: int) -> None:
         s = self.s

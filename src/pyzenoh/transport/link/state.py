@@ -27,7 +27,7 @@ from pyzenoh.codec import (
 )
 from pyzenoh.codec.batch import LENGTH_PREFIX
 from pyzenoh.errors import CloseReason, UsageError
-from pyzenoh.security.multilink import AcceptorMultiLink
+from pyzenoh.security.multilink import AcceptorMultiLink, OpenerMultiLink
 from pyzenoh.security.usrpwd import AcceptorAuth, OpenerAuth
 from pyzenoh.transport.link.config import (
     MAX_BATCH_SIZE,
@@ -141,6 +141,8 @@ class LinkState:
         self.acceptor_auth: AcceptorAuth | None = None
         #: The MultiLink extension of a link we accept, when both sides offer it.
         self.acceptor_multilink: AcceptorMultiLink | None = None
+        #: ... and of a link we open, when this node allows several links per session.
+        self.opener_multilink = OpenerMultiLink(config.multilink) if config.multilink is not None else None
         # transmit side
         # Runs of consecutive messages with the same (priority, reliability), in send order.
         self.pending: list[tuple[int, bool, list[bytes]]] = []
