@@ -212,6 +212,46 @@ def test_router_multilink_over_tcp_and_udp(near_kind: str, far_kind: str, tmp_pa
             best_effort_crosses(near, far, "r2r/ml-be")
 
 
+def test_pyzenoh_peer_session_multilink(tmp_path: Path) -> None:
+    """The client library with ``max_links: 2``: a pyzenoh peer dialling a real router's tcp
+    and udp endpoints has one session with both links (the router's admin space and the
+    session's ``info.links()`` agree), samples crossing both ways, best effort too; and a
+    real peer dialling a pyzenoh peer's tcp and udp listeners gets one session of two."""
+    with any_router("zenohd", tmp_path, max_links=2) as r:
+        ps = pz.open(
+            {
+                "mode": "peer",
+                "connect": {"endpoints": [r.tcp, r.udp]},
+                "scouting": {"multicast": {"enabled": False}},
+                "transport": {"unicast": {"max_links": 2}},
+            }
+        )
+        client = zopen(r.tcp)
+        with opened(ps, client):
+            links = session_links(client, ps.info.zid(), 2)
+            assert sorted(x["src"] for x in links) == sorted([r.tcp, r.udp]), links
+            assert sorted(str(ln.dst) for ln in ps.info.links()) == sorted([r.tcp, r.udp])
+            crosses(
+                lambda data: ps.put("pml/out", data), lambda cb: client.declare_subscriber("pml/out", cb), "pml/out"
+            )
+            crosses(lambda data: client.put("pml/in", data), lambda cb: ps.declare_subscriber("pml/in", cb), "pml/in")
+            best_effort_crosses(client, ps, "pml/be-in")  # type: ignore[arg-type]
+    tcp_port, udp_port = free_port(), free_port()
+    listener = pz.open(
+        {
+            "mode": "peer",
+            "listen": {"endpoints": [f"tcp/127.0.0.1:{tcp_port}", f"udp/127.0.0.1:{udp_port}"]},
+            "scouting": {"multicast": {"enabled": False}},
+            "transport": {"unicast": {"max_links": 2}},
+        }
+    )
+    real = multilink_peer(Router("pyzenoh", f"udp/127.0.0.1:{udp_port}", f"tcp/127.0.0.1:{tcp_port}"))
+    with opened(listener, real):
+        value_of(lambda: len(listener.info.links()) == 2, "two links of one session")
+        assert len(listener.info.transports()) == 1
+        crosses(lambda data: real.put("pml/p", data), lambda cb: listener.declare_subscriber("pml/p", cb), "pml/p")
+
+
 #: Puts on acl/deny/** are refused from udp links only (access control's link_protocols).
 ACL = {
     "enabled": True,

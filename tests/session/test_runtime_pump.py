@@ -26,7 +26,7 @@ class Link:
 
 def pump_with(link: Link) -> Any:
     """The pump's flow control alone: one link, the loop being the calling thread."""
-    s: Any = SimpleNamespace(links={1: link}, in_loop=lambda fn: fn())
+    s: Any = SimpleNamespace(links={1: link}, all_links=lambda: [link], in_loop=lambda fn: fn())
     return CorePump(s, None)
 
 

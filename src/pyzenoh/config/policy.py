@@ -100,6 +100,7 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
             "scouting/multicast/autoconnect",
             "queries_default_timeout",
             "transport/unicast/open_timeout",
+            "transport/unicast/max_links",
             "transport/unicast/qos/enabled",
             "transport/unicast/compression/enabled",
             "transport/link/tx/lease",

@@ -60,6 +60,7 @@ from pyzenoh.transport.link import (
     Role,
 )
 from pyzenoh.transport.listener import TcpListener, listen
+from pyzenoh.transport.multilink import share_sequence_numbers
 from pyzenoh.transport.tcp import TcpLink
 from pyzenoh.transport.udp import UdpListener
 
@@ -393,14 +394,10 @@ class RouterDaemon:
         return face
 
     def _join(self, face: DaemonFace, link: TcpLink) -> None:
-        """``link`` carries ``face``'s session too. Sequence numbers are the session's, as
-        zenoh keeps them per transport: the links share one set of counters (each channel
-        goes on one link, chosen by DaemonFace.link_for)."""
+        """``link`` carries ``face``'s session too."""
         first = face.link
         assert first is not None
-        if first.link is not None and link.link is not None and first.link.s.mask == link.link.s.mask:
-            link.link.s.tx_sn = first.link.s.tx_sn
-            link.link.s.rx_last = first.link.s.rx_last
+        share_sequence_numbers(link, first)
         self.faces.join(face, link)
         self.stats.links_accepted += 1
         log.info(

@@ -9,8 +9,8 @@ from types import MappingProxyType
 from pyzenoh.codec import WhatAmI, ZenohId
 from pyzenoh.routing import Send
 from pyzenoh.routing.access_control import FaceSubject
+from pyzenoh.transport.multilink import choose_link
 from pyzenoh.transport.tcp import TcpLink
-from pyzenoh.transport.udp import UDP
 
 LocalSink = Callable[[Send], None]
 
@@ -33,17 +33,11 @@ class DaemonFace:
     extra_links: list[TcpLink] = field(default_factory=list)
 
     def link_for(self, reliable: bool) -> TcpLink | None:
-        """The link a message goes on, as zenoh chooses among a session's links (its
-        ``select`` in transport/unicast/universal/tx.rs, no priority ranges configured):
-        the first whose reliability is the message's (udp/ links are best effort), else
-        the first link."""
+        """The link a message goes on (transport/multilink.py: zenoh's choice)."""
         link = self.link
         if not self.extra_links or link is None:
             return link
-        for candidate in (link, *self.extra_links):
-            if (candidate.protocol != UDP) is reliable:
-                return candidate
-        return link
+        return choose_link((link, *self.extra_links), reliable)
 
     def all_links(self) -> list[TcpLink]:
         return [] if self.link is None else [self.link, *self.extra_links]

@@ -243,6 +243,11 @@ class Config:
         return bool(self.get("transport/unicast/compression/enabled", False))
 
     @property
+    def max_links(self) -> int:
+        """Links per session (above 1: zenoh's multilink, transport/multilink.py)."""
+        return self._int("transport/unicast/max_links", 1, 1)
+
+    @property
     def open_timeout_s(self) -> float:
         return self._int("transport/unicast/open_timeout", 10_000, 1) / 1000.0
 

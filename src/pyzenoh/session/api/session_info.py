@@ -62,7 +62,13 @@ class SessionInfo:
         rt = self._rt
         if rt.closed:
             return []
-        return [ln for fid in list(rt.peers) if (ln := _face_link(rt, fid)) is not None]
+        out = []
+        for fid in list(rt.peers):
+            first = rt.links.get(fid)
+            for link in [first, *rt.state.extra_links.get(fid, ())]:  # a session's links
+                if (ln := _face_link(rt, fid, link)) is not None:
+                    out.append(ln)
+        return out
 
     def _listener(
         self, make: Callable[[t.SampleKind, int], Any], history: bool | None, handler: Any, cls: type[Receiver[Any]]
@@ -91,8 +97,10 @@ def _face_transport(rt: Runtime, fid: int) -> Transport | None:
     return None if peer is None else Transport(peer.zid, peer.whatami, peer.qos)
 
 
-def _face_link(rt: Runtime, fid: int) -> Link | None:
-    peer, link = rt.peers.get(fid), rt.links.get(fid)
+def _face_link(rt: Runtime, fid: int, link: Any = None) -> Link | None:
+    """A face's link (its first unless ``link`` is given) as zenoh's info reports it."""
+    peer = rt.peers.get(fid)
+    link = rt.links.get(fid) if link is None else link
     if peer is None or link is None:
         return None
     proto = getattr(link, "protocol", "tcp")

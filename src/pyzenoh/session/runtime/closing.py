@@ -40,7 +40,7 @@ class Closing:
         self.pump.stop_timer()
         for lst in s.listeners:
             lst.server.close()
-        links = list(s.links.values())
+        links = s.all_links()
         if links:
             await asyncio.gather(*(link.aclose(CloseReason.GENERIC) for link in links), return_exceptions=True)
         for lst in s.listeners:
@@ -54,5 +54,5 @@ class Closing:
 
     def abort(self) -> None:
         """Drop the connections without CLOSE (tests: a crashed process)."""
-        for link in list(self.s.links.values()):
+        for link in self.s.all_links():
             link.abort()

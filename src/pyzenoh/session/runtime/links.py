@@ -18,6 +18,7 @@ from pyzenoh.session.runtime.pump import CorePump
 from pyzenoh.session.runtime.state import RuntimeState
 from pyzenoh.transport.endpoint import Endpoint
 from pyzenoh.transport.link import Established, Event, LinkClosed, Received, ReceivedRun
+from pyzenoh.transport.multilink import share_sequence_numbers
 from pyzenoh.transport.tcp import TcpLink
 
 log = logging.getLogger(__name__)
@@ -75,9 +76,13 @@ class LinkFaces:
         if s.closed:
             link.close()
             return
+        joined = s.joins(ev.zid, ev.multilink)
+        if joined is not None:
+            self._join(joined, link)
+            return
         if s.peer_connected(ev.zid):
-            # one link per node, as zenoh's transport/unicast/max_links 1
-            log.info("a second link to %s refused", ev.zid)
+            # one session per node (with max_links above 1, its links that prove its key join it)
+            log.info("another link to %s refused", ev.zid)
             link.close(CloseReason.MAX_LINKS)
             return
         fid = self._next_fid
@@ -95,6 +100,32 @@ class LinkFaces:
         self.core.on_established(ev, fid, self._locators(link))
         self.pump.pause_if_blocked(link)
         self.pump.pump()
+
+    def _join(self, fid: int, link: TcpLink) -> None:
+        """``link`` carries the session of face ``fid`` too (zenoh's multilink)."""
+        s = self.s
+        first = s.links[fid]
+        assert isinstance(first, TcpLink)
+        share_sequence_numbers(link, first)
+        self._fids[link] = fid
+        s.extra_links.setdefault(fid, []).append(link)
+        log.info("session link %d to %s opened (%s)", 1 + len(s.extra_links[fid]), s.peers[fid].zid, link.protocol)
+        self.pump.pause_if_blocked(link)
+
+    def _leave(self, fid: int, link: TcpLink) -> None:
+        """One of a session's links closed while it has others: it goes on over them."""
+        s = self.s
+        extra = s.extra_links[fid]
+        if s.links[fid] is link:
+            first = s.links[fid] = extra.pop(0)
+            if s.link is link:
+                s.link = first
+        else:
+            extra.remove(link)
+        if not extra:
+            del s.extra_links[fid]
+        if self._cur_link is link:
+            self._cur_link = None
 
     def _link_of(self, fid: int) -> TcpLink | None:
         return next((link for link, f in self._fids.items() if f == fid), None)
@@ -148,6 +179,10 @@ class LinkFaces:
         if fid is None:
             return  # a handshake that failed: the dial or the listener handles it
         s = self.s
+        if fid in s.extra_links:  # one of a session's links: the session goes on
+            log.info("session link to %s closed: %s (the session goes on)", s.peers[fid].zid, ev.detail)
+            self._leave(fid, link)
+            return
         if not s.closed:
             # a link we dialled is retried (warning); one a peer accepted just ends
             log.log(

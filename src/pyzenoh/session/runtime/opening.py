@@ -12,7 +12,8 @@ import threading
 
 from pyzenoh.codec import NetworkMessage
 from pyzenoh.config.policy import is_group_endpoint
-from pyzenoh.errors import CloseReason, PyZenohError, SessionOpenError
+from pyzenoh.errors import PyZenohError, SessionOpenError
+from pyzenoh.security.multilink import MultiLinkKey
 from pyzenoh.session.connector import open_timeout_s, retry_conf
 from pyzenoh.session.runtime.dialling import Dialler
 from pyzenoh.session.runtime.discovery import MulticastDiscovery
@@ -70,8 +71,10 @@ class Opening:
             # a FRAME's samples on one key: one batch (not where interceptors look at each)
             push_runs=not (s.policies is not None and s.policies.has_ingress),
             stamped_runs=True,
-            # one link per node (zenoh's max_links 1), refused before the OpenAck as zenoh does
-            open_gate=lambda zid, _, __: CloseReason.MAX_LINKS if s.peer_connected(zid) else None,
+            # one session per node, refused before the OpenAck as zenoh does; with
+            # max_links above 1 a session's other links join it (zenoh's multilink)
+            open_gate=lambda zid, _, key: s.refusal(zid, key),
+            multilink=MultiLinkKey() if cfg.max_links > 1 else None,
         )
         try:
             await self._open()
@@ -221,7 +224,7 @@ class Opening:
         await s.cancel_tasks()
         for lst in s.listeners:
             lst.server.close()
-        for link in list(s.links.values()):
+        for link in s.all_links():
             link.abort()
         s.listeners.clear()
         s.groups.clear()

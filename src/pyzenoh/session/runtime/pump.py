@@ -13,7 +13,9 @@ from pyzenoh.session.core import END, SampleBatch, SessionCore
 from pyzenoh.session.core.state import EncodedRun
 from pyzenoh.session.handlers import Sink
 from pyzenoh.session.runtime.intercepting import LinkPolicies
+from pyzenoh.session.runtime.multicast import GroupLink
 from pyzenoh.session.runtime.state import RuntimeState
+from pyzenoh.transport.multilink import choose_link
 from pyzenoh.transport.tcp import TcpLink
 
 
@@ -41,7 +43,7 @@ class CorePump:
         try:
             while core.outbox or core.deliveries:
                 links = s.links
-                one = s.link if len(links) == 1 else None
+                one = s.link if len(links) == 1 and not s.extra_links else None
                 policies = s.policies
                 for msg, reliable, prio, droppable, express, fid in core.take_outbox():
                     if policies is not None:
@@ -50,13 +52,9 @@ class CorePump:
                         self._send_run(msg, reliable, prio, droppable, express, fid)
                     elif one is not None:
                         one.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
-                    elif fid is None:
-                        for link in links.values():
-                            link.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
                     else:
-                        target = links.get(fid)
-                        if target is not None:
-                            target.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
+                        for link in self._targets(fid, reliable):
+                            link.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
                 for sink, item in core.take_deliveries():
                     if item is END:
                         sink.close()
@@ -83,13 +81,7 @@ class CorePump:
     def _send_run(
         self, run: EncodedRun, reliable: bool, prio: int, droppable: bool, express: bool, fid: int | None
     ) -> None:
-        links = self.s.links
-        if fid is None:
-            targets = list(links.values())
-        else:
-            target = links.get(fid)
-            targets = [] if target is None else [target]
-        for link in targets:
+        for link in self._targets(fid, reliable):
             link.send_run(run.data, run.ends, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
 
     def _send_intercepted(
@@ -105,7 +97,8 @@ class CorePump:
         """What :meth:`pump` sends, with each link's egress interceptors asked per message
         (a run of encoded PUSHes message by message)."""
         links = self.s.links
-        targets = list(links.items()) if fid is None else [(fid, links[fid])] if fid in links else []
+        fids = list(links) if fid is None else [fid] if fid in links else []
+        targets = [(tfid, link) for tfid in fids for link in self._targets(tfid, reliable)]
         now = self.s.loop.time()
         if isinstance(msg, EncodedRun):
             starts = [0, *msg.ends[:-1]]
@@ -117,6 +110,18 @@ class CorePump:
                 out = policies.egress(tfid, item, prio, now)
                 if out is not None:
                     link.send(out[0], reliable=reliable, priority=out[1], drop_if_full=droppable, express=express)
+
+    def _targets(self, fid: int | None, reliable: bool) -> list[TcpLink | GroupLink]:
+        """The link of face ``fid`` a message takes (every face's when None): with several
+        links, the one zenoh's choice picks (transport/multilink.py)."""
+        s = self.s
+        fids = list(s.links) if fid is None else [fid] if fid in s.links else []
+        out: list[TcpLink | GroupLink] = []
+        for f in fids:
+            extra = s.extra_links.get(f)
+            first = s.links[f]
+            out.append(first if not extra else choose_link([first, *extra], reliable))
+        return out
 
     # --- flow control --------------------------------------------------------------------------
 
@@ -132,7 +137,7 @@ class CorePump:
             return
         self.blocked.add(key)
         flow.on_space = lambda: self.s.in_loop(lambda: self._unblock(flow))
-        for link in self.s.links.values():
+        for link in self.s.all_links():
             link.pause_reading()
         # The consumer's thread may have drained the flow between ``full`` and setting
         # on_space above: its space event then found no callback and will not come again.
@@ -142,7 +147,7 @@ class CorePump:
     def _unblock(self, flow: Any) -> None:
         self.blocked.discard(id(flow))
         if not self.blocked:
-            for link in self.s.links.values():
+            for link in self.s.all_links():
                 link.resume_reading()
 
     # --- the core's timer ----------------------------------------------------------------------

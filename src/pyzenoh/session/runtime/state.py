@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pyzenoh.codec import WhatAmI, ZenohId
-from pyzenoh.errors import PyZenohError
+from pyzenoh.errors import CloseReason, PyZenohError
 from pyzenoh.session.config import Config
 from pyzenoh.session.runtime.intercepting import LinkPolicies
 from pyzenoh.session.runtime.multicast import GroupLink, SessionGroup
@@ -57,6 +57,9 @@ class RuntimeState:
         #: and no peer: its members are in ``groups``)
         self.links: dict[int, TcpLink | GroupLink] = {}
         self.peers: dict[int, Established] = {}
+        #: a session's links after its first (``links[fid]``), by face id: zenoh's
+        #: multilink (transport/unicast/max_links above 1)
+        self.extra_links: dict[int, list[TcpLink]] = {}
         self.groups: list[SessionGroup] = []
         #: the interceptors per link (None: none configured), see :mod:`.intercepting`
         self.policies: LinkPolicies | None = None
@@ -117,3 +120,29 @@ class RuntimeState:
 
     def peer_connected(self, zid: ZenohId) -> bool:
         return any(p.zid == zid for p in self.peers.values())
+
+    def all_links(self) -> list[TcpLink | GroupLink]:
+        """Every open link, a session's extra links included."""
+        out = list(self.links.values())
+        for extra in self.extra_links.values():
+            out += extra
+        return out
+
+    def joins(self, zid: ZenohId, multilink: bytes | None) -> int | None:
+        """The face a new link of ``zid`` joins (its session proved the same MultiLink
+        key and has fewer than max_links links), if any."""
+        if multilink is None:
+            return None
+        for fid, peer in self.peers.items():
+            if peer.zid == zid and peer.multilink == multilink:
+                if 1 + len(self.extra_links.get(fid, ())) < self.config.max_links:
+                    return fid
+                return None
+        return None
+
+    def refusal(self, zid: ZenohId, multilink: bytes | None) -> int | None:
+        """Why a link with ``zid`` may not open (the acceptor's gate): one session per
+        node, with up to max_links links when it proves its MultiLink key."""
+        if self.peer_connected(zid) and self.joins(zid, multilink) is None:
+            return CloseReason.MAX_LINKS
+        return None
