@@ -252,6 +252,57 @@ def test_pyzenoh_peer_session_multilink(tmp_path: Path) -> None:
         crosses(lambda data: real.put("pml/p", data), lambda cb: listener.declare_subscriber("pml/p", cb), "pml/p")
 
 
+def prioritised_crosses(pub_session: zenoh.Session, sub_session: zenoh.Session, key: str, priority: Any) -> None:
+    pub = pub_session.declare_publisher(key, priority=priority)
+    try:
+        crosses(lambda data: pub.put(data), lambda cb: sub_session.declare_subscriber(key, cb), key)
+    finally:
+        pub.undeclare()
+
+
+@pytest.mark.parametrize("kind", ["zenohd", "pyzenoh"])
+def test_multilink_priority_ranges(kind: str, tmp_path: Path) -> None:
+    """A real peer whose two tcp endpoints carry ``?prio=1-3`` and ``?prio=4-7;rel=1``:
+    each link's negotiated range and reliability, as the peer reports them, are the same on
+    zenohd and pyzenoh, and samples of a priority in each range cross."""
+    ports = free_port(), free_port()
+    listen = [f"tcp/127.0.0.1:{port}" for port in ports]
+    config: dict[str, Any] = {
+        "listen/endpoints": listen,
+        "transport/unicast/max_links": 2,
+        "adminspace/enabled": True,
+    }
+    if kind == "zenohd":
+        proc = start_router(extra=config)
+        stack: Any = contextlib.ExitStack()
+        stack.callback(proc.stop)
+    else:
+        tree = router_config(free_port(), ports[0], max_links=2)
+        tree["listen"]["endpoints"] = listen
+        stack = pyzenoh_router_process(tree, tmp_path / "pz-prio.json5", list(ports))
+    with stack:
+        c = zenoh.Config()
+        c.insert_json5("mode", '"peer"')
+        c.insert_json5("connect/endpoints", json.dumps([f"{listen[0]}?prio=1-3", f"{listen[1]}?prio=4-7;rel=1"]))
+        c.insert_json5("scouting/multicast/enabled", "false")
+        c.insert_json5("transport/unicast/max_links", "2")
+        c.insert_json5("transport/shared_memory/enabled", "false")
+        peer = zenoh.open(c)
+        client = zopen(listen[0])
+        with opened(peer, client):
+            got = value_of(
+                lambda: (
+                    sorted((ln.priorities, str(ln.reliability)) for ln in peer.info.links())
+                    if len(peer.info.links()) == 2
+                    else None
+                ),
+                "two links",
+            )
+            assert got == [((1, 3), "Reliability.RELIABLE"), ((4, 7), "Reliability.RELIABLE")], got
+            for prio, key in ((zenoh.Priority.REAL_TIME, "prio/high"), (zenoh.Priority.DATA_LOW, "prio/low")):
+                prioritised_crosses(peer, client, key, prio)
+
+
 #: Puts on acl/deny/** are refused from udp links only (access control's link_protocols).
 ACL = {
     "enabled": True,

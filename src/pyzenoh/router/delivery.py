@@ -137,7 +137,7 @@ class Delivery:
                 for msg, raw in split_pushes(data, ends):
                     face.sink(Send(fid, msg, raw, priority, reliable, express, block))
             return True
-        link = face.link if not face.extra_links else face.link_for(reliable)
+        link = face.link if not face.extra_links else face.link_for(reliable, priority)
         assert link is not None
         if self._over_hard_cap(link):
             self._close_slow(fid, link)

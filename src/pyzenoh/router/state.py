@@ -32,12 +32,12 @@ class DaemonFace:
     #: The session's links after the first (``link``).
     extra_links: list[TcpLink] = field(default_factory=list)
 
-    def link_for(self, reliable: bool) -> TcpLink | None:
+    def link_for(self, reliable: bool, priority: int) -> TcpLink | None:
         """The link a message goes on (transport/multilink.py: zenoh's choice)."""
         link = self.link
         if not self.extra_links or link is None:
             return link
-        return choose_link((link, *self.extra_links), reliable)
+        return choose_link((link, *self.extra_links), reliable, priority)
 
     def all_links(self) -> list[TcpLink]:
         return [] if self.link is None else [self.link, *self.extra_links]

@@ -18,6 +18,7 @@ from typing_extensions import override
 from pyzenoh.errors import UsageError
 from pyzenoh.security.tls import DEFAULT_HANDSHAKE_TIMEOUT_S, TlsConfig
 from pyzenoh.transport.link import LinkConfig
+from pyzenoh.transport.link.qos import from_metadata
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +38,17 @@ class Endpoint:
     """A parsed ``tcp/HOST:PORT``, ``tls/HOST:PORT`` or ``unixsock-stream/PATH`` endpoint
     (the path is kept in ``host``, ``port`` is 0).
 
-    Metadata after ``?`` is ignored; the configuration after ``#`` (zenoh's
-    ``key=value;key=value``) is kept in ``params`` (TLS reads it, see security/tls.py)
-    and is no part of the locator (``str``) nor of equality.
+    The metadata after ``?`` (``prio``, ``rel``: the link's QoS, transport/link/qos.py) is
+    kept in ``metadata``, the configuration after ``#`` (zenoh's ``key=value;key=value``)
+    in ``params`` (TLS reads it, see security/tls.py); neither is part of the locator
+    (``str``) nor of equality.
     """
 
     host: str
     port: int
     protocol: str = "tcp"
     params: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    metadata: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @classmethod
     def parse(cls, text: str) -> Endpoint:
@@ -56,13 +59,14 @@ class Endpoint:
                 " and unixsock-stream/PATH are implemented"
             )
         rest, _, config = rest.partition("#")
-        rest = rest.split("?", 1)[0]
+        rest, _, meta = rest.partition("?")
         params = tuple((k, v) for k, _, v in (p.partition("=") for p in config.split(";")) if k)
+        metadata = tuple((k, v) for k, _, v in (p.partition("=") for p in meta.split(";")) if k)
         if proto == "unixsock-stream":
             # the path is the whole address (kept in host; no port)
             if not rest:
                 raise UsageError(f"endpoint {text!r} has no socket path")
-            return cls(rest, 0, proto, params)
+            return cls(rest, 0, proto, params, metadata)
         if rest.startswith("["):
             host, bracket, tail = rest[1:].partition("]")
             if not bracket or not tail.startswith(":"):
@@ -80,7 +84,7 @@ class Endpoint:
             raise UsageError(f"endpoint {text!r} has a bad port") from None
         if not 0 <= port <= 0xFFFF:
             raise UsageError(f"endpoint {text!r}: port out of range")
-        return cls(host, port, proto, params)
+        return cls(host, port, proto, params, metadata)
 
     @override
     def __str__(self) -> str:
@@ -129,7 +133,10 @@ def set_buffers(sock: socket.socket, tls: LinkTls) -> None:
 
 def config_for_kind(ep: Endpoint, config: LinkConfig) -> LinkConfig:
     """``config`` as a link of ``ep``'s kind needs it, dialled or accepted: a udp batch fits
-    a datagram and a ws batch is one WebSocket message, so neither is length-prefixed."""
+    a datagram and a ws batch is one WebSocket message, so neither is length-prefixed;
+    the endpoint's ``prio``/``rel`` metadata is its links' QoS (transport/link/qos.py)."""
+    if ep.metadata:
+        config = replace(config, link_qos=from_metadata(dict(ep.metadata), str(ep)))
     if ep.protocol == "udp":
         from pyzenoh.transport.udp import udp_config  # udp.py builds on the TCP link
 

@@ -1,11 +1,12 @@
 """Which of a session's links a message takes, when it has several (zenoh's multilink,
 ``transport/unicast/max_links`` above 1; the handshake is security/multilink.py).
 
-zenoh's ``select`` (transport/unicast/universal/tx.rs) prefers a link whose reliability
-and priority range both match the message, then one whose reliability matches, then the
-first. Links here have no priority ranges (an endpoint's ``prio=`` is not implemented),
-so: the first link whose reliability is the message's, else the first link. A udp/ link
-is best effort; every other kind is reliable.
+zenoh's ``select`` (transport/unicast/universal/tx.rs): the link whose reliability is the
+message's and whose priority range holds its priority (the narrowest range of those),
+else the first whose reliability is the message's, else the first link. A link's
+reliability and range are what its handshake negotiated from the endpoints' ``rel`` and
+``prio`` metadata (transport/link/qos.py); without ``rel``, udp/ is best effort and every
+other kind reliable.
 """
 
 from __future__ import annotations
@@ -13,25 +14,47 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+from pyzenoh.transport.link.qos import LinkQos
 from pyzenoh.transport.tcp import TcpLink
 
 
-class HasProtocol(Protocol):
-    protocol: str
+class Choosable(Protocol):
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def link_qos(self) -> LinkQos | None: ...
 
 
-L = TypeVar("L", bound=HasProtocol)
+L = TypeVar("L", bound=Choosable)
 
 #: The only best-effort link kind.
 BEST_EFFORT_PROTOCOLS = frozenset({"udp"})
 
 
-def choose_link(links: Sequence[L], reliable: bool) -> L:
+def link_reliable(link: Choosable) -> bool:
+    qos = link.link_qos
+    if qos is not None and qos.reliable is not None:
+        return qos.reliable
+    return link.protocol not in BEST_EFFORT_PROTOCOLS
+
+
+def choose_link(links: Sequence[L], reliable: bool, priority: int) -> L:
     """The link of ``links`` (first: the session's first link) a message takes."""
+    full: L | None = None
+    full_width = 0
+    partial: L | None = None
     for link in links:
-        if (link.protocol not in BEST_EFFORT_PROTOCOLS) is reliable:
-            return link
-    return links[0]
+        if link_reliable(link) is not reliable:
+            continue
+        qos = link.link_qos
+        prios = None if qos is None else qos.priorities
+        if prios is not None and prios[0] <= priority <= prios[1]:
+            if full is None or prios[1] - prios[0] < full_width:
+                full, full_width = link, prios[1] - prios[0]
+        elif partial is None:
+            partial = link
+    return full or partial or links[0]
 
 
 def share_sequence_numbers(joining: TcpLink, first: TcpLink) -> None:

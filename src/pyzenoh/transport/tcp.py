@@ -50,6 +50,7 @@ from pyzenoh.transport.link import (
     Role,
     State,
 )
+from pyzenoh.transport.link.qos import LinkQos
 
 __all__ = ["DEFAULT_MAX_QUEUE_BYTES", "EXPIRY_CHECK_MAX_S", "MAX_EVENTS_PER_TURN", "EventCallback", "TcpLink"]
 
@@ -390,6 +391,12 @@ class TcpLink(asyncio.BufferedProtocol):
             self._space.set()
         if s.state is State.CLOSED and not transport.is_closing():  # link.is_closed
             transport.close()
+
+    @property
+    def link_qos(self) -> LinkQos | None:
+        """The negotiated priority range and reliability (None: QoS off or not open)."""
+        link = self.link
+        return None if link is None else link.s.link_qos
 
     # --- reading back-pressure -----------------------------------------------------------
 

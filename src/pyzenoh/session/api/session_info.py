@@ -23,7 +23,9 @@ from pyzenoh.session.api.entities import (
 from pyzenoh.session.handlers import make_sink
 from pyzenoh.session.info import Link, LinkEvent, Transport, TransportEvent, locator
 from pyzenoh.session.runtime import Runtime
+from pyzenoh.transport.link.qos import LinkQos
 from pyzenoh.transport.mtu import tcp_mtu
+from pyzenoh.transport.multilink import link_reliable
 
 
 class SessionInfo:
@@ -115,11 +117,18 @@ def _face_link(rt: Runtime, fid: int, link: Any = None) -> Link | None:
         peer.batch_size if mtu is None else mtu,
         interfaces=list(interface_names(local[0] if local else None, list_interfaces())),
         auth_identifier=peer.username,
-        # zenoh reports a QoS link's whole priority range, and the link's reliability
-        priorities=(0, 7) if peer.qos else None,
+        # zenoh reports a QoS link's priority range (the whole range unless its endpoint
+        # set one) and the link's reliability (its kind's unless the endpoint set one)
+        priorities=_priorities(getattr(link, "link_qos", None), peer.qos),
         is_streamed=proto != "udp",
-        reliability=t.Reliability.BEST_EFFORT if proto == "udp" else t.Reliability.RELIABLE,
+        reliability=t.Reliability.RELIABLE if link_reliable(link) else t.Reliability.BEST_EFFORT,
     )
+
+
+def _priorities(qos: LinkQos | None, on: bool) -> tuple[int, int] | None:
+    if qos is not None and qos.priorities is not None:
+        return qos.priorities
+    return (0, 7) if on else None
 
 
 def _transport_event(rt: Runtime, kind: t.SampleKind, fid: int) -> TransportEvent | None:

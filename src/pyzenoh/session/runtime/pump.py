@@ -53,7 +53,7 @@ class CorePump:
                     elif one is not None:
                         one.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
                     else:
-                        for link in self._targets(fid, reliable):
+                        for link in self._targets(fid, reliable, prio):
                             link.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
                 for sink, item in core.take_deliveries():
                     if item is END:
@@ -81,7 +81,7 @@ class CorePump:
     def _send_run(
         self, run: EncodedRun, reliable: bool, prio: int, droppable: bool, express: bool, fid: int | None
     ) -> None:
-        for link in self._targets(fid, reliable):
+        for link in self._targets(fid, reliable, prio):
             link.send_run(run.data, run.ends, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
 
     def _send_intercepted(
@@ -98,7 +98,7 @@ class CorePump:
         (a run of encoded PUSHes message by message)."""
         links = self.s.links
         fids = list(links) if fid is None else [fid] if fid in links else []
-        targets = [(tfid, link) for tfid in fids for link in self._targets(tfid, reliable)]
+        targets = [(tfid, link) for tfid in fids for link in self._targets(tfid, reliable, prio)]
         now = self.s.loop.time()
         if isinstance(msg, EncodedRun):
             starts = [0, *msg.ends[:-1]]
@@ -111,7 +111,7 @@ class CorePump:
                 if out is not None:
                     link.send(out[0], reliable=reliable, priority=out[1], drop_if_full=droppable, express=express)
 
-    def _targets(self, fid: int | None, reliable: bool) -> list[TcpLink | GroupLink]:
+    def _targets(self, fid: int | None, reliable: bool, priority: int) -> list[TcpLink | GroupLink]:
         """The link of face ``fid`` a message takes (every face's when None): with several
         links, the one zenoh's choice picks (transport/multilink.py)."""
         s = self.s
@@ -120,7 +120,11 @@ class CorePump:
         for f in fids:
             extra = s.extra_links.get(f)
             first = s.links[f]
-            out.append(first if not extra else choose_link([first, *extra], reliable))
+            if not extra:
+                out.append(first)
+            else:
+                assert isinstance(first, TcpLink)  # a group's face has one link
+                out.append(choose_link([first, *extra], reliable, priority))
         return out
 
     # --- flow control --------------------------------------------------------------------------

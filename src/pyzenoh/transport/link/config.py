@@ -15,6 +15,7 @@ from pyzenoh.codec.transport import (
 from pyzenoh.errors import UsageError
 from pyzenoh.security.multilink import MultiLinkKey
 from pyzenoh.security.usrpwd import UsrPwd
+from pyzenoh.transport.link.qos import NO_LINK_QOS, LinkQos
 
 #: Default lease announced in OPEN (1.10.2 default).
 DEFAULT_LEASE_MS = 10_000
@@ -85,6 +86,9 @@ class LinkConfig:
     #: takes it as a lost link and dials again at once; refused here it waits its retry.
     #: Called with the peer's zid, kind and proven MultiLink key (None without one).
     open_gate: Callable[[ZenohId, WhatAmI, bytes | None], int | None] | None = None
+    #: The priority range and reliability this side gives the link (an endpoint's
+    #: ``prio``/``rel`` metadata; transport/link/qos.py), negotiated when ``qos`` is on.
+    link_qos: LinkQos = NO_LINK_QOS
     #: This node's MultiLink key (security/multilink.py) when it accepts several links per
     #: session (``transport/unicast/max_links`` above 1); None: one link per session.
     multilink: MultiLinkKey | None = None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from pyzenoh.codec import NetworkMessage, WhatAmI, ZenohId
 from pyzenoh.dataplane import PushFields, PushRun, push_of
+from pyzenoh.transport.link.qos import LinkQos
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,9 @@ class Established:
     #: The peer's proven MultiLink public key (encoded): its links carrying the same key
     #: are links of one session. None: the peer did not offer it or we do not allow it.
     multilink: bytes | None = None
+    #: The link's negotiated priority range and reliability (None: QoS off; both None in
+    #: it: not set), transport/link/qos.py.
+    link_qos: LinkQos | None = None
 
 
 # Not frozen: built for every message routed, and a frozen dataclass's __init__ costs

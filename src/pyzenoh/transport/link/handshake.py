@@ -26,6 +26,7 @@ from pyzenoh.transport.link.config import (
     sn_mask,
 )
 from pyzenoh.transport.link.events import Established, Event, LinkClosed
+from pyzenoh.transport.link.qos import from_exts, negotiate
 from pyzenoh.transport.link.state import LinkState, State
 
 #: Bytes of random cookie an acceptor hands out in InitAck.
@@ -55,7 +56,8 @@ class Handshake:
                     whatami=cfg.whatami,
                     resolution=cfg.resolution,
                     batch_size=cfg.batch_size,
-                    qos=cfg.qos,
+                    qos=cfg.qos and cfg.link_qos.plain,
+                    qos_link=None if not cfg.qos or cfg.link_qos.plain else cfg.link_qos.to_u64(),
                     patch=cfg.patch if cfg.patch else None,
                     compression=cfg.compression,
                     auth=s.opener_auth.init_syn(),
@@ -86,7 +88,9 @@ class Handshake:
         s.resolution = res
         s.mask = sn_mask(res)
         self._set_batch_size(min(cfg.batch_size, msg.batch_size, MAX_BATCH_SIZE))
-        s.qos = cfg.qos and msg.qos
+        s.link_qos = negotiate(cfg.link_qos if cfg.qos else None, from_exts(msg.qos, msg.qos_link), acceptor=True)
+        s.qos = s.link_qos is not None
+        qos, qos_link = s.link_qos.exts() if s.link_qos is not None else (False, None)
         s.patch = min(cfg.patch, msg.patch or 0, PATCH_LEVEL)
         s.peer_zid = msg.zid
         s.peer_whatami = msg.whatami
@@ -106,7 +110,8 @@ class Handshake:
                 whatami=cfg.whatami,
                 resolution=res,
                 batch_size=s.batch_size,
-                qos=s.qos,
+                qos=qos,
+                qos_link=qos_link,
                 patch=s.patch if msg.patch is not None else None,
                 compression=s.compression,
                 cookie=s.cookie,
@@ -134,7 +139,8 @@ class Handshake:
         s.resolution = msg.resolution
         s.mask = sn_mask(msg.resolution)
         self._set_batch_size(min(cfg.batch_size, msg.batch_size))
-        s.qos = cfg.qos and msg.qos
+        s.link_qos = negotiate(cfg.link_qos if cfg.qos else None, from_exts(msg.qos, msg.qos_link), acceptor=False)
+        s.qos = s.link_qos is not None
         s.patch = min(cfg.patch, msg.patch or 0)
         s.peer_zid = msg.zid
         s.peer_whatami = msg.whatami
@@ -242,6 +248,7 @@ class Handshake:
             username=username,
             compression=s.compression,
             multilink=multilink,
+            link_qos=s.link_qos,
         )
         events.append(s.peer)
 

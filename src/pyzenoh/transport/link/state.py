@@ -37,6 +37,7 @@ from pyzenoh.transport.link.config import (
     sn_mask,
 )
 from pyzenoh.transport.link.events import Established, Event, LinkClosed
+from pyzenoh.transport.link.qos import LinkQos
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,8 @@ class LinkState:
         self.resolution = config.resolution
         self.mask = sn_mask(config.resolution)
         self.qos = config.qos
+        #: the link's negotiated QoS (transport/link/qos.py); None: off
+        self.link_qos: LinkQos | None = None
         self.patch = config.patch
         # compression, negotiated in Init; batches carry the header once ESTABLISHED
         self.compression = False
