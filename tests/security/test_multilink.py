@@ -79,7 +79,15 @@ def test_a_wrong_or_missing_answer_is_refused() -> None:
     assert ml.peer_key is None
 
 
-@given(st.binary(max_size=300))
+def encoded_key(n: int, e: int) -> bytes:
+    """A public key's layout around any two numbers (most are no RSA key)."""
+    out = bytearray()
+    for value in (n, e):
+        write_zbytes(out, value.to_bytes(max(1, (value.bit_length() + 7) // 8), "little"))
+    return bytes(out)
+
+
+@given(st.binary(max_size=300) | st.builds(encoded_key, st.integers(0, 2**600), st.integers(0, 2**70)))
 def test_any_bytes_are_a_key_or_one_typed_error(data: bytes) -> None:
     ml = AcceptorMultiLink(KEY, b"\x03" * 8)
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hmac
 
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from pyzenoh.codec.primitives import Reader, write_zbytes
@@ -52,7 +53,7 @@ def _read_public_key(r: Reader) -> tuple[rsa.RSAPublicKey, bytes]:
     e = int.from_bytes(r.zbytes(MAX_MODULUS_BYTES), "little")
     try:
         key = rsa.RSAPublicNumbers(e, n).public_key()
-    except ValueError as exc:
+    except (ValueError, OverflowError, UnsupportedAlgorithm) as exc:
         raise _refused(f"not an RSA public key ({exc})") from None
     return key, bytes(r.buf[start : r.pos])
 
