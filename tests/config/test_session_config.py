@@ -154,12 +154,12 @@ def test_open_warns_once_about_ignored_settings(caplog: pytest.LogCaptureFixture
             "mode": "client",
             "connect": {"endpoints": [proc.endpoint]},
             "scouting": {"multicast": {"enabled": False}},
-            "transport": {"unicast": {"max_links": 2}, "link": {"tcp": {"so_rcvbuf": 1 << 20}}},
+            "transport": {"link": {"tcp": {"so_rcvbuf": 1 << 20}}},
             "timestamping": {"enabled": True},
         }
         with caplog.at_level(logging.WARNING, logger="pyzenoh.config"), api.open(tree) as session:
             session.put("demo/config", b"x")
     records = [r.getMessage() for r in caplog.records if r.name.startswith("pyzenoh.config")]
     assert len(records) == 1, records
-    for name in ("transport/unicast/max_links", "transport/link/tcp/so_rcvbuf", "timestamping/enabled"):
+    for name in ("transport/link/tcp/so_rcvbuf", "timestamping/enabled"):
         assert name in records[0]
