@@ -60,7 +60,7 @@ from pyzenoh.transport.link import (
     Role,
 )
 from pyzenoh.transport.listener import TcpListener, listen
-from pyzenoh.transport.multilink import share_sequence_numbers
+from pyzenoh.transport.multilink import Gathered, Gathering, share_sequence_numbers
 from pyzenoh.transport.tcp import TcpLink
 from pyzenoh.transport.udp import UdpListener
 
@@ -175,12 +175,16 @@ class RouterDaemon:
         self.admission = Admission(config, self.stats.refused)
         # long-lived objects out of the collector's scans; memory back after departures
         self.memory = MemoryKeeper(self._compact, config.gc_freeze_interval_ms)
+        # the links of new multilink sessions, held until they are all there (max_links > 1)
+        self.gathering: Gathering | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.memory.start(self._loop)
+        if self.config.max_links > 1:
+            self.gathering = Gathering(self._loop, self.config.max_links, self._gathered)
         # TLS certificates, keys and CAs are checked before anything listens: a bad one
         # stops the start with a UsageError naming it (never a plaintext tls/ listener).
         for endpoint in self.config.listen:
@@ -247,6 +251,8 @@ class RouterDaemon:
         if self._timer is not None:
             self._timer.cancel()
         self.memory.stop()
+        if self.gathering is not None:
+            self.gathering.close()
         self.ingress.close()
         log.info("router %s stopped", self.zid)
 
@@ -339,14 +345,20 @@ class RouterDaemon:
                 face_id = self._face_of_link.get(id(link))
                 if face_id is not None:
                     self.ingress.lone(face_id, ev)
+                else:
+                    self._early(link, ev)
             case Received():
                 face_id = self._face_of_link.get(id(link))
                 if face_id is not None:
                     self.ingress.message(face_id, ev.message, ev.raw, ev.reliable)
+                else:
+                    self._early(link, ev)
             case ReceivedRun():
                 face_id = self._face_of_link.get(id(link))
                 if face_id is not None:
                     self.ingress.run(face_id, ev.run, ev.reliable)
+                else:
+                    self._early(link, ev)
             case Established():
                 self._on_established(link, ev)
             case LinkClosed():
@@ -423,9 +435,37 @@ class RouterDaemon:
         if refused is not None:
             link.close(refused)
             return
+        if self.gathering is not None and self.gathering.offer(link, ev):
+            return  # a new multilink session: opened with its other links (_gathered)
+        self._open_face(link, ev)
+
+    def _early(self, link: TcpLink, ev: Event) -> None:
+        """Data of a link with no face: kept if the link is held (a multilink session
+        gathering its links), else dropped (its face is gone)."""
+        if self.gathering is not None:
+            self.gathering.keep(link, ev)
+
+    def _gathered(self, links: Gathered) -> None:
+        """A multilink session's links, gathered: one face, all its links from the start,
+        then what each read while held."""
+        (link, ev), *others = links
+        if self.faces.has_zid(ev.zid):  # cannot be (its links were held), but never two faces
+            for other, _ in links:
+                other.close(CloseReason.MAX_LINKS)
+            return
+        self._open_face(link, ev, [other for other, _ in others])
+        assert self.gathering is not None
+        for held, _ in links:
+            for early in self.gathering.take_early(held):
+                self._on_event(held, early)
+
+    def _open_face(self, link: TcpLink, ev: Established, others: list[TcpLink] | None = None) -> None:
         face_id = self.faces.new_id()
         subject = self._subject(link, ev)
-        self.faces.add(DaemonFace(face_id, link, ev.zid, ev.whatami, subject=subject, multilink=ev.multilink))
+        face = DaemonFace(face_id, link, ev.zid, ev.whatami, subject=subject, multilink=ev.multilink)
+        self.faces.add(face)
+        for other in others or ():
+            self._join(face, other)
         self.stats.links_accepted += 1
         log.info(
             "face %d: %s %s from %s%s",
@@ -447,7 +487,8 @@ class RouterDaemon:
             self.faces.remove(face_id)
             self.ingress.closed(face_id, f"{_reason_name(exc.close_reason)}: {exc}", subject)
             self.ingress.sends([])
-            link.close(exc.close_reason)
+            for closing in [link, *(others or ())]:
+                closing.close(exc.close_reason)
             return
         self.ingress.sends(sends)
 
@@ -484,6 +525,8 @@ class RouterDaemon:
         self.admission.closed(id(link))
         face_id = self.faces.of_link(link)
         if face_id is None:
+            if self.gathering is not None:
+                self.gathering.closed(link)
             return
         face = self.faces.get(face_id)
         assert face is not None

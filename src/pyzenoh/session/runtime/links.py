@@ -18,7 +18,7 @@ from pyzenoh.session.runtime.pump import CorePump
 from pyzenoh.session.runtime.state import RuntimeState
 from pyzenoh.transport.endpoint import Endpoint
 from pyzenoh.transport.link import Established, Event, LinkClosed, Received, ReceivedRun
-from pyzenoh.transport.multilink import share_sequence_numbers
+from pyzenoh.transport.multilink import Gathered, Gathering, share_sequence_numbers
 from pyzenoh.transport.tcp import TcpLink
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ class LinkFaces:
         self._fids: dict[TcpLink, int] = {}
         self._next_fid = 1
         self._cur_link: TcpLink | None = None  # the link whose face the core has selected
+        self._held: Gathering | None = None  # links of new multilink sessions (peer mode)
         #: the link states received, to gossip autoconnect (set by the runtime when this
         #: peer dials what gossip names: :mod:`.gossip`, which dials through these events)
         self.on_gossip: Callable[[NetworkOam], None] | None = None
@@ -49,6 +50,8 @@ class LinkFaces:
             if link is not self._cur_link:
                 fid = self._fids.get(link)
                 if fid is None:
+                    if self._held is not None:
+                        self._held.keep(link, ev)  # a held link's: handed on once it opens
                     return
                 self._cur_link = link
                 core.select_face(fid)
@@ -85,6 +88,31 @@ class LinkFaces:
             log.info("another link to %s refused", ev.zid)
             link.close(CloseReason.MAX_LINKS)
             return
+        # a peer's new multilink session opens with its other links (a client dials one)
+        if s.config.mode == "peer" and self._gathering().offer(link, ev):
+            return
+        self._open(link, ev)
+
+    def _gathering(self) -> Gathering:
+        if self._held is None:
+            self._held = Gathering(self.s.loop, self.s.config.max_links, self._gathered)
+        return self._held
+
+    def _gathered(self, links: Gathered) -> None:
+        (link, ev), *others = links
+        if self.s.closed or self.s.peer_connected(ev.zid):
+            for other, _ in links:
+                other.close(CloseReason.MAX_LINKS)
+            return
+        self._open(link, ev, [other for other, _ in others])
+        assert self._held is not None
+        for held, _ in links:
+            for early in self._held.take_early(held):
+                self.on_link_event(held, early)
+
+    def _open(self, link: TcpLink, ev: Established, others: list[TcpLink] | None = None) -> None:
+        """A session's face, with its links."""
+        s = self.s
         fid = self._next_fid
         self._next_fid += 1
         self._fids[link] = fid
@@ -97,6 +125,8 @@ class LinkFaces:
         if s.link is None:
             s.link, s.peer = link, ev
         self._cur_link = link
+        for other in others or ():
+            self._join(fid, other)
         self.core.on_established(ev, fid, self._locators(link))
         self.pump.pause_if_blocked(link)
         self.pump.pump()
@@ -177,6 +207,8 @@ class LinkFaces:
     def link_closed(self, link: TcpLink, ev: LinkClosed, dialled: bool = False) -> None:
         fid = self._fids.pop(link, None)
         if fid is None:
+            if self._held is not None:
+                self._held.closed(link)
             return  # a handshake that failed: the dial or the listener handles it
         s = self.s
         if fid in s.extra_links:  # one of a session's links: the session goes on
