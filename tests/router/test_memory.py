@@ -69,13 +69,13 @@ def test_a_burst_of_closed_sessions_releases_once(monkeypatch: pytest.MonkeyPatc
         try:
             for _ in range(memory.RELEASE_AFTER_FACES - 1):
                 keeper.face_closed(0)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # an absence: 999 sessions gone release nothing
             assert keeper.releases == 0
             keeper.face_closed(0)
             keeper.face_closed(3)  # the same burst: the release waits for its end
             while keeper.releases == 0:
                 await asyncio.sleep(0.01)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # an absence: the burst released once
             assert keeper.releases == 1
             keeper.face_closed(memory.RELEASE_AFTER_ENTITIES)  # a flood of entities alone
             while keeper.releases == 1:
@@ -95,7 +95,7 @@ def test_freezing_can_be_turned_off() -> None:
         gc.unfreeze()
         keeper = MemoryKeeper(lambda: None, off.gc_freeze_interval_ms)
         keeper.start(asyncio.get_running_loop())
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # an absence: freezing off, nothing frozen
         assert gc.get_freeze_count() == 0
         keeper.stop()
 

@@ -23,7 +23,7 @@ from pyzenoh.codec import (
 )
 from pyzenoh.codec.primitives import Reader, write_zbytes
 from pyzenoh.errors import CloseReason, DecodeError
-from pyzenoh.security.multilink import AcceptorMultiLink, MultiLinkKey, encode_public_key
+from pyzenoh.security.multilink import AcceptorMultiLink, MultiLinkKey, encode_key_numbers, encode_public_key
 from pyzenoh.transport.link import Established, Link, LinkClosed, LinkConfig, Role
 from tests.transport.test_link import batches
 
@@ -76,15 +76,7 @@ def test_a_wrong_or_missing_answer_is_refused() -> None:
     assert ml.peer_key is None
 
 
-def encoded_key(n: int, e: int) -> bytes:
-    """A public key's layout around any two numbers (most are no RSA key)."""
-    out = bytearray()
-    for value in (n, e):
-        write_zbytes(out, value.to_bytes(max(1, (value.bit_length() + 7) // 8), "little"))
-    return bytes(out)
-
-
-@given(st.binary(max_size=300) | st.builds(encoded_key, st.integers(0, 2**600), st.integers(0, 2**70)))
+@given(st.binary(max_size=300) | st.builds(encode_key_numbers, st.integers(0, 2**600), st.integers(0, 2**70)))
 def test_any_bytes_are_a_key_or_one_typed_error(data: bytes) -> None:
     ml = AcceptorMultiLink(KEY, b"\x03" * 8)
     try:

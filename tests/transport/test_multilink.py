@@ -34,14 +34,13 @@ def established(zid: str, key: bytes | None = b"k") -> Any:
 def test_links_are_handed_on_together_reliable_first_with_what_they_read() -> None:
     async def run() -> None:
         got: list[Gathered] = []
-        early: list[list[Any]] = []
-        gathering: Gathering
+        early: list[tuple[Any, Any]] = []
 
-        def ready(links: Gathered) -> None:
-            got.append(links)
-            early.extend(gathering.take_early(link) for link, _ in links)
+        def handed_on(link: Any, event: Any) -> None:
+            assert got, "an early event came before its session opened"
+            early.append((link, event))
 
-        gathering = Gathering(asyncio.get_running_loop(), 2, ready)
+        gathering = Gathering(asyncio.get_running_loop(), 2, got.append, handed_on)
         udp, tcp = Held("udp"), Held("tcp")
         assert gathering.offer(udp, established("a"))  # type: ignore[arg-type]
         assert not udp.reading
@@ -50,7 +49,7 @@ def test_links_are_handed_on_together_reliable_first_with_what_they_read() -> No
         assert gathering.offer(tcp, established("a"))  # type: ignore[arg-type]  # max_links: at once
         [links] = got
         assert [link for link, _ in links] == [tcp, udp]  # the reliable one first
-        assert early == [[], ["first frames"]]
+        assert early == [(udp, "first frames")]
         assert udp.reading and tcp.reading
         # no MultiLink offered: not held
         assert not gathering.offer(Held("tcp"), established("b", None))  # type: ignore[arg-type]
@@ -63,14 +62,14 @@ def test_a_lone_link_goes_on_after_the_wait_and_a_closed_one_is_forgotten(monkey
 
     async def run() -> None:
         got: list[Gathered] = []
-        gathering = Gathering(asyncio.get_running_loop(), 3, got.append)
+        gathering = Gathering(asyncio.get_running_loop(), 3, got.append, lambda link, event: None)
         lone, gone = Held("udp"), Held("tcp")
         gathering.offer(lone, established("a"))  # type: ignore[arg-type]
         gathering.offer(gone, established("c"))  # type: ignore[arg-type]
         gathering.closed(gone)  # type: ignore[arg-type]
         while not got:
             await asyncio.sleep(0.005)
-        await asyncio.sleep(0.03)
+        await asyncio.sleep(0.03)  # an absence: no second hand-on (the closed link's)
         assert [[link for link, _ in links] for links in got] == [[lone]]
 
     asyncio.run(run())

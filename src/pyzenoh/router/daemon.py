@@ -184,7 +184,7 @@ class RouterDaemon:
         self._loop = asyncio.get_running_loop()
         self.memory.start(self._loop)
         if self.config.max_links > 1:
-            self.gathering = Gathering(self._loop, self.config.max_links, self._gathered)
+            self.gathering = Gathering(self._loop, self.config.max_links, self._gathered, self._on_event)
         # TLS certificates, keys and CAs are checked before anything listens: a bad one
         # stops the start with a UsageError naming it (never a plaintext tls/ listener).
         for endpoint in self.config.listen:
@@ -446,18 +446,14 @@ class RouterDaemon:
             self.gathering.keep(link, ev)
 
     def _gathered(self, links: Gathered) -> None:
-        """A multilink session's links, gathered: one face, all its links from the start,
-        then what each read while held."""
+        """A multilink session's links, gathered: one face, all its links from the start
+        (what each read while held comes after, through _on_event)."""
         (link, ev), *others = links
         if self.faces.has_zid(ev.zid):  # cannot be (its links were held), but never two faces
             for other, _ in links:
                 other.close(CloseReason.MAX_LINKS)
             return
         self._open_face(link, ev, [other for other, _ in others])
-        assert self.gathering is not None
-        for held, _ in links:
-            for early in self.gathering.take_early(held):
-                self._on_event(held, early)
 
     def _open_face(self, link: TcpLink, ev: Established, others: list[TcpLink] | None = None) -> None:
         face_id = self.faces.new_id()

@@ -40,8 +40,14 @@ def _refused(reason: str) -> DecodeError:
 
 def encode_public_key(key: rsa.RSAPublicKey) -> bytes:
     numbers = key.public_numbers()
+    return encode_key_numbers(numbers.n, numbers.e)
+
+
+def encode_key_numbers(n: int, e: int) -> bytes:
+    """A public key's layout around its modulus and exponent (any numbers: the tests'
+    keys that are none)."""
     out = bytearray()
-    for value in (numbers.n, numbers.e):
+    for value in (n, e):
         write_zbytes(out, value.to_bytes(max(1, (value.bit_length() + 7) // 8), "little"))
     return bytes(out)
 

@@ -88,13 +88,22 @@ class Gathering:
     as zenoh's transport does (in CI a router mesh then lost its first declarations). Held
     until they are all there, the links carry each channel on one link from the start."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, max_links: int, ready: Callable[[Gathered], None]) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        max_links: int,
+        ready: Callable[[Gathered], None],
+        on_event: Callable[[TcpLink, Any], None],
+    ) -> None:
         self.loop = loop
         self.max_links = max_links
         self.ready = ready
+        #: where a held link's early events go once ``ready`` opened its session
+        self.on_event = on_event
         self._held: dict[tuple[object, bytes], tuple[Gathered, asyncio.TimerHandle]] = {}
         #: what a held link read with its handshake's last message (an opener's OpenAck
-        #: can come with the peer's first frames), handed on once its session opens
+        #: can come with the peer's first frames), handed to ``on_event`` once its session
+        #: opened
         self._early: dict[TcpLink, list[Any]] = {}
 
     def offer(self, link: TcpLink, ev: Any) -> bool:
@@ -115,16 +124,12 @@ class Gathering:
         return True
 
     def keep(self, link: TcpLink, event: Any) -> bool:
-        """Keep an event of a held link for :meth:`take_early` (False: not held)."""
+        """Keep an event of a held link for after its session opens (False: not held)."""
         early = self._early.get(link)
         if early is None:
             return False
         early.append(event)
         return True
-
-    def take_early(self, link: TcpLink) -> list[Any]:
-        """The events a link read while held, once its session opened."""
-        return self._early.pop(link, [])
 
     def closed(self, link: TcpLink) -> None:
         """A held link closed before its session opened: it is forgotten."""
@@ -145,9 +150,10 @@ class Gathering:
         links, timer = held
         timer.cancel()
         links.sort(key=lambda entry: not link_reliable(entry[0]))  # a reliable link first
-        self.ready(links)  # opens the session, then takes each link's early events
+        self.ready(links)  # opens the session (or closes the links)
         for link, _ in links:
-            self._early.pop(link, None)
+            for event in self._early.pop(link, ()):
+                self.on_event(link, event)
             link.resume_reading()
 
     def close(self) -> None:

@@ -95,7 +95,7 @@ class LinkFaces:
 
     def _gathering(self) -> Gathering:
         if self._held is None:
-            self._held = Gathering(self.s.loop, self.s.config.max_links, self._gathered)
+            self._held = Gathering(self.s.loop, self.s.config.max_links, self._gathered, self.on_link_event)
         return self._held
 
     def _gathered(self, links: Gathered) -> None:
@@ -105,10 +105,6 @@ class LinkFaces:
                 other.close(CloseReason.MAX_LINKS)
             return
         self._open(link, ev, [other for other, _ in others])
-        assert self._held is not None
-        for held, _ in links:
-            for early in self._held.take_early(held):
-                self.on_link_event(held, early)
 
     def _open(self, link: TcpLink, ev: Established, others: list[TcpLink] | None = None) -> None:
         """A session's face, with its links."""

@@ -52,9 +52,16 @@ class CorePump:
                         self._send_run(msg, reliable, prio, droppable, express, fid)
                     elif one is not None:
                         one.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
-                    else:
+                    elif s.extra_links:  # a session with several links: zenoh's choice of one
                         for link in self._targets(fid, reliable, prio):
                             link.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
+                    elif fid is None:
+                        for link in links.values():
+                            link.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
+                    else:
+                        target = links.get(fid)
+                        if target is not None:
+                            target.send(msg, reliable=reliable, priority=prio, drop_if_full=droppable, express=express)
                 for sink, item in core.take_deliveries():
                     if item is END:
                         sink.close()
