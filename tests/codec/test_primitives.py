@@ -13,6 +13,7 @@ from pyzenoh.codec.primitives import (
     Reader,
     Timestamp,
     ZenohId,
+    vle_bytes,
     vle_len,
     write_vle,
 )
@@ -40,6 +41,20 @@ def test_vle_roundtrip_and_length(value: int) -> None:
     assert len(raw) == vle_len(value) <= 9
     r = Reader(raw)
     assert r.vle() == value and r.at_end()
+
+
+@ROUNDTRIP
+@given(st.one_of(st.integers(0, 2**35), st.integers(0, U64_MAX)))
+def test_vle_bytes_is_write_vle(value: int) -> None:
+    assert vle_bytes(value) == vle(value)
+
+
+@pytest.mark.parametrize("edge", [0x7F, 0x3FFF, 0x1F_FFFF, 0xFFF_FFFF, 0xFFFF_FFFF])
+def test_vle_bytes_at_each_width_edge(edge: int) -> None:
+    for value in (edge, edge + 1):
+        assert vle_bytes(value) == vle(value)
+    with pytest.raises(UsageError):
+        vle_bytes(-1)
 
 
 def test_vle_bounds_and_truncation() -> None:

@@ -11,6 +11,7 @@ from pyzenoh.codec.data import read_push_body, read_request_body, read_response_
 from pyzenoh.codec.extensions import expect_end
 from pyzenoh.codec.network import decode_network_message, encode_network_message
 from pyzenoh.codec.primitives import Encoding, Reader, Timestamp
+from pyzenoh.codec.transport import Frame, frame_header
 from tests.codec import strategies as s
 from tests.hyp import ROUNDTRIP
 
@@ -99,3 +100,11 @@ def test_stream_whole_and_split_give_the_same_batches(batch_list, data) -> None:
         shared[:] = b"\xee" * len(shared)
         prev = cut
     assert got == payloads and all(type(p) is bytes for p in got)
+
+
+@ROUNDTRIP
+@given(st.booleans(), st.integers(0, 0xFFFF_FFFF), st.integers(0, 7))
+def test_frame_header_is_the_frames_own(reliable: bool, sn: int, priority: int) -> None:
+    out = bytearray()
+    Frame(reliable, sn, (), priority).write_header(out)
+    assert frame_header(reliable, sn, priority) == bytes(out)

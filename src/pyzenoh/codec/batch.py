@@ -76,28 +76,37 @@ class BatchReader:
             if length == n - LENGTH_PREFIX and 0 < length <= self.max_payload:
                 self.consumed += n  # exactly one batch: a ping, a small publisher
                 return [bytes(data[LENGTH_PREFIX:])]
+            if 0 < length <= self.max_payload and n - LENGTH_PREFIX < length:
+                buf += data  # a batch arriving in pieces: nothing to cut yet
+                return []
+        elif src is buf and n >= LENGTH_PREFIX:
+            length = buf[0] | (buf[1] << 8)
+            if n - LENGTH_PREFIX < length <= self.max_payload:
+                return []  # a batch arriving in pieces: nothing to cut yet
         out: list[bytes] = []
         pos = 0
-        # One copy per batch: slices of a view (a bytearray's slice is a copy of its own).
-        with memoryview(src) as view:
-            while n - pos >= LENGTH_PREFIX:
-                length = view[pos] | (view[pos + 1] << 8)
-                if length > self.max_payload:
-                    raise DecodeError(
-                        f"batch of {length} bytes exceeds the negotiated {self.max_payload}",
-                        self.consumed + pos,
-                    )
-                if length == 0:
-                    raise DecodeError("empty batch", self.consumed + pos)
-                if n - pos - LENGTH_PREFIX < length:
-                    break
-                start = pos + LENGTH_PREFIX
-                out.append(bytes(view[start : start + length]))
-                pos = start + length
-            if src is not buf and pos < n:
-                buf += view[pos:]  # the unfinished tail is kept: ``data`` is not ours
-        if src is buf and pos:
-            del buf[:pos]
+        # One copy of the read, then one object per batch: a slice of bytes is made in one
+        # step, where a view's slice and its copy are two.
+        whole = bytes(src)
+        while n - pos >= LENGTH_PREFIX:
+            length = whole[pos] | (whole[pos + 1] << 8)
+            if length > self.max_payload:
+                raise DecodeError(
+                    f"batch of {length} bytes exceeds the negotiated {self.max_payload}",
+                    self.consumed + pos,
+                )
+            if length == 0:
+                raise DecodeError("empty batch", self.consumed + pos)
+            start = pos + LENGTH_PREFIX
+            if n - start < length:
+                break
+            pos = start + length
+            out.append(whole[start:pos])
+        if src is buf:
+            if pos:
+                del buf[:pos]
+        elif pos < n:
+            buf += whole[pos:]  # the unfinished tail is kept: ``data`` is not ours
         self.consumed += pos
         return out
 

@@ -157,6 +157,27 @@ def write_vle(out: bytearray, value: int) -> None:
     out.append(value)  # the 9th byte carries the top 8 bits and no continuation bit
 
 
+#: Each one-byte VLE, made once (most SNs, lengths and ids of a small link).
+_ONE_BYTE_VLE = [bytes((v,)) for v in range(0x80)]
+
+
+def vle_bytes(value: int) -> bytes:
+    """``value`` as :func:`write_vle` writes it, as bytes of its own. Unrolled up to four
+    bytes (28 bits: every SN of a 28-bit resolution): a sender frames each batch's SN
+    with it, and a loop per byte costs more than the rest of the header."""
+    if 0 <= value < 0x80:
+        return _ONE_BYTE_VLE[value]
+    if 0 < value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if 0 < value < 0x20_0000:
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+    if 0 < value < 0x1000_0000:
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, ((value >> 14) & 0x7F) | 0x80, value >> 21))
+    out = bytearray()
+    write_vle(out, value)
+    return bytes(out)
+
+
 def vle_len(value: int) -> int:
     """Bytes of ``value`` as :func:`write_vle` writes it: 7 bits a byte, the ninth holding 8."""
     return min(max(1, (value.bit_length() + 6) // 7), VLE_MAX_BYTES)

@@ -35,6 +35,7 @@ from pyzenoh.codec.primitives import (
     ZenohId,
     check_bound,
     read_zid_nibble,
+    vle_bytes,
     write_vle,
     write_zbytes,
     zid_nibble_flags,
@@ -398,6 +399,38 @@ def _read_priority(e: KnownExtensions, r: Reader) -> int:
     if value > 7:
         raise DecodeError(f"invalid frame priority {value}", r.pos)
     return value
+
+
+def _encoded_priority_ext(priority: int) -> bytes:
+    out = bytearray()
+    exts = _priority_ext(priority)
+    if exts:
+        write_extensions(out, exts)
+    return bytes(out)
+
+
+#: Each priority's FRAME extension as encoded (none for Data), made once.
+_PRIORITY_EXT_BYTES = [_encoded_priority_ext(p) for p in range(8)]
+
+
+def frame_header_parts(reliable: bool, priority: int) -> tuple[int, bytes]:
+    """A FRAME header around its SN: the header byte, and what follows the SN (the
+    priority's extension, nothing for Data). With :func:`vle_bytes` (SN) in between, the
+    bytes :meth:`Frame.write_header` writes for a FRAME without other extensions: a sender
+    frames each batch with them."""
+    check_bound(priority, 7, "priority")
+    ext = _PRIORITY_EXT_BYTES[priority]
+    return ID_FRAME | (FLAG_R if reliable else 0) | (FLAG_Z if ext else 0), ext
+
+
+def frame_header(reliable: bool, sn: int, priority: int = PRIORITY_DATA) -> bytes:
+    """The bytes of ``Frame(reliable, sn, (), priority).write_header``, without the Frame."""
+    check_bound(sn, U32_MAX, "sequence number")
+    header, ext = frame_header_parts(reliable, priority)
+    return _ONE_BYTE[header] + vle_bytes(sn) + ext
+
+
+_ONE_BYTE = [bytes((b,)) for b in range(256)]
 
 
 # Not frozen: built for every message routed, and a frozen dataclass's __init__ costs

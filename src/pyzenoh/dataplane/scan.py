@@ -222,8 +222,27 @@ def scan_push(buf: bytes, pos: int, end: int) -> PushFields | None:
 def read_z32(buf: bytes, p: int, end: int) -> tuple[int, int] | None:
     """The z32 VLE at ``buf[p]`` and the offset after it; None when it is truncated, longer
     than five bytes or over 32 bits (the codec then says what is wrong)."""
-    if p < end and buf[p] < 0x80:  # one byte: lengths, ids, small SNs (most of them)
-        return buf[p], p + 1
+    if p + 4 < end:  # five bytes there: unrolled, no bound check per byte (multi-byte SNs)
+        b = buf[p]
+        if b < 0x80:  # one byte: lengths, ids, small SNs (most of them)
+            return b, p + 1
+        n = b & 0x7F
+        b = buf[p + 1]
+        if b < 0x80:
+            return n | b << 7, p + 2
+        n |= (b & 0x7F) << 7
+        b = buf[p + 2]
+        if b < 0x80:
+            return n | b << 14, p + 3
+        n |= (b & 0x7F) << 14
+        b = buf[p + 3]
+        if b < 0x80:
+            return n | b << 21, p + 4
+        n |= (b & 0x7F) << 21
+        b = buf[p + 4]
+        if b < 0x80 and (n := n | b << 28) <= 0xFFFF_FFFF:
+            return n, p + 5
+        return None
     n = 0
     shift = 0
     for _ in range(5):

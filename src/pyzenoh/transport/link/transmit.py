@@ -10,10 +10,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from pyzenoh.codec import Fragment, Frame, NetworkMessage, encode_network_message
+from pyzenoh.codec import Fragment, NetworkMessage, encode_network_message
 from pyzenoh.codec.batch import LENGTH_PREFIX
 from pyzenoh.codec.compression import compress_stream
-from pyzenoh.codec.transport import PRIORITY_DATA
+from pyzenoh.codec.primitives import vle_bytes
+from pyzenoh.codec.transport import PRIORITY_DATA, frame_header_parts
 from pyzenoh.errors import UsageError
 from pyzenoh.transport.link.config import (
     NUM_PRIORITIES,
@@ -87,6 +88,10 @@ class Transmitter:
         total = len(data)
         if total <= room:
             pieces = [data]
+        elif type(ends) is range and ends.start == ends.step:
+            # messages of one length (most runs): pieces of as many as fit, by arithmetic
+            chunk = max(room // ends.step, 1) * ends.step
+            pieces = [data[i : i + chunk] for i in range(0, total, chunk)]
         else:
             pieces = []
             start = 0
@@ -129,16 +134,10 @@ class Transmitter:
             return None  # send() says what is wrong
         ch = priority * 2 + reliable  # _channel(), inlined: every express message comes here
         sn = s.tx_sn[ch]
-        if priority == PRIORITY_DATA:  # (_frame_header's common case, inlined)
-            out = bytearray((0, 0, 0x25 if reliable else 0x05))
-            v = sn
-            while v >= 0x80:
-                out.append((v & 0x7F) | 0x80)
-                v >>= 7
-            out.append(v)
-        else:
-            out = bytearray(LENGTH_PREFIX)
-            out += self._frame_header(priority, reliable, sn)
+        header, ext = frame_header_parts(reliable, priority)
+        out = bytearray((0, 0, header))
+        out += vle_bytes(sn)
+        out += ext
         n = len(out) - LENGTH_PREFIX + len(raw)
         if n > s.max_payload:
             return None
@@ -167,19 +166,6 @@ class Transmitter:
         s.sent_since_keepalive = True
         return data
 
-    def _frame_header(self, priority: int, reliable: bool, sn: int) -> bytes:
-        if priority == PRIORITY_DATA:
-            # the common case, written by hand: FRAME(R) sn
-            out = bytearray((0x25 if reliable else 0x05,))
-            while sn >= 0x80:
-                out.append((sn & 0x7F) | 0x80)
-                sn >>= 7
-            out.append(sn)
-            return bytes(out)
-        out = bytearray()
-        Frame(reliable, sn, (), priority).write_header(out)
-        return bytes(out)
-
     def pack(self) -> None:
         """Turn every queued message into framed batches appended to the output.
 
@@ -203,32 +189,37 @@ class Transmitter:
                 prio = PRIORITY_DATA
             ch = _channel(prio, reliable)
             frame_open = ch == open_ch and start >= 0
-            if not frame_open and start >= 0:
-                close_batch(out, start)  # one FRAME per batch
-                start = -1
+            header, ext = frame_header_parts(reliable, prio)
+            sn = tx_sn[ch]
             for raw in raws:
                 n = len(raw)
                 if frame_open and len(out) - start - LENGTH_PREFIX + n <= maxp:
                     out += raw
                     continue
-                sn = tx_sn[ch]
-                header = self._frame_header(prio, reliable, sn)
-                used = len(out) - start - LENGTH_PREFIX if start >= 0 else 0
-                if used + len(header) + n > maxp:
-                    if start >= 0:
-                        close_batch(out, start)
-                        start = -1
-                    if len(header) + n > maxp:
-                        self._fragment(raw, prio, reliable, ch)
-                        frame_open = False
-                        continue
-                if start < 0:
-                    start = len(out)
-                    out += b"\0\0"
-                out += header
+                # A new FRAME opens a new batch: one FRAME per batch, and what did not fit
+                # the open FRAME would not fit another one after it either.
+                if start >= 0:
+                    used = len(out) - start - LENGTH_PREFIX  # close_batch(), inlined
+                    out[start] = used & 0xFF
+                    out[start + 1] = used >> 8
+                    start = -1
+                sn_bytes = vle_bytes(sn)
+                if 1 + len(sn_bytes) + len(ext) + n > maxp:
+                    tx_sn[ch] = sn
+                    self._fragment(raw, prio, reliable, ch)
+                    sn = tx_sn[ch]
+                    frame_open = False
+                    continue
+                start = len(out)
+                out += b"\0\0"
+                out.append(header)
+                out += sn_bytes
+                if ext:
+                    out += ext
                 out += raw
-                tx_sn[ch] = (sn + 1) & mask
+                sn = (sn + 1) & mask
                 frame_open = True
+            tx_sn[ch] = sn
             open_ch = ch
         if start >= 0:
             close_batch(out, start)
