@@ -102,12 +102,12 @@ def test_small_batch_links_are_joined_past_their_batch_size() -> None:
     # zenoh-pico's 2 KiB batches each hold one 1 KiB PUT: joined all the same (the joined
     # FRAME never goes on the wire), bounded by MAX_JOINED, meaning what they mean one by one
     link, sn = router_side(batch_size=2048)
-    batches = [encode_batch([Frame(True, (sn + i) & link.s.mask, (put(i, 1024),))]) for i in range(200)]
+    batches = [encode_batch([Frame(True, (sn + i) & link.s.mask, (put(i, 1024),))]) for i in range(400)]
     joined = join(batches, 0, link.s.mask)
     assert joined is not None and link.s.reader.max_payload < len(joined.payload) <= MAX_JOINED
     assert joined.stop < len(batches)  # the bound cut it
     events = link.receive_data(b"".join(frame_batch(p) for p in batches), 1.0)
-    assert sum(e.run.count if isinstance(e, ReceivedRun) else 1 for e in events) == 200  # type: ignore[union-attr]
+    assert sum(e.run.count if isinstance(e, ReceivedRun) else 1 for e in events) == 400  # type: ignore[union-attr]
     assert len(events) < 10
     assert flat(events) == flat(whole_and_one_by_one(batches, batch_size=2048)[1])
 
