@@ -513,3 +513,55 @@ def test_open_gate_refuses_with_close_instead_of_open_ack() -> None:
     # a gate that lets the peer in changes nothing
     _, _, ea2, eb2 = pair(acceptor=cfg(ZA, WhatAmI.ROUTER, open_gate=lambda zid, w, key: None))
     assert any(isinstance(e, Established) for e in ea2) and any(isinstance(e, Established) for e in eb2)
+
+
+def _push_of_length(n: int) -> bytes:
+    """An encoded PUSH of ``n`` bytes (9 or more)."""
+    for size in range(n, -1, -1):
+        raw = _enc(push("k", bytes(size)))
+        if len(raw) == n:
+            return raw
+    raise AssertionError(f"no PUSH of {n} bytes")
+
+
+@ROUNDTRIP
+@given(
+    st.integers(1, 40),
+    st.sampled_from([256, 512, 2048]),
+    st.integers(0, 7),
+    st.booleans(),
+    st.sampled_from([0, 0x7A, 0x3FF0, 0x1F_FFF0, 0xFFF_FFF0]),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
+def test_a_run_of_equal_messages_is_framed_as_one_by_one(
+    n: int, batch_size: int, prio: int, reliable: bool, sn: int, qos: bool, queue_first: bool, data: st.DataObject
+) -> None:
+    """send_run of equal-length messages gives the peer what sending them one by one
+    gives; where no two fit one batch (framed all at once, transmit._batch_each), the
+    same bytes and SNs too, unless something was queued before them (framed first then,
+    in a batch of its own, where one by one the first of the run could join it)."""
+    maxp = batch_size - 2
+    # any length, or one that only fits a batch alone (a 128-byte payload's length takes
+    # two bytes: no PUSH of 134 bytes)
+    lengths = st.one_of(st.integers(9, 300), st.integers(maxp // 2 - 4, maxp - 4))
+    stride = data.draw(lengths.filter(lambda k: k != 134), label="stride")
+    a, b, _, _ = pair(cfg(qos=qos), cfg(ZA, WhatAmI.ROUTER, qos=qos, batch_size=batch_size))
+    c, d, _, _ = pair(cfg(qos=qos), cfg(ZA, WhatAmI.ROUTER, qos=qos, batch_size=batch_size))
+    ch = (prio if qos else 5) * 2 + reliable
+    for link, peer in ((b, a), (d, c)):
+        link.s.tx_sn[ch] = sn & link.s.mask  # near a VLE width edge, or near the wrap
+        peer.s.rx_last[ch] = (sn - 1) & link.s.mask
+        if queue_first:
+            link.send(_push_of_length(9), priority=prio, reliable=reliable)
+    one = _push_of_length(stride)
+    b.send_run(one * n, range(stride, stride * n + 1, stride), reliable=reliable, priority=prio)
+    for _ in range(n):
+        d.send(one, reliable=reliable, priority=prio)
+    run_bytes, one_by_one = b.data_to_send(), d.data_to_send()
+    if 2 * stride + 2 > maxp and stride + 8 <= maxp and not queue_first:  # one message a batch
+        assert run_bytes == one_by_one
+        assert b.s.tx_sn == d.s.tx_sn
+    got = [(e.raw, e.reliable, e.priority) for e in received(a.receive_data(run_bytes, 1.0))]
+    assert got == [(e.raw, e.reliable, e.priority) for e in received(c.receive_data(one_by_one, 1.0))]

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from pyzenoh.codec import Timestamp, ZenohId
 from pyzenoh.codec.data import FLAG_T as PUT_FLAG_T
-from pyzenoh.codec.primitives import VLE_MAX_BYTES, vle_len, write_vle
+from pyzenoh.codec.primitives import VLE_MAX_BYTES, vle_bytes, vle_len, write_vle
 from pyzenoh.dataplane.runs import PushRun
 
 U8 = npt.NDArray[np.uint8]
@@ -72,29 +72,43 @@ _GROUP_MASKS = np.array([0x7F] * (VLE_MAX_BYTES - 1) + [0xFF], np.uint64)
 _LOW7 = np.uint64(0x7F)
 
 
+def vle_rows(first: int, n: int, tail: bytes = b"") -> U8 | None:
+    """An ``n`` x W array whose row ``i`` is the VLE encoding of ``first + i`` (as
+    :func:`~pyzenoh.codec.primitives.write_vle` writes it) followed by ``tail``; None when
+    the VLE's width changes within the rows (the caller then goes one by one). The
+    timestamps of a run, and the SNs of batches framed at once."""
+    width = vle_len(first)
+    last = first + n - 1
+    if vle_len(last) != width:
+        return None
+    # Consecutive integers differ only in their low 7-bit groups (one to three for a run):
+    # those are computed for every row, the rest is one row of bytes for all (the
+    # encoding of ``first`` from that group on, then ``tail``).
+    vary = 1
+    while vary < width and first >> (7 * vary) != last >> (7 * vary):
+        vary += 1
+    rows = np.empty((n, width + len(tail)), np.uint8)
+    values = np.arange(first, first + n, dtype=np.uint64)
+    mask = _LOW7 if vary < VLE_MAX_BYTES else _GROUP_MASKS
+    rows[:, :vary] = (values[:, None] >> _SHIFTS[vary]) & mask
+    rows[:, : min(vary, width - 1)] |= 0x80  # continuation bits on all but the last group
+    if vary < rows.shape[1]:
+        rows[:, vary:] = np.frombuffer(_vle(first)[vary:] + tail, np.uint8)
+    return rows
+
+
+def _vle(value: int) -> bytes:
+    if (1 << 56) <= value < (1 << 63):
+        return encode_time(value)  # (a current time: faster)
+    return vle_bytes(value)
+
+
 def timestamp_columns(t0: int, n: int, hlc_id: ZenohId) -> U8 | None:
     """An ``n`` x W array whose row ``i`` is the encoded timestamp ``(t0 + i, hlc_id)``
     (VLE time, then the id's length and bytes), as :func:`encode_timestamp` writes it;
     None when the times' VLE width changes within the run (the caller goes message by
     message)."""
-    width = vle_len(t0)
-    if vle_len(t0 + n - 1) != width:
-        return None
-    zid = id_parts(hlc_id)
-    cols = np.empty((n, width + len(zid)), np.uint8)
-    # Consecutive times differ only in their low 7-bit groups (two or three for a run):
-    # those are computed for every row, the rest is one row of bytes for all (the
-    # encoding of t0 from that group on).
-    last = t0 + n - 1
-    vary = 1
-    while vary < width and t0 >> (7 * vary) != last >> (7 * vary):
-        vary += 1
-    times = np.arange(t0, t0 + n, dtype=np.uint64)
-    mask = _LOW7 if vary < VLE_MAX_BYTES else _GROUP_MASKS
-    cols[:, :vary] = (times[:, None] >> _SHIFTS[vary]) & mask
-    cols[:, : min(vary, width - 1)] |= 0x80  # continuation bits on all but the last group
-    cols[:, vary:] = np.frombuffer(encode_time(t0)[vary:] + zid, np.uint8)
-    return cols
+    return vle_rows(t0, n, id_parts(hlc_id))
 
 
 def splice_run(run: PushRun, head: bytes | None, ts: U8 | None) -> tuple[bytes, Sequence[int]]:

@@ -363,7 +363,7 @@ class TcpLink(asyncio.BufferedProtocol):
         Waiting with a whole batch gains no batching, and one read can route megabytes
         (libuv reads a socket up to 32 times in a row while each read fills the buffer)."""
         s = link.s
-        if express or s.pending_bytes >= s.max_payload:
+        if express or s.pending_bytes + len(s.out) >= s.max_payload:
             self._flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True

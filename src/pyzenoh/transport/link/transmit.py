@@ -10,11 +10,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
+import numpy as np
+
 from pyzenoh.codec import Fragment, NetworkMessage, encode_network_message
 from pyzenoh.codec.batch import LENGTH_PREFIX
 from pyzenoh.codec.compression import compress_stream
 from pyzenoh.codec.primitives import vle_bytes
 from pyzenoh.codec.transport import PRIORITY_DATA, frame_header_parts
+from pyzenoh.dataplane.splice import vle_rows
 from pyzenoh.errors import UsageError
 from pyzenoh.transport.link.config import (
     NUM_PRIORITIES,
@@ -23,6 +26,9 @@ from pyzenoh.transport.link.state import LinkState, State, _channel, close_batch
 
 #: The longest FRAME header: header byte, a five-byte SN, a two-byte priority extension.
 MAX_FRAME_HEADER = 8
+#: Fewest messages framed at once by :meth:`Transmitter._batch_each` (below, numpy's
+#: fixed cost is more than a loop's).
+BATCH_EACH_MIN = 8
 
 
 class Transmitter:
@@ -90,6 +96,8 @@ class Transmitter:
             pieces = [data]
         elif type(ends) is range and ends.start == ends.step:
             # messages of one length (most runs): pieces of as many as fit, by arithmetic
+            if self._batch_each(data, ends.step, len(ends), reliable, priority):
+                return
             chunk = max(room // ends.step, 1) * ends.step
             pieces = [data[i : i + chunk] for i in range(0, total, chunk)]
         else:
@@ -106,6 +114,44 @@ class Transmitter:
                 start = end
                 first = last + 1
         self._queue(priority, reliable, pieces, total)
+
+    def _batch_each(self, data: bytes, stride: int, n: int, reliable: bool, priority: int) -> bool:
+        """``n`` messages of ``stride`` bytes each, when no two fit one batch (1 KiB PUTs
+        to zenoh-pico's 2 KiB batches): framed all at once into the output, one batch
+        each, the bytes :meth:`pack` would write one by one, after what was queued before
+        them. False (nothing done) otherwise."""
+        s = self.s
+        if s.state is not State.ESTABLISHED or n < BATCH_EACH_MIN:
+            return False
+        if not s.qos:
+            priority = PRIORITY_DATA
+        elif not 0 <= priority < NUM_PRIORITIES:
+            return False  # _queue() says what is wrong
+        if 2 * stride + 2 <= s.max_payload:
+            return False  # two fit one batch (2: the shortest FRAME header)
+        if s.pending_bytes:
+            self.pack()  # (what data_to_send does first): these go after it, with the SNs after its
+        ch = priority * 2 + reliable
+        sn = s.tx_sn[ch]
+        if sn + n - 1 > s.mask:
+            return False  # the SNs wrap within the run
+        header, ext = frame_header_parts(reliable, priority)
+        sns = vle_rows(sn, n, ext)
+        if sns is None:
+            return False  # the SN's width changes within the run
+        head = 1 + sns.shape[1]  # header byte, SN, priority extension
+        size = head + stride
+        if size > s.max_payload or size + stride <= s.max_payload:
+            return False  # a message alone does not fit (fragments), or two would
+        rows = np.empty((n, LENGTH_PREFIX + size), np.uint8)
+        rows[:, 0] = size & 0xFF  # the length prefix, u16 little-endian
+        rows[:, 1] = size >> 8
+        rows[:, 2] = header
+        rows[:, 3 : LENGTH_PREFIX + head] = sns
+        rows[:, LENGTH_PREFIX + head :] = np.frombuffer(data, np.uint8).reshape(n, stride)
+        s.out += rows.data
+        s.tx_sn[ch] = (sn + n) & s.mask
+        return True
 
     def _queue(self, prio: int, reliable: bool, pieces: list[bytes], nbytes: int) -> None:
         """Queue ``pieces`` (each one message, or several that fit one FRAME) on the run
