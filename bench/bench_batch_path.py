@@ -16,12 +16,12 @@ Run: ``python bench/bench_batch_path.py [--payload 1024] [--per-read 8 64] [--ba
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
 import time
 from typing import Any
 
+from pyzenoh import loop
 from pyzenoh.codec import Declare, DeclareSubscriber, Push, Put, WhatAmI, WireExpr, ZenohId
 from pyzenoh.router.config import RouterConfig
 from pyzenoh.router.daemon import RouterDaemon
@@ -122,7 +122,7 @@ def one_run(payload: int, per_read: int, batches: int, batch_size: int) -> tuple
         spent = time.process_time() - t0
         return spent / ((len(reads) - 10) * per_read) * 1e6, sub.transport.written - before
 
-    return asyncio.run(run())
+    return loop.run(run())  # uvloop when installed, as the router runs
 
 
 def main() -> int:
