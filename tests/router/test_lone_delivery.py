@@ -47,8 +47,8 @@ class StandInLink:
     daemon: RouterDaemon
     port: int
     sent: list[tuple[bytes, dict[str, object]]] = field(default_factory=list)
-    accept: bool = True
     queued_bytes: int = 0
+    dropped: int = 0
     closed: bool = False
     is_full: bool = False
     protocol: str = "tcp"
@@ -60,8 +60,6 @@ class StandInLink:
         return ("127.0.0.1", self.port)
 
     def send(self, data: bytes, **flags: object) -> bool:
-        if not self.accept and flags.get("drop_if_full"):
-            return False
         self.sent.append((bytes(data), flags))
         return True
 
@@ -94,6 +92,8 @@ class Router:
     def __init__(self, lane: bool, recorder: Recorder | None = None, **cfg: object) -> None:
         forwarding._time.ticks = 0  # type: ignore[attr-defined]  # (the Clock fixture)
         self.lane = lane
+        # (a Drop message's wait for room pauses the link it came from: stand-ins cannot pause)
+        cfg.setdefault("drop_wait_before_drop_us", 0)
         config = replace(RouterConfig(), id="a1a2a3a4a5a6a7a8", **cfg)  # type: ignore[arg-type]
         self.daemon = RouterDaemon(config, recorder=recorder)
         self.links: dict[int, StandInLink] = {}
@@ -145,8 +145,9 @@ def scenario(router: Router) -> None:
     for i, qos in enumerate([EXPRESS_BLOCK, DROP, EXPRESS_BLOCK | 0x02]):
         router.push(1, Push(WireExpr(7, "", True), Put(b"%d" % i), qos))
         router.push(1, Push(WireExpr(0, "demo/b", True), Put(b"b%d" % i), qos))
-    router.links[3].accept = False  # full: a Drop PUSH is dropped, a Block one queued
+    router.links[3].is_full = True  # full: a Drop PUSH is dropped (no wait_before_drop here)
     router.push(1, Push(WireExpr(7, "", True), Put(b"dropped?"), DROP))
+    router.links[3].is_full = False  # (a Block one would pause face 1: tests/router/test_backpressure.py)
     router.push(1, Push(WireExpr(7, "", True), Put(b"blocked"), EXPRESS_BLOCK))
     router.links[2].queued_bytes = 10**9  # past the hard cap: closed as a slow face
     router.push(1, Push(WireExpr(7, "", True), Put(b"last"), EXPRESS_BLOCK))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import queue
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -194,3 +195,44 @@ def test_declarations_over_the_cap_are_refused_alone(small_router: RouterProc) -
     finally:
         s.close()
         flooder.close()
+
+
+def test_a_drop_message_waits_for_room_before_it_is_dropped(tmp_path: Any) -> None:
+    # zenohd's congestion_control/drop/wait_before_drop: a Drop message that finds its
+    # queue full waits for room, and its publisher's face pauses meanwhile, so a subscriber
+    # that reads, however slowly, loses nothing (a wait long enough for a loaded machine:
+    # zenohd's default 1 ms is the router's default). With 256 KiB queues, 400 x 64 KiB
+    # messages fill the slow reader's many times over.
+    conf = tmp_path / "router.json5"
+    tree = {
+        "pyzenoh": {"limits": {"send_queue_max_bytes": QUEUE_BYTES}},
+        "transport": {"link": {"tx": {"queue": {"congestion_control": {"drop": {"wait_before_drop": 5_000_000}}}}}},
+    }
+    conf.write_text(json.dumps(tree))
+    with run_router(tmp_path, "-c", str(conf)) as router:
+        slow = RawClient(router.port, 0x55)
+        publisher = RawClient(router.port, 0x56)
+        try:
+            _subscribe(slow, "paced/**")
+            subscribed(router.endpoint, "paced/a")
+            payload = b"x" * (64 * 1024)
+
+            def publish() -> None:  # a blocking socket: paced by TCP while the router pauses it
+                for _ in range(400):
+                    publisher.send(Push(WireExpr(0, "paced/a", True), Put(payload)))
+
+            sender = threading.Thread(target=publish, daemon=True)
+            sender.start()
+            got = 0
+            slow.sock.settimeout(10.0)
+            while got < 400:
+                data = slow.sock.recv(16 * 1024)  # a slow reader: small reads
+                assert data, "the router closed the slow subscriber"
+                for ev in slow.link.receive_data(data, time.monotonic()):
+                    got += isinstance(ev, Received) and isinstance(ev.message, Push)
+            sender.join(30)
+        finally:
+            publisher.close()
+            slow.close()
+        assert got == 400
+        assert router.proc.poll() is None

@@ -66,6 +66,7 @@ IMPLEMENTED: dict[Role, frozenset[str]] = {
             "transport/link/tx/keep_alive",
             "transport/link/tx/batch_size",
             "transport/link/tx/queue/congestion_control/block/wait_before_close",
+            "transport/link/tx/queue/congestion_control/drop/wait_before_drop",
             "transport/link/rx/max_message_size",
             "transport/link/protocols",
             TLS_KEY,

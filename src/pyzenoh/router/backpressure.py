@@ -1,9 +1,11 @@
-"""Block back-pressure, as zenohd applies it to the links of a router.
+"""Back-pressure, as zenohd applies it to the links of a router.
 
 A Block message that fills its destination's queue pauses reading from the face it came
 from (its publisher, or the router neighbour that forwarded it) until the destination has
 room again. A destination still full after its wait is closed, and the faces it held
-back resume. Drop messages never come here: they are dropped for a full face.
+back resume. A Drop message that finds its destination full waits too, but only
+``wait_before_drop`` (1 ms by default), and a destination still full then is not closed:
+its Drop messages are dropped at once until it has room (delivery.py keeps that state).
 """
 
 from __future__ import annotations
@@ -37,8 +39,19 @@ class BlockBackPressure:
         self._blocking: dict[int, set[int]] = {}  # full destination -> faces paused for it
         self._waiting_for: dict[int, set[int]] = {}  # paused face -> destinations it waits for
 
-    def block(self, src: int, src_link: TcpLink, dest: int, dest_link: TcpLink) -> None:
-        """``dest`` is full after a Block message from ``src``: pause ``src``."""
+    def block(
+        self,
+        src: int,
+        src_link: TcpLink,
+        dest: int,
+        dest_link: TcpLink,
+        wait_s: float | None = None,
+        done: Callable[[int, bool], None] | None = None,
+    ) -> None:
+        """``dest`` is full after a Block message from ``src``: pause ``src``. A wait of
+        its own (``wait_s``, a Drop message's) ends with ``done(dest, had_room)`` instead
+        of closing a destination still full. A destination already waited for keeps the
+        wait it has."""
         if src == dest:
             return
         waiting = self._waiting_for.setdefault(src, set())
@@ -48,19 +61,30 @@ class BlockBackPressure:
         blocked = self._blocking.get(dest)
         if blocked is None:
             blocked = self._blocking[dest] = set()
-            asyncio.create_task(self._await_room(dest, dest_link))
+            asyncio.create_task(self._await_room(dest, dest_link, self.wait_s if wait_s is None else wait_s, done))
         blocked.add(src)
+
+    def is_waiting_for(self, dest: int) -> bool:
+        """Whether faces are paused until ``dest`` has room."""
+        return dest in self._blocking
 
     def face_closed(self, face: int) -> None:
         """``face`` went: it no longer waits for anything."""
         for dest in self._waiting_for.pop(face, ()):
             self._blocking.get(dest, set()).discard(face)
 
-    async def _await_room(self, dest: int, link: TcpLink) -> None:
+    async def _await_room(
+        self, dest: int, link: TcpLink, wait_s: float, done: Callable[[int, bool], None] | None
+    ) -> None:
+        room = True
         try:
-            await asyncio.wait_for(link.wait_writable(), self.wait_s)
+            await asyncio.wait_for(link.wait_writable(), wait_s)
         except TimeoutError:
-            self._on_stalled(dest, self.wait_s)
+            room = False
+            if done is None:
+                self._on_stalled(dest, wait_s)
+        if done is not None:
+            done(dest, room)
         for src in self._blocking.pop(dest, ()):
             waiting = self._waiting_for.get(src)
             if waiting is None:

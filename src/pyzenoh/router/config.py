@@ -17,7 +17,8 @@ Recognised keys (zenohd 1.x spelling)::
         unicast: { accept_timeout: 10000, accept_pending: 100, max_sessions: 1000,
                    qos: { enabled: true } },
         link: { tx: { lease: 10000, keep_alive: 4, batch_size: 65535,
-                      queue: { congestion_control: { block: { wait_before_close: 5000000 } } },
+                      queue: { congestion_control: { block: { wait_before_close: 5000000 },
+                                                     drop: { wait_before_drop: 1000 } } },
                 // tls/ endpoints: zenohd's keys, see pyzenoh.security.tls
                 tls: { root_ca_certificate: "ca.pem", listen_certificate: "cert.pem",
                        listen_private_key: "key.pem", enable_mtls: false } },
@@ -90,6 +91,11 @@ DEFAULT_LISTEN = "tcp/[::]:7447"
 FACTOR_KEY = "connect/retry/period_increase_factor"
 
 
+DROP_WAIT_KEY = "transport/link/tx/queue/congestion_control/drop/wait_before_drop"
+#: zenohd's default wait_before_drop, µs.
+DROP_WAIT_BEFORE_DROP_US = 1_000
+
+
 @dataclass(frozen=True, slots=True)
 class RecordSettings:
     dir: str | None = None
@@ -134,6 +140,10 @@ class RouterConfig:
     #: How long a Block message may wait for room before its link is closed (zenohd's
     #: transport/link/tx/queue/congestion_control/block/wait_before_close, in µs).
     block_wait_before_close_us: int = 5_000_000
+    #: How long a Drop message may wait for room in a full queue before it is dropped
+    #: (zenohd's .../congestion_control/drop/wait_before_drop, in µs): the face it came
+    #: from pauses meanwhile. 0: dropped at once.
+    drop_wait_before_drop_us: int = DROP_WAIT_BEFORE_DROP_US
     max_declarations_per_face: int = 10_000
     max_declarations_total: int = 1_000_000
     max_pending_queries_per_face: int = 1_000
@@ -307,6 +317,7 @@ def config_from_dict(tree: dict[str, Any]) -> RouterConfig:
         msgq=msgq,
         enforce_budget=bool(_get(tree, "pyzenoh/routing/enforce_budget", False)),
         gc_freeze_interval_ms=_count(tree, "pyzenoh/memory/gc_freeze_interval_ms", GC_FREEZE_INTERVAL_MS),
+        drop_wait_before_drop_us=_count(tree, DROP_WAIT_KEY, DROP_WAIT_BEFORE_DROP_US),
         reuse_port=bool(_get(tree, "pyzenoh/listen/reuse_port", False)),
         gossip=bool(_get(tree, "scouting/gossip/enabled", True)),
         adminspace=admin_enabled(tree),

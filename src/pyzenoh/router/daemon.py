@@ -140,6 +140,7 @@ class RouterDaemon:
             config.send_queue_max_bytes,
             config.block_wait_before_close_us / 1e6 * BLOCK_WAIT_SHARE,
             self._close_face,
+            config.drop_wait_before_drop_us / 1e6,
         )
         forwarding = Forwarding(self.core, self.delivery, self.stats, self._rearm)
         #: What received input goes through: forwarding, wrapped in recording when recording.
@@ -536,7 +537,7 @@ class RouterDaemon:
         self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
         log.info("face %d (%s) closed: %s %s", face_id, face.zid, reason, ev.detail)
         self.ingress.closed(face_id, f"{reason}: {ev.detail}".strip(), face.subject)
-        self.delivery.backpressure.face_closed(face_id)
+        self.delivery.face_closed(face_id)
         self.memory.face_closed(self.core.entity_count(face_id))
         self.ingress.sends(self.core.remove_face(face_id, self.now()))
 

@@ -3,15 +3,19 @@
 The one path from the core's output to the faces, whatever lane routed the message
 (:mod:`.forwarding`): a link's queue, or a local face's sink. A face whose outgoing queue
 passes the hard cap is closed (its peer is too slow); messages whose congestion control
-is Drop are dropped before that, so a slow subscriber never slows the others. A Block
-message that fills its destination's queue pauses reading from the face it came from
-(:mod:`.backpressure`). A :class:`DeliveryWatch` sees what happens to each send: that is
+is Drop are dropped before that, once they have waited ``wait_before_drop`` for room (as
+zenohd does: the face they came from pauses meanwhile, so a router neighbour or a
+subscriber a little slower than its publisher slows the publisher rather than losing most
+of its samples; one that stays full is then dropped for at once, so it never slows the
+others for long). A Block message that fills its destination's queue pauses reading from
+the face it came from (:mod:`.backpressure`). A :class:`DeliveryWatch` sees what happens to each send: that is
 how recording (:mod:`.recorded`) wraps this path rather than copying it.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -56,6 +60,7 @@ class Delivery:
         send_queue_max_bytes: int,
         block_wait_s: float,
         close_face: CloseFace,
+        drop_wait_s: float = 0.0,
     ) -> None:
         self._faces = faces.by_id
         self._stats = stats
@@ -64,6 +69,10 @@ class Delivery:
         self.backpressure = BlockBackPressure(block_wait_s, self._link_of, self._on_stalled)
         #: The face whose message is being routed (-1: none): Block back-pressure pauses it.
         self.ingress = -1
+        #: How long a Drop message waits for room (zenohd's wait_before_drop; 0: none).
+        self.drop_wait_s = drop_wait_s
+        self._drop_waits: dict[int, float] = {}  # full face -> when its Drop messages' wait ends
+        self._congested: set[int] = set()  # full faces whose wait ended: Drop messages dropped at once
 
     def deliver(self, sends: list[Send], watch: DeliveryWatch | None = None) -> None:
         """Hand ``sends`` to their faces, telling ``watch`` what became of each."""
@@ -142,12 +151,17 @@ class Delivery:
         if self._over_hard_cap(link):
             self._close_slow(fid, link)
             return None
+        n = 1 if ends is None else len(ends)
+        if not block and link.is_full and not self._waits_for_room(fid, link):
+            link.dropped += n
+            self._stats.dropped += n
+            return False
+        if self._congested:
+            self._congested.discard(fid)  # (it has room, or this message waits for it)
         if ends is None:
-            n = 1
-            sent = link.send(data, reliable=reliable, priority=priority, drop_if_full=not block, express=express)
+            sent = link.send(data, reliable=reliable, priority=priority, express=express)
         else:
-            n = len(ends)
-            sent = link.send_run(data, ends, reliable=reliable, priority=priority, drop_if_full=not block)
+            sent = link.send_run(data, ends, reliable=reliable, priority=priority)
         if sent:
             self._stats.messages_out += n
             if block and link.is_full:
@@ -177,6 +191,38 @@ class Delivery:
         if src is None or src.link is None:
             return  # a local face or the timer: nothing to pause (the hard cap still holds)
         self.backpressure.block(src.face_id, src.link, dest, dest_link)
+
+    def _waits_for_room(self, dest: int, link: TcpLink) -> bool:
+        """A Drop message for the full face ``dest``: True when it waits for room (it is
+        queued, and the face it came from pauses until ``dest`` has room or the wait
+        ends), False when it is dropped (no wait, or ``dest`` stayed full through one)."""
+        if dest in self._congested or self.drop_wait_s <= 0.0:
+            return False
+        src = self._faces.get(self.ingress)
+        if src is None or src.link is None or src.face_id == dest:
+            return False  # a local face or the timer: nothing to pause
+        now = time.monotonic()
+        until = self._drop_waits.get(dest)
+        if until is None:
+            if self.backpressure.is_waiting_for(dest):
+                return False  # a Block message's wait holds it: Drop messages are not added to it
+            self._drop_waits[dest] = now + self.drop_wait_s
+        elif now >= until:
+            return False
+        self._stats.drop_waits += 1
+        self.backpressure.block(src.face_id, src.link, dest, link, self.drop_wait_s, self._drop_wait_over)
+        return True
+
+    def _drop_wait_over(self, dest: int, had_room: bool) -> None:
+        self._drop_waits.pop(dest, None)
+        if not had_room:
+            self._congested.add(dest)  # until it has room again
+
+    def face_closed(self, face_id: int) -> None:
+        """``face_id`` went: forget what waited for it or for what it waited."""
+        self.backpressure.face_closed(face_id)
+        self._drop_waits.pop(face_id, None)
+        self._congested.discard(face_id)
 
     def _link_of(self, face_id: int) -> TcpLink | None:
         face = self._faces.get(face_id)

@@ -142,6 +142,8 @@ class RouterStats:
     messages_in: int = 0
     messages_out: int = 0
     dropped: int = 0
+    #: Drop messages that found their queue full and waited for room (wait_before_drop).
+    drop_waits: int = 0
     faces_closed_slow: int = 0
     faces_closed_bad_input: int = 0
     handshakes_failed: int = 0

@@ -94,6 +94,7 @@ _HELP = {
     "pyzenoh_router_messages_in": "Network messages received from faces.",
     "pyzenoh_router_messages_out": "Network messages queued to links.",
     "pyzenoh_router_dropped": "Messages dropped because a link's queue was full.",
+    "pyzenoh_router_drop_waits": "Drop messages that found a full queue and waited for room (wait_before_drop).",
     "pyzenoh_router_faces_closed_slow": "Faces closed because they did not read.",
     "pyzenoh_router_faces_closed_bad_input": "Faces closed for protocol errors or limits.",
     "pyzenoh_router_refused": "Connections refused by a limit, and second links from a node (max_links), by reason.",
