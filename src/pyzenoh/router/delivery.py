@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 #: A face whose queue holds more than this many times the soft cap is closed.
 HARD_CAP_FACTOR = 4
+#: Drop messages that wait for room are queued meanwhile, up to this many times the soft
+#: cap (then dropped): well below the hard cap, so waiting never closes a face.
+DROP_WAIT_QUEUE_FACTOR = 2
 
 CloseFace = Callable[[int, int], None]
 
@@ -72,7 +75,10 @@ class Delivery:
         #: How long a Drop message waits for room (zenohd's wait_before_drop; 0: none).
         self.drop_wait_s = drop_wait_s
         self._drop_waits: dict[int, float] = {}  # full face -> when its Drop messages' wait ends
-        self._congested: set[int] = set()  # full faces whose wait ended: Drop messages dropped at once
+        #: Full faces whose wait ended without room -> their queued bytes then: their Drop
+        #: messages are dropped at once until they have written some of it (zenohd's
+        #: congested queue, which waits again once one of its batches is free).
+        self._congested: dict[int, int] = {}
 
     def deliver(self, sends: list[Send], watch: DeliveryWatch | None = None) -> None:
         """Hand ``sends`` to their faces, telling ``watch`` what became of each."""
@@ -157,7 +163,7 @@ class Delivery:
             self._stats.dropped += n
             return False
         if self._congested:
-            self._congested.discard(fid)  # (it has room, or this message waits for it)
+            self._congested.pop(fid, None)  # (it has room, or this message waits for it)
         if ends is None:
             sent = link.send(data, reliable=reliable, priority=priority, express=express)
         else:
@@ -196,8 +202,16 @@ class Delivery:
         """A Drop message for the full face ``dest``: True when it waits for room (it is
         queued, and the face it came from pauses until ``dest`` has room or the wait
         ends), False when it is dropped (no wait, or ``dest`` stayed full through one)."""
-        if dest in self._congested or self.drop_wait_s <= 0.0:
+        if self.drop_wait_s <= 0.0:
             return False
+        queued = link.queued_bytes
+        if queued >= DROP_WAIT_QUEUE_FACTOR * link.max_queue_bytes:
+            return False  # what waits is queued: never past this
+        congested_at = self._congested.get(dest)
+        if congested_at is not None:
+            if queued >= congested_at:
+                return False  # nothing written since its wait ended
+            del self._congested[dest]
         src = self._faces.get(self.ingress)
         if src is None or src.link is None or src.face_id == dest:
             return False  # a local face or the timer: nothing to pause
@@ -215,14 +229,15 @@ class Delivery:
 
     def _drop_wait_over(self, dest: int, had_room: bool) -> None:
         self._drop_waits.pop(dest, None)
-        if not had_room:
-            self._congested.add(dest)  # until it has room again
+        link = self._link_of(dest)
+        if not had_room and link is not None:
+            self._congested[dest] = link.queued_bytes  # until it has written some
 
     def face_closed(self, face_id: int) -> None:
         """``face_id`` went: forget what waited for it or for what it waited."""
         self.backpressure.face_closed(face_id)
         self._drop_waits.pop(face_id, None)
-        self._congested.discard(face_id)
+        self._congested.pop(face_id, None)
 
     def _link_of(self, face_id: int) -> TcpLink | None:
         face = self._faces.get(face_id)
