@@ -231,7 +231,7 @@ class RouterDaemon:
     async def stop(self) -> None:
         """CLOSE every session, stop listening, flush the recorder."""
         self._stopping = True
-        self.discovery.close()
+        await self.discovery.aclose()
         if self._scouting is not None:
             self._scouting.close()
             self._scouting = None

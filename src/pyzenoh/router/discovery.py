@@ -68,6 +68,14 @@ class RouterDiscovery:
             task.cancel()
         self._dialling.clear()
 
+    async def aclose(self) -> None:
+        """:meth:`close`, then wait for what it cancelled: their cleanups (the scouter's
+        socket) run in this loop, not when the collector finalizes them after it closed."""
+        tasks = [t for t in (self._task, *self._dialling.values()) if t is not None]
+        self.close()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
     async def _scout(self) -> None:
         st = self.settings
         try:
