@@ -8,8 +8,9 @@ zenohd does: the face they came from pauses meanwhile, so a router neighbour or 
 subscriber a little slower than its publisher slows the publisher rather than losing most
 of its samples; one that stays full is then dropped for at once, so it never slows the
 others for long). A Block message that fills its destination's queue pauses reading from
-the face it came from (:mod:`.backpressure`). A :class:`DeliveryWatch` sees what happens to each send: that is
-how recording (:mod:`.recorded`) wraps this path rather than copying it.
+the face it came from (:mod:`.backpressure`). A :class:`DeliveryWatch` sees what happens
+to each send: that is how recording (:mod:`.recorded`) wraps this path rather than
+copying it.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ class Delivery:
             self._close_slow(fid, link)
             return None
         n = 1 if ends is None else len(ends)
-        if not block and link.is_full and not self._waits_for_room(fid, link):
+        if not block and link.is_full and not self._waits_for_room(fid, link, n):
             link.dropped += n
             self._stats.dropped += n
             return False
@@ -198,10 +199,10 @@ class Delivery:
             return  # a local face or the timer: nothing to pause (the hard cap still holds)
         self.backpressure.block(src.face_id, src.link, dest, dest_link)
 
-    def _waits_for_room(self, dest: int, link: TcpLink) -> bool:
-        """A Drop message for the full face ``dest``: True when it waits for room (it is
-        queued, and the face it came from pauses until ``dest`` has room or the wait
-        ends), False when it is dropped (no wait, or ``dest`` stayed full through one)."""
+    def _waits_for_room(self, dest: int, link: TcpLink, n: int) -> bool:
+        """``n`` Drop messages for the full face ``dest``: True when they wait for room (queued,
+        and the face they came from pauses until ``dest`` has room or the wait ends),
+        False when they are dropped (no wait, or ``dest`` stayed full through one)."""
         if self.drop_wait_s <= 0.0:
             return False
         queued = link.queued_bytes
@@ -223,7 +224,7 @@ class Delivery:
             self._drop_waits[dest] = now + self.drop_wait_s
         elif now >= until:
             return False
-        self._stats.drop_waits += 1
+        self._stats.drop_waits += n
         self.backpressure.block(src.face_id, src.link, dest, link, self.drop_wait_s, self._drop_wait_over)
         return True
 
