@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from pyzenoh.codec import Push, Put, Timestamp
-from pyzenoh.codec.primitives import vle_len
+from pyzenoh.codec.primitives import vle_len, write_vle
 from pyzenoh.dataplane import scan_run
-from pyzenoh.dataplane.splice import splice_run, timestamp_columns
+from pyzenoh.dataplane.splice import encode_time, splice_run, timestamp_columns
 from pyzenoh.routing.hlc import Hlc
 from tests.dataplane.test_runs import frame_payload
 from tests.hyp import ROUNDTRIP
@@ -50,6 +50,19 @@ def test_timestamp_columns_for_any_times(times: tuple[int, int]) -> None:
         out = bytearray()
         Timestamp(t0 + i, ROUTER_ZID).write(out)
         assert cols[i].tobytes() == bytes(out)
+
+
+@ROUNDTRIP
+@given(st.one_of(st.integers(0, 2**64 - 1), st.integers(2**56, 2**63 - 1)), st.integers(0, 2**29))
+@example(int(1_795_264_773.25 * 2**32), 1)  # a current clock's
+@example(2**63 - 1, 0)
+def test_encode_time_is_the_codecs_vle(t: int, step: int) -> None:
+    """Cached from bit 28 on: a time, one across the next 2**28 boundary and one just
+    after it encode as the codec writes them."""
+    for time in {t, min(t + step, 2**64 - 1), (t | 0x0FFF_FFFF) + 1 if t < 2**63 else t}:
+        out = bytearray()
+        write_vle(out, time)
+        assert encode_time(time) == bytes(out), hex(time)
 
 
 def test_splice_without_changes_is_the_received_bytes() -> None:

@@ -21,6 +21,8 @@ _COUNTER_MASK = (1 << COUNTER_BITS) - 1
 #: uhlc's default: a timestamp more than this ahead of our clock is refused.
 DEFAULT_MAX_DELTA = 0.5
 _U64_MAX = (1 << 64) - 1
+#: The physical part of an NTP64 time (without the counter bits).
+_TIME_MASK = _U64_MAX & ~_COUNTER_MASK
 
 
 def ntp64(seconds: float) -> int:
@@ -53,9 +55,12 @@ class Hlc:
         """:meth:`new_timestamp`, encoded (as :func:`~pyzenoh.dataplane.splice.encode_timestamp`), without building
         the Timestamp: what a router splices into every message it forwards."""
         # (_tick and ntp64, inlined: this runs for every forwarded message)
-        physical = min(int(now * (1 << 32)), _U64_MAX) & ~_COUNTER_MASK if now > 0.0 else 0
+        physical = int(now * 4294967296.0) if now > 0.0 else 0
+        if physical > _U64_MAX:  # noqa: PLR1730  (no min() call: every forwarded message comes here)
+            physical = _U64_MAX
+        physical &= _TIME_MASK
         last = self._last
-        last = self._last = physical if physical > (last & ~_COUNTER_MASK) else min(last + 1, _U64_MAX)
+        last = self._last = physical if physical > (last & _TIME_MASK) else min(last + 1, _U64_MAX)
         id_parts = self._id_parts
         if id_parts is None:
             id_parts = self._id_parts = _id_parts_of(self.hlc_id)
