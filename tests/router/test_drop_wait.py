@@ -59,7 +59,7 @@ class QueueLink:
 
 
 class Setup:
-    def __init__(self) -> None:
+    def __init__(self, wait_s: float = WAIT_S) -> None:
         self.faces = DaemonFaces()
         self.stats = RouterStats()
         self.pub = QueueLink()
@@ -67,7 +67,7 @@ class Setup:
         for fid, link in ((1, self.pub), (2, self.sub)):
             self.faces.add(DaemonFace(fid, link, ZenohId(fid), WhatAmI.CLIENT))  # type: ignore[arg-type]
         self.closed: list[int] = []
-        self.delivery = Delivery(self.faces, self.stats, QUEUE, 5.0, lambda f, _r: self.closed.append(f), WAIT_S)
+        self.delivery = Delivery(self.faces, self.stats, QUEUE, 5.0, lambda f, _r: self.closed.append(f), wait_s)
 
     def publish(self, data: bytes = b"x" * 100, block: bool = DROP) -> bool | None:
         """A message from face 1 to face 2, as forwarding hands it on."""
@@ -87,7 +87,7 @@ async def _eventually(cond: object, timeout: float = 5.0) -> None:
 
 def test_a_drop_message_waits_and_its_publisher_pauses_until_there_is_room() -> None:
     async def run() -> None:
-        s = Setup()
+        s = Setup(wait_s=30.0)  # (room comes when the test says: the wait never ends first)
         s.sub.queued_bytes = QUEUE  # full
         assert s.publish() is True  # queued: it waits
         assert s.pub.paused and s.stats.drop_waits == 1 and s.stats.dropped == 0
@@ -140,7 +140,7 @@ def test_no_wait_when_turned_off_or_nothing_can_pause() -> None:
 
 def test_a_block_message_keeps_its_own_wait() -> None:
     async def run() -> None:
-        s = Setup()
+        s = Setup(wait_s=30.0)
         s.sub.queued_bytes = QUEUE - 1
         assert s.publish(block=BLOCK) is True  # fills it: the publisher pauses (Block's wait)
         assert s.pub.paused and s.delivery.backpressure.is_waiting_for(2)
