@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import time
@@ -35,6 +36,14 @@ def until(cond: Callable[[], object], timeout: float = WAIT, step: float = STEP)
 def expect(cond: Callable[[], object], what: str, timeout: float = WAIT) -> None:
     """:func:`until`, failing the test with ``what`` when the deadline passes."""
     assert until(cond, timeout), f"not within {timeout} s: {what}"
+
+
+async def aexpect(cond: Callable[[], object], what: str, timeout: float = WAIT) -> None:
+    """:func:`expect` in a coroutine: the event loop runs meanwhile."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        await asyncio.sleep(STEP)
 
 
 def value_of(get: Callable[[], T | None], what: str = "", timeout: float = WAIT, step: float = STEP) -> T:

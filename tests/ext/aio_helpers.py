@@ -13,17 +13,9 @@ from typing import Any
 import zenoh
 
 from pyzenoh.session.aio import AsyncSession
-from tests.waits import WAIT, routed
+from tests.waits import WAIT, aexpect, routed
 
 _probes = itertools.count()
-
-
-async def aexpect(cond: Callable[[], object], what: str, timeout: float = WAIT) -> None:
-    """Wait (bounded) until ``cond()`` is true, the loop running meanwhile."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        await asyncio.sleep(0.02)
 
 
 async def arouted(s: AsyncSession, key: str, *, query: bool = False) -> None:

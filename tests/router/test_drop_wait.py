@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pyzenoh.codec import WhatAmI, ZenohId
 from pyzenoh.router.delivery import DROP_WAIT_QUEUE_FACTOR, Delivery
 from pyzenoh.router.state import DaemonFace, DaemonFaces, RouterStats
+from tests.waits import aexpect
 
 QUEUE = 1000
 WAIT_S = 0.05
@@ -78,13 +79,6 @@ class Setup:
             self.delivery.ingress = -1
 
 
-async def _eventually(cond: object, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():  # type: ignore[operator]
-        assert asyncio.get_running_loop().time() < deadline, "not within the timeout"
-        await asyncio.sleep(0.005)
-
-
 def test_a_drop_message_waits_and_its_publisher_pauses_until_there_is_room() -> None:
     async def run() -> None:
         s = Setup(wait_s=30.0)  # (room comes when the test says: the wait never ends first)
@@ -93,7 +87,7 @@ def test_a_drop_message_waits_and_its_publisher_pauses_until_there_is_room() -> 
         assert s.pub.paused and s.stats.drop_waits == 1 and s.stats.dropped == 0
         assert s.publish() is True  # what was read with it waits too
         s.sub.drain(0)  # room: the publisher reads again, nothing was dropped
-        await _eventually(lambda: not s.pub.paused)
+        await aexpect(lambda: not s.pub.paused, "the publisher reads again")
         assert s.stats.dropped == 0 and len(s.sub.sent) == 2
         assert s.publish() is True and not s.pub.paused  # not full: no wait
 
@@ -105,13 +99,13 @@ def test_a_face_full_through_its_wait_is_congested_until_it_has_written_some() -
         s = Setup()
         s.sub.queued_bytes = QUEUE
         assert s.publish() is True
-        await _eventually(lambda: not s.pub.paused)  # the wait ended without room
+        await aexpect(lambda: not s.pub.paused, "the publisher reads again")  # the wait ended without room
         assert s.publish() is False and s.publish() is False  # congested: dropped at once
         assert s.stats.dropped == 2 and s.sub.dropped == 2 and not s.pub.paused
         s.sub.queued_bytes -= 10  # it wrote something, still full: the next one waits again
         assert s.publish() is True and s.pub.paused
         s.sub.drain(0)
-        await _eventually(lambda: not s.pub.paused)
+        await aexpect(lambda: not s.pub.paused, "the publisher reads again")
         assert s.closed == []  # a Drop wait never closes a face
 
     asyncio.run(run())
@@ -146,6 +140,6 @@ def test_a_block_message_keeps_its_own_wait() -> None:
         assert s.pub.paused and s.delivery.backpressure.is_waiting_for(2)
         assert s.publish() is False  # a Drop message is not added to a Block message's wait
         s.sub.drain(0)
-        await _eventually(lambda: not s.pub.paused)
+        await aexpect(lambda: not s.pub.paused, "the publisher reads again")
 
     asyncio.run(run())

@@ -10,6 +10,7 @@ from typing import Any
 
 from pyzenoh.transport import multilink
 from pyzenoh.transport.multilink import Gathered, Gathering
+from tests.waits import aexpect
 
 
 class Held:
@@ -67,8 +68,7 @@ def test_a_lone_link_goes_on_after_the_wait_and_a_closed_one_is_forgotten(monkey
         gathering.offer(lone, established("a"))  # type: ignore[arg-type]
         gathering.offer(gone, established("c"))  # type: ignore[arg-type]
         gathering.closed(gone)  # type: ignore[arg-type]
-        while not got:
-            await asyncio.sleep(0.005)
+        await aexpect(lambda: got, "the lone link handed on")
         await asyncio.sleep(0.03)  # an absence: no second hand-on (the closed link's)
         assert [[link for link, _ in links] for links in got] == [[lone]]
 
