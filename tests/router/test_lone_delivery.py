@@ -147,7 +147,7 @@ def scenario(router: Router) -> None:
         router.push(1, Push(WireExpr(0, "demo/b", True), Put(b"b%d" % i), qos))
     router.links[3].is_full = True  # full: a Drop PUSH is dropped (no wait_before_drop here)
     router.push(1, Push(WireExpr(7, "", True), Put(b"dropped?"), DROP))
-    router.links[3].is_full = False  # (a Block one would pause face 1: tests/router/test_backpressure.py)
+    router.links[3].is_full = False  # (a Block one would pause face 1: tests/router/test_drop_wait.py)
     router.push(1, Push(WireExpr(7, "", True), Put(b"blocked"), EXPRESS_BLOCK))
     router.links[2].queued_bytes = 10**9  # past the hard cap: closed as a slow face
     router.push(1, Push(WireExpr(7, "", True), Put(b"last"), EXPRESS_BLOCK))

@@ -71,18 +71,16 @@ class BatchReader:
         else:
             src = data  # nothing left over: batches are cut out of ``data`` itself
         n = len(src)
-        if n >= LENGTH_PREFIX and src is data:
-            length = data[0] | (data[1] << 8)
-            if length == n - LENGTH_PREFIX and 0 < length <= self.max_payload:
-                self.consumed += n  # exactly one batch: a ping, a small publisher
-                return [bytes(data[LENGTH_PREFIX:])]
-            if 0 < length <= self.max_payload and n - LENGTH_PREFIX < length:
-                buf += data  # a batch arriving in pieces: nothing to cut yet
-                return []
-        elif src is buf and n >= LENGTH_PREFIX:
-            length = buf[0] | (buf[1] << 8)
-            if n - LENGTH_PREFIX < length <= self.max_payload:
-                return []  # a batch arriving in pieces: nothing to cut yet
+        if n >= LENGTH_PREFIX:
+            length = src[0] | (src[1] << 8)
+            if 0 < length <= self.max_payload:
+                if n - LENGTH_PREFIX < length:  # a batch arriving in pieces: nothing to cut yet
+                    if src is data:
+                        buf += data
+                    return []
+                if length == n - LENGTH_PREFIX and src is data:
+                    self.consumed += n  # exactly one batch: a ping, a small publisher
+                    return [bytes(data[LENGTH_PREFIX:])]
         out: list[bytes] = []
         pos = 0
         # One copy of the read, then one object per batch: a slice of bytes is made in one
