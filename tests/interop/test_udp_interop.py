@@ -209,7 +209,7 @@ def test_router_multilink_over_tcp_and_udp(near_kind: str, far_kind: str, tmp_pa
             assert sorted(x["src"] for x in links) == sorted([far_r.tcp, far_r.udp]), links
             zenoh_crosses(far, near, "r2r/ml-in")
             zenoh_crosses(near, far, "r2r/ml-out")
-            best_effort_crosses(near, far, "r2r/ml-be")
+            publisher_crosses(near, far, "r2r/ml-be", reliability=zenoh.Reliability.BEST_EFFORT)
 
 
 def test_pyzenoh_peer_session_multilink(tmp_path: Path) -> None:
@@ -235,7 +235,7 @@ def test_pyzenoh_peer_session_multilink(tmp_path: Path) -> None:
                 lambda data: ps.put("pml/out", data), lambda cb: client.declare_subscriber("pml/out", cb), "pml/out"
             )
             crosses(lambda data: client.put("pml/in", data), lambda cb: ps.declare_subscriber("pml/in", cb), "pml/in")
-            best_effort_crosses(client, ps, "pml/be-in")  # type: ignore[arg-type]
+            publisher_crosses(client, ps, "pml/be-in", reliability=zenoh.Reliability.BEST_EFFORT)  # type: ignore[arg-type]
     tcp_port, udp_port = free_port(), free_port()
     listener = pz.open(
         {
@@ -252,8 +252,10 @@ def test_pyzenoh_peer_session_multilink(tmp_path: Path) -> None:
         crosses(lambda data: real.put("pml/p", data), lambda cb: listener.declare_subscriber("pml/p", cb), "pml/p")
 
 
-def prioritised_crosses(pub_session: zenoh.Session, sub_session: zenoh.Session, key: str, priority: Any) -> None:
-    pub = pub_session.declare_publisher(key, priority=priority)
+def publisher_crosses(pub_session: zenoh.Session, sub_session: zenoh.Session, key: str, **options: Any) -> None:
+    """Samples of a publisher declared with ``options`` (a priority; best effort: on a
+    multilink session, over udp) arrive."""
+    pub = pub_session.declare_publisher(key, **options)
     try:
         crosses(lambda data: pub.put(data), lambda cb: sub_session.declare_subscriber(key, cb), key)
     finally:
@@ -300,7 +302,7 @@ def test_multilink_priority_ranges(kind: str, tmp_path: Path) -> None:
             )
             assert got == [((1, 3), "Reliability.RELIABLE"), ((4, 7), "Reliability.RELIABLE")], got
             for prio, key in ((zenoh.Priority.REAL_TIME, "prio/high"), (zenoh.Priority.DATA_LOW, "prio/low")):
-                prioritised_crosses(peer, client, key, prio)
+                publisher_crosses(peer, client, key, priority=prio)
 
 
 #: Puts on acl/deny/** are refused from udp links only (access control's link_protocols).
@@ -427,15 +429,6 @@ def session_links(client: zenoh.Session, peer: Any, count: int) -> list[dict[str
     return value_of(links, f"{count} links of the peer's session")
 
 
-def best_effort_crosses(pub_session: zenoh.Session, sub_session: zenoh.Session, key: str) -> None:
-    """Samples of a best-effort publisher arrive (on a multilink session: over udp)."""
-    pub = pub_session.declare_publisher(key, reliability=zenoh.Reliability.BEST_EFFORT)
-    try:
-        crosses(lambda data: pub.put(data), lambda cb: sub_session.declare_subscriber(key, cb), key)
-    finally:
-        pub.undeclare()
-
-
 @pytest.mark.parametrize("kind", ["zenohd", "pyzenoh"])
 def test_multilink_session_over_tcp_and_udp(kind: str, tmp_path: Path) -> None:
     """Both sides with ``max_links: 2``: a real peer dialling the router's tcp and udp
@@ -449,8 +442,8 @@ def test_multilink_session_over_tcp_and_udp(kind: str, tmp_path: Path) -> None:
             assert sorted(x["src"] for x in links) == sorted([r.tcp, r.udp]), links
             zenoh_crosses(peer, client, "mlink/out")
             zenoh_crosses(client, peer, "mlink/in")
-            best_effort_crosses(peer, client, "mlink/be-out")
-            best_effort_crosses(client, peer, "mlink/be-in")
+            publisher_crosses(peer, client, "mlink/be-out", reliability=zenoh.Reliability.BEST_EFFORT)
+            publisher_crosses(client, peer, "mlink/be-in", reliability=zenoh.Reliability.BEST_EFFORT)
 
 
 @pytest.mark.parametrize("kind", ["zenohd", "pyzenoh"])
